@@ -1,0 +1,1 @@
+//! [`MemoryGit`]: a fake [`GitOperations`] for tests (placeholder until the full fake lands).

@@ -1,0 +1,243 @@
+//! The git plug-in point: [`GitOperations`], its typed errors, and the conflict-resolver hook.
+//!
+//! Implementations: [`memory::MemoryGit`] (in core, for tests: commits in memory, worktrees as
+//! real folders) and `Git2Operations` in the `orchestrator-git` crate. Both run
+//! [`crate::conformance::git::run_all`].
+
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+pub mod memory;
+
+/// A commit id (hex).
+pub type CommitId = String;
+
+/// Lines and files changed between two commits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffStats {
+    /// Files changed.
+    pub files_changed: usize,
+    /// Lines added.
+    pub insertions: usize,
+    /// Lines removed.
+    pub deletions: usize,
+}
+
+/// Git failures the engine reacts to, as data.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GitError {
+    /// A merge produced conflicts; nothing was changed.
+    #[error("merge conflict in {}: {}", .context, .paths.join(", "))]
+    MergeConflict {
+        /// What was being merged (e.g. `merging abc123 into orchestrator/snapshot/...`).
+        context: String,
+        /// Conflicting paths, sorted.
+        paths: Vec<String>,
+    },
+    /// The branch is checked out in a worktree with uncommitted changes; nothing was changed.
+    #[error("branch `{branch}` is checked out at {} with uncommitted changes ({}); commit or stash them first", .path.display(), .files.join(", "))]
+    DirtyCheckout {
+        /// Branch.
+        branch: String,
+        /// The worktree that has it checked out.
+        path: PathBuf,
+        /// Some of the changed files.
+        files: Vec<String>,
+    },
+    /// A compare-and-swap ref update found another value: someone else moved it.
+    #[error("ref `{reference}` moved concurrently: expected {}, found {}", .expected.as_deref().unwrap_or("<absent>"), .actual.as_deref().unwrap_or("<absent>"))]
+    RefChanged {
+        /// The ref.
+        reference: String,
+        /// Value expected.
+        expected: Option<CommitId>,
+        /// Value found.
+        actual: Option<CommitId>,
+    },
+    /// A revision, branch or worktree does not exist.
+    #[error("{what} not found")]
+    NotFound {
+        /// What was looked for.
+        what: String,
+    },
+    /// A branch name that git's ref-format rules reject.
+    #[error("invalid branch name {name:?}: {reason}")]
+    InvalidBranchName {
+        /// The name.
+        name: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// The default branch (or a checked-out branch) may not be deleted or reset.
+    #[error("refusing to {operation} branch `{branch}`: {reason}")]
+    ProtectedBranch {
+        /// The branch.
+        branch: String,
+        /// What was refused.
+        operation: String,
+        /// Why.
+        reason: String,
+    },
+    /// A branch that exists but does not contain the expected base.
+    #[error("branch `{branch}` exists and has diverged from {base}: {hint}")]
+    Diverged {
+        /// The branch.
+        branch: String,
+        /// The base it should contain.
+        base: CommitId,
+        /// What the user can do.
+        hint: String,
+    },
+    /// A path outside the allowed root (traversal, symlink escape).
+    #[error("path {} is outside {}", .path.display(), .root.display())]
+    PathOutsideRoot {
+        /// The path.
+        path: PathBuf,
+        /// The root it must stay in.
+        root: PathBuf,
+    },
+    /// Any other failure of the git layer.
+    #[error("git {operation} failed: {message}")]
+    Other {
+        /// Operation.
+        operation: String,
+        /// Message from the git layer.
+        message: String,
+        /// Whether trying again may help (lock contention, I/O hiccups).
+        retryable: bool,
+    },
+}
+
+impl GitError {
+    /// Whether trying again may help.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, GitError::Other { retryable: true, .. } | GitError::RefChanged { .. })
+    }
+
+    /// Shorthand for [`GitError::Other`].
+    pub fn other(operation: impl Into<String>, message: impl ToString) -> Self {
+        GitError::Other {
+            operation: operation.into(),
+            message: message.to_string(),
+            retryable: false,
+        }
+    }
+}
+
+/// How [`GitOperations::merge_into_branch`] lands a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MergeStyle {
+    /// Always a two-parent merge commit (leaves into the snapshot branch).
+    MergeCommit,
+    /// Fast-forward when the branch is an ancestor of the commit, else a merge commit
+    /// (the final merge of the snapshot onto the target).
+    FastForward,
+}
+
+/// Resolves merge conflicts by editing the conflicting files in a worktree (e.g. with an agent).
+#[async_trait]
+pub trait ConflictResolver: Send + Sync + Debug + 'static {
+    /// Edits `paths` in `worktree` so that they hold the resolved content (no conflict markers).
+    /// The git layer then stages and commits them. An error leaves the merge failed.
+    async fn resolve(&self, worktree: &Path, paths: &[String]) -> Result<(), GitError>;
+}
+
+/// Everything the engine needs from git. All paths are absolute; `repo` is the main checkout.
+///
+/// Rules every implementation follows (the conformance suite checks them): nothing ever checks
+/// out, resets or commits in the user's main worktree except bringing a *clean* checked-out branch
+/// to a new commit after [`GitOperations::merge_into_branch`]; the default branch is never
+/// deleted; ref updates are compare-and-swap.
+#[async_trait]
+pub trait GitOperations: Send + Sync + Debug + 'static {
+    /// Resolves a revision (branch, tag, commit, `HEAD`) to a commit id.
+    async fn resolve(&self, repo: &Path, rev: &str) -> Result<CommitId, GitError>;
+
+    /// The branch checked out in the main worktree; `None` when HEAD is detached.
+    async fn current_branch(&self, repo: &Path) -> Result<Option<String>, GitError>;
+
+    /// The repository's default branch (`origin/HEAD`, `init.defaultBranch`, `main`, `master`).
+    async fn default_branch(&self, repo: &Path) -> Result<String, GitError>;
+
+    /// The commit a local branch points at, `None` if it does not exist.
+    async fn branch_tip(&self, repo: &Path, branch: &str) -> Result<Option<CommitId>, GitError>;
+
+    /// Creates or moves `branch` to `new` if it currently points at `expected`
+    /// (`None`: it must not exist). Otherwise [`GitError::RefChanged`] and no change.
+    async fn update_branch(
+        &self,
+        repo: &Path,
+        branch: &str,
+        new: &str,
+        expected: Option<&str>,
+    ) -> Result<(), GitError>;
+
+    /// Deletes a local branch; refuses the default branch and checked-out branches.
+    /// Deleting a missing branch is not an error.
+    async fn delete_branch(&self, repo: &Path, branch: &str) -> Result<(), GitError>;
+
+    /// Whether `ancestor` is reachable from `descendant` (a commit is its own ancestor).
+    async fn is_ancestor(
+        &self,
+        repo: &Path,
+        ancestor: &str,
+        descendant: &str,
+    ) -> Result<bool, GitError>;
+
+    /// Creates a detached worktree at `commit` in `path`. If a valid worktree of this repository
+    /// already exists there it is kept as it is (retry reuses it).
+    async fn create_worktree(&self, repo: &Path, path: &Path, commit: &str)
+        -> Result<(), GitError>;
+
+    /// Removes a worktree and its folder (symlinked folders inside are unlinked, their targets
+    /// kept). Removing a missing worktree is not an error.
+    async fn remove_worktree(&self, repo: &Path, path: &Path) -> Result<(), GitError>;
+
+    /// Linked worktrees of the repository (the main checkout excluded).
+    async fn list_worktrees(&self, repo: &Path) -> Result<Vec<PathBuf>, GitError>;
+
+    /// The commit checked out in a worktree.
+    async fn head(&self, worktree: &Path) -> Result<CommitId, GitError>;
+
+    /// Merges `commits` into the worktree's HEAD one after another, committing each merge with
+    /// `message`; commits already contained are skipped. Conflicts go to `resolver` when given,
+    /// else [`GitError::MergeConflict`] with the worktree left at its previous HEAD.
+    /// Returns the new HEAD.
+    async fn merge_into_worktree(
+        &self,
+        worktree: &Path,
+        commits: &[CommitId],
+        message: &str,
+        resolver: Option<&dyn ConflictResolver>,
+    ) -> Result<CommitId, GitError>;
+
+    /// Stages everything in the worktree (respecting `.gitignore`) and commits it with `message`.
+    /// `Ok(None)` when there is nothing to commit.
+    async fn commit_all(&self, worktree: &Path, message: &str)
+        -> Result<Option<CommitId>, GitError>;
+
+    /// Merges `commit` into `branch` without any checkout (in memory), updating the ref by
+    /// compare-and-swap, serialized per repository. When the branch is checked out in the main
+    /// worktree and clean, its working tree and index follow; when dirty,
+    /// [`GitError::DirtyCheckout`] and nothing changes. Returns the branch's new tip.
+    async fn merge_into_branch(
+        &self,
+        repo: &Path,
+        branch: &str,
+        commit: &str,
+        message: &str,
+        style: MergeStyle,
+    ) -> Result<CommitId, GitError>;
+
+    /// Files and lines changed from `from` to `to`.
+    async fn diff_stats(&self, repo: &Path, from: &str, to: &str) -> Result<DiffStats, GitError>;
+
+    /// Keeps `patterns` (e.g. `/.worktrees/`) out of `git status` via `.git/info/exclude`.
+    async fn exclude(&self, repo: &Path, patterns: &[&str]) -> Result<(), GitError>;
+}

@@ -1,0 +1,24 @@
+//! # orchestrator-core
+//!
+//! The engine of the orchestrator: the plan model (SPEC §2) and its validation, the DAG state
+//! machine (SPEC §3), the event-driven scheduler and the phase pipeline, typed events, the
+//! builder, and the plug-in traits with in-memory implementations and conformance suites.
+
+pub mod conformance;
+pub mod engine;
+mod error;
+pub mod events;
+pub mod git;
+pub mod ids;
+pub mod plan;
+pub mod repository;
+pub mod runner;
+pub mod state;
+
+pub use error::{Error, Result};
+pub use events::OrchestratorEvent;
+pub use git::{ConflictResolver, GitError, GitOperations};
+pub use ids::{NodeId, PlanId};
+pub use repository::{InMemoryPlanRepository, PlanRepository, StoreError};
+pub use runner::{FnRunner, WorkContext, WorkOutput, WorkRunner};
+pub use state::{NodeStatus, Phase, PlanStatus};

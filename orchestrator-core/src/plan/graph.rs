@@ -1,0 +1,303 @@
+//! The plan's DAG on petgraph: dependencies, roots, leaves, topological order, scheduling
+//! priorities, and the auto-injected snapshot-validation node.
+
+use std::collections::HashMap;
+
+use petgraph::algo::{tarjan_scc, toposort};
+use petgraph::graph::{DiGraph, NodeIndex as PgIndex};
+use petgraph::Direction;
+
+use crate::ids::NodeIndex;
+use crate::plan::{Isolation, PlanSpec, ValidationError, ValidationErrors};
+
+/// producerId of the auto-injected snapshot-validation node.
+pub const SNAPSHOT_PRODUCER_ID: &str = "__snapshot-validation__";
+
+/// The DAG of a plan. Node `i < jobs.len()` is job `i`; with worktree isolation, node
+/// `jobs.len()` is the snapshot-validation node, which depends on every user leaf.
+#[derive(Debug, Clone)]
+pub struct PlanGraph {
+    /// Edge `a -> b`: `b` depends on `a`.
+    graph: DiGraph<(), (), u32>,
+    jobs: usize,
+    snapshot: Option<NodeIndex>,
+    order: Vec<NodeIndex>,
+    priority: Vec<Priority>,
+    topo_pos: Vec<u32>,
+    by_producer: HashMap<String, NodeIndex>,
+}
+
+/// Scheduling priority of a node: longest remaining critical path, then most dependents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Priority {
+    /// Nodes on the longest path from this node to a sink, itself included.
+    pub critical_path: u32,
+    /// Direct dependents.
+    pub dependents: u32,
+}
+
+impl PlanGraph {
+    /// Builds the graph, reporting unknown dependencies, self-dependencies and cycles (every
+    /// one of them, each naming the job).
+    ///
+    /// ```
+    /// use orchestrator_core::plan::{JobSpec, PlanGraph, PlanSpec, WorkSpec};
+    /// let plan = PlanSpec::new("p")
+    ///     .job(JobSpec::new("aaa", "a", WorkSpec::shell("true")))
+    ///     .job(JobSpec::new("bbb", "b", WorkSpec::shell("true")).depends_on(["aaa"]));
+    /// let g = PlanGraph::build(&plan).unwrap();
+    /// assert_eq!(g.roots(), vec![0]);
+    /// assert_eq!(g.user_leaves(), vec![1]);
+    /// assert_eq!(g.snapshot(), Some(2)); // worktree isolation injects snapshot validation
+    /// ```
+    pub fn build(spec: &PlanSpec) -> Result<PlanGraph, ValidationErrors> {
+        let jobs = spec.jobs.len();
+        let mut by_producer = HashMap::with_capacity(jobs);
+        for (i, job) in spec.jobs.iter().enumerate() {
+            by_producer.entry(job.producer_id.clone()).or_insert(i);
+        }
+        let with_snapshot = spec.isolation == Isolation::Worktree;
+        let total = jobs + usize::from(with_snapshot);
+        let mut graph = DiGraph::<(), (), u32>::with_capacity(total, jobs * 2 + 1);
+        for _ in 0..total {
+            graph.add_node(());
+        }
+        let mut errors = Vec::new();
+        for (i, job) in spec.jobs.iter().enumerate() {
+            for (d, dep) in job.dependencies.iter().enumerate() {
+                let field = format!("dependencies[{d}]");
+                match by_producer.get(dep) {
+                    None => errors.push(ValidationError::new(
+                        Some(job),
+                        field,
+                        dep,
+                        "unknown dependency: no job has this producerId",
+                    )),
+                    Some(&j) if j == i => errors.push(ValidationError::new(
+                        Some(job),
+                        field,
+                        dep,
+                        "a job cannot depend on itself",
+                    )),
+                    Some(&j) => {
+                        // Duplicate entries in one list add one edge only.
+                        if graph.find_edge(PgIndex::new(j), PgIndex::new(i)).is_none() {
+                            graph.add_edge(PgIndex::new(j), PgIndex::new(i), ());
+                        }
+                    }
+                }
+            }
+        }
+        let order = match toposort(&graph, None) {
+            Ok(order) => order.into_iter().map(PgIndex::index).collect::<Vec<_>>(),
+            Err(_) => {
+                errors.extend(cycles(&graph, spec));
+                Vec::new()
+            }
+        };
+        if !errors.is_empty() {
+            return Err(ValidationErrors(errors));
+        }
+        let snapshot = with_snapshot.then_some(jobs);
+        if let Some(sv) = snapshot {
+            for leaf in 0..jobs {
+                if graph
+                    .neighbors_directed(PgIndex::new(leaf), Direction::Outgoing)
+                    .next()
+                    .is_none()
+                {
+                    graph.add_edge(PgIndex::new(leaf), PgIndex::new(sv), ());
+                }
+            }
+        }
+        let mut g = PlanGraph {
+            graph,
+            jobs,
+            snapshot,
+            order,
+            priority: Vec::new(),
+            topo_pos: Vec::new(),
+            by_producer,
+        };
+        if let Some(sv) = snapshot {
+            // The snapshot node is a sink that follows every job.
+            g.order.push(sv);
+        }
+        g.priority = g.compute_priorities();
+        g.topo_pos = vec![0; g.node_count()];
+        for (i, &n) in g.order.iter().enumerate() {
+            g.topo_pos[n] = i as u32;
+        }
+        Ok(g)
+    }
+
+    fn compute_priorities(&self) -> Vec<Priority> {
+        let mut prio = vec![Priority::default(); self.node_count()];
+        for &n in self.order.iter().rev() {
+            let mut longest = 0;
+            let mut count = 0;
+            for d in self.dependents(n) {
+                longest = longest.max(prio[d].critical_path);
+                count += 1;
+            }
+            prio[n] = Priority {
+                critical_path: longest + 1,
+                dependents: count,
+            };
+        }
+        prio
+    }
+
+    /// Number of nodes (jobs plus the snapshot node, if any).
+    pub fn node_count(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    /// Number of user jobs.
+    pub fn job_count(&self) -> usize {
+        self.jobs
+    }
+
+    /// The snapshot-validation node, with worktree isolation.
+    pub fn snapshot(&self) -> Option<NodeIndex> {
+        self.snapshot
+    }
+
+    /// Whether `n` is the snapshot-validation node.
+    pub fn is_snapshot(&self, n: NodeIndex) -> bool {
+        self.snapshot == Some(n)
+    }
+
+    /// Nodes `n` depends on.
+    pub fn dependencies(&self, n: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.graph
+            .neighbors_directed(PgIndex::new(n), Direction::Incoming)
+            .map(PgIndex::index)
+    }
+
+    /// Nodes that depend on `n`.
+    pub fn dependents(&self, n: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.graph
+            .neighbors_directed(PgIndex::new(n), Direction::Outgoing)
+            .map(PgIndex::index)
+    }
+
+    /// Dependencies of `n` in the order the job lists them (merge-fi starts from the first).
+    pub fn ordered_dependencies(&self, spec: &PlanSpec, n: NodeIndex) -> Vec<NodeIndex> {
+        match spec.jobs.get(n) {
+            Some(job) => {
+                let mut out: Vec<NodeIndex> = Vec::with_capacity(job.dependencies.len());
+                for d in &job.dependencies {
+                    if let Some(&i) = self.by_producer.get(d) {
+                        if !out.contains(&i) {
+                            out.push(i);
+                        }
+                    }
+                }
+                out
+            }
+            None => {
+                let mut deps: Vec<_> = self.dependencies(n).collect();
+                deps.sort_unstable();
+                deps
+            }
+        }
+    }
+
+    /// Nodes with no dependencies.
+    pub fn roots(&self) -> Vec<NodeIndex> {
+        (0..self.node_count())
+            .filter(|&n| self.dependencies(n).next().is_none())
+            .collect()
+    }
+
+    /// User jobs no other user job depends on (the snapshot node's dependencies).
+    pub fn user_leaves(&self) -> Vec<NodeIndex> {
+        (0..self.jobs)
+            .filter(|&n| self.dependents(n).all(|d| self.is_snapshot(d)))
+            .collect()
+    }
+
+    /// Whether `n` is a user leaf (merges into the snapshot branch).
+    pub fn is_user_leaf(&self, n: NodeIndex) -> bool {
+        n < self.jobs && self.dependents(n).all(|d| self.is_snapshot(d))
+    }
+
+    /// A topological order of all nodes.
+    pub fn topological_order(&self) -> &[NodeIndex] {
+        &self.order
+    }
+
+    /// Position of `n` in [`PlanGraph::topological_order`].
+    pub fn topological_position(&self, n: NodeIndex) -> usize {
+        self.topo_pos.get(n).map_or(0, |&p| p as usize)
+    }
+
+    /// Scheduling priority of `n`.
+    pub fn priority(&self, n: NodeIndex) -> Priority {
+        self.priority.get(n).copied().unwrap_or_default()
+    }
+
+    /// Node index of a producerId.
+    pub fn index_of(&self, producer_id: &str) -> Option<NodeIndex> {
+        self.by_producer.get(producer_id).copied()
+    }
+
+    /// Every node reachable from `n` through dependents (not `n` itself), each once.
+    pub fn descendants(&self, n: NodeIndex) -> Vec<NodeIndex> {
+        let mut seen = vec![false; self.node_count()];
+        let mut stack: Vec<NodeIndex> = self.dependents(n).collect();
+        let mut out = Vec::new();
+        while let Some(x) = stack.pop() {
+            if std::mem::replace(&mut seen[x], true) {
+                continue;
+            }
+            out.push(x);
+            stack.extend(self.dependents(x));
+        }
+        out
+    }
+}
+
+/// One validation error per cycle, printed as a path `a -> b -> c -> a` ("a depends on b ...").
+fn cycles(graph: &DiGraph<(), (), u32>, spec: &PlanSpec) -> Vec<ValidationError> {
+    let mut out = Vec::new();
+    for scc in tarjan_scc(graph) {
+        if scc.len() < 2 {
+            continue;
+        }
+        let members: std::collections::HashSet<PgIndex<u32>> = scc.iter().copied().collect();
+        // Walk inside the component from its smallest member until a node repeats.
+        let start = scc.iter().copied().min().unwrap_or(scc[0]);
+        let mut path = vec![start];
+        let mut pos: HashMap<PgIndex<u32>, usize> = HashMap::from([(start, 0)]);
+        let mut cur = start;
+        let cycle = loop {
+            let next = graph
+                .neighbors_directed(cur, Direction::Incoming)
+                .filter(|n| members.contains(n))
+                .min();
+            let Some(next) = next else { break path.clone() };
+            if let Some(&i) = pos.get(&next) {
+                let mut c = path[i..].to_vec();
+                c.push(next);
+                break c;
+            }
+            pos.insert(next, path.len());
+            path.push(next);
+            cur = next;
+        };
+        let names: Vec<&str> = cycle
+            .iter()
+            .filter_map(|i| spec.jobs.get(i.index()).map(|j| j.producer_id.as_str()))
+            .collect();
+        let first = cycle.first().and_then(|i| spec.jobs.get(i.index()));
+        out.push(ValidationError::new(
+            first,
+            "dependencies",
+            names.join(" -> "),
+            "dependency cycle",
+        ));
+    }
+    out
+}

@@ -1,0 +1,14 @@
+//! The plan: format (SPEC §2), parsing, validation and graph.
+
+mod graph;
+mod parse;
+mod spec;
+mod validate;
+
+pub use graph::{PlanGraph, Priority, SNAPSHOT_PRODUCER_ID};
+pub use parse::{load_plan_file, parse_plan, PlanFormat};
+pub use spec::{
+    AgentSpec, Effort, Env, Isolation, JobSpec, ModelTier, OnFailure, PlanSpec, ProcessSpec,
+    ShellKind, ShellSpec, WorkSpec,
+};
+pub use validate::{validate, ValidationContext, ValidationError, ValidationErrors};

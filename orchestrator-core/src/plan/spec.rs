@@ -1,0 +1,541 @@
+//! The plan format of SPEC §2: typed, serde-backed, camelCase with snake_case aliases.
+//!
+//! Every struct denies unknown fields, so a typo is an error that names the field; parsing goes
+//! through [`crate::plan::parse`] which adds the path (`jobs[3].work`) to that error.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Environment variables, sorted so that stored specs are deterministic.
+pub type Env = BTreeMap<String, String>;
+
+/// A whole plan: the input object of the reference's `create_copilot_plan` tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanSpec {
+    /// Human-readable plan name (1–200 characters).
+    pub name: String,
+    /// The jobs; order is kept and gives every job its node index.
+    pub jobs: Vec<JobSpec>,
+    /// Revision the plan starts from (branch, tag or commit). Default: current branch, else `main`.
+    #[serde(default, alias = "base_branch", skip_serializing_if = "Option::is_none")]
+    pub base_branch: Option<String>,
+    /// Branch that receives the validated result. Default: see SPEC §2.
+    #[serde(default, alias = "target_branch", skip_serializing_if = "Option::is_none")]
+    pub target_branch: Option<String>,
+    /// Jobs of this plan running at once; `0` (or absent) defers to the global capacity.
+    #[serde(default, alias = "max_parallel", skip_serializing_if = "Option::is_none")]
+    pub max_parallel: Option<u32>,
+    /// Remove a job's worktree once its work has been consumed (default `true`).
+    #[serde(default, alias = "clean_up_successful_work", skip_serializing_if = "Option::is_none")]
+    pub clean_up_successful_work: Option<bool>,
+    /// Folders of the main checkout symlinked into every worktree (e.g. `node_modules`).
+    #[serde(default, alias = "additional_symlink_dirs", skip_serializing_if = "Vec::is_empty")]
+    pub additional_symlink_dirs: Vec<String>,
+    /// Create the plan paused: nothing starts until it is resumed.
+    #[serde(default, alias = "start_paused", skip_serializing_if = "is_false")]
+    pub start_paused: bool,
+    /// Validation the snapshot node runs before the final merge.
+    #[serde(default, alias = "verify_ri", skip_serializing_if = "Option::is_none")]
+    pub verify_ri: Option<WorkSpec>,
+    /// Environment for every job of the plan.
+    #[serde(default, skip_serializing_if = "Env::is_empty")]
+    pub env: Env,
+    /// Plan chaining: start when the plan with this id has succeeded.
+    #[serde(default, alias = "resume_after_plan", skip_serializing_if = "Option::is_none")]
+    pub resume_after_plan: Option<String>,
+    /// Work run in every new worktree (e.g. `npm ci`).
+    #[serde(default, alias = "worktree_init", skip_serializing_if = "Vec::is_empty")]
+    pub worktree_init: Vec<WorkSpec>,
+    /// Where jobs run: their own worktrees (default) or the repository directory itself.
+    #[serde(default, skip_serializing_if = "Isolation::is_default")]
+    pub isolation: Isolation,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl PlanSpec {
+    /// A plan with a name and no jobs yet; add jobs with [`PlanSpec::job`].
+    ///
+    /// ```
+    /// use orchestrator_core::plan::{JobSpec, PlanSpec, WorkSpec};
+    /// let plan = PlanSpec::new("demo")
+    ///     .job(JobSpec::new("build", "Build it", WorkSpec::shell("make")))
+    ///     .job(JobSpec::new("test", "Test it", WorkSpec::shell("make test")).depends_on(["build"]));
+    /// assert_eq!(plan.jobs.len(), 2);
+    /// ```
+    pub fn new(name: impl Into<String>) -> Self {
+        PlanSpec {
+            name: name.into(),
+            jobs: Vec::new(),
+            base_branch: None,
+            target_branch: None,
+            max_parallel: None,
+            clean_up_successful_work: None,
+            additional_symlink_dirs: Vec::new(),
+            start_paused: false,
+            verify_ri: None,
+            env: Env::new(),
+            resume_after_plan: None,
+            worktree_init: Vec::new(),
+            isolation: Isolation::Worktree,
+        }
+    }
+
+    /// Adds a job.
+    pub fn job(mut self, job: JobSpec) -> Self {
+        self.jobs.push(job);
+        self
+    }
+
+    /// Sets `maxParallel`.
+    pub fn max_parallel(mut self, n: u32) -> Self {
+        self.max_parallel = Some(n);
+        self
+    }
+
+    /// Sets the isolation mode.
+    pub fn isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// Sets the target branch.
+    pub fn target_branch(mut self, branch: impl Into<String>) -> Self {
+        self.target_branch = Some(branch.into());
+        self
+    }
+
+    /// Sets the base revision.
+    pub fn base_branch(mut self, rev: impl Into<String>) -> Self {
+        self.base_branch = Some(rev.into());
+        self
+    }
+
+    /// Effective `cleanUpSuccessfulWork` (default `true`).
+    pub fn cleans_up(&self) -> bool {
+        self.clean_up_successful_work.unwrap_or(true)
+    }
+}
+
+/// Where a plan's jobs run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Isolation {
+    /// Every job in its own detached git worktree; results merged along the DAG (default).
+    #[default]
+    Worktree,
+    /// Jobs run in the repository directory itself; no git phases (a plain DAG task runner).
+    None,
+}
+
+impl Isolation {
+    fn is_default(&self) -> bool {
+        *self == Isolation::Worktree
+    }
+}
+
+/// One job (a node of the DAG).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JobSpec {
+    /// Stable id other jobs depend on: `^[a-z0-9-]{3,64}$`, unique in the plan.
+    #[serde(alias = "producer_id")]
+    pub producer_id: String,
+    /// Short description; also the commit message (`[Plan] <task>`).
+    pub task: String,
+    /// What the job does.
+    pub work: WorkSpec,
+    /// producerIds this job depends on (may be empty).
+    pub dependencies: Vec<String>,
+    /// Display name (default: the producerId).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Checks run before the work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prechecks: Option<WorkSpec>,
+    /// Checks run after the commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postchecks: Option<WorkSpec>,
+    /// Extra instructions for agent work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Base revision for a root job (overrides the plan's).
+    #[serde(default, alias = "base_branch", skip_serializing_if = "Option::is_none")]
+    pub base_branch: Option<String>,
+    /// The job is expected to change nothing: an empty commit phase is a success.
+    #[serde(default, alias = "expects_no_changes", skip_serializing_if = "is_false")]
+    pub expects_no_changes: bool,
+    /// Let an agent heal failed shell/process phases (default `true`).
+    #[serde(default, alias = "auto_heal", skip_serializing_if = "Option::is_none")]
+    pub auto_heal: Option<bool>,
+    /// Visual grouping path such as `backend/api`; no effect on order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Environment for this job.
+    #[serde(default, skip_serializing_if = "Env::is_empty")]
+    pub env: Env,
+}
+
+impl JobSpec {
+    /// A job with no dependencies.
+    pub fn new(producer_id: impl Into<String>, task: impl Into<String>, work: WorkSpec) -> Self {
+        JobSpec {
+            producer_id: producer_id.into(),
+            task: task.into(),
+            work,
+            dependencies: Vec::new(),
+            name: None,
+            prechecks: None,
+            postchecks: None,
+            instructions: None,
+            base_branch: None,
+            expects_no_changes: false,
+            auto_heal: None,
+            group: None,
+            env: Env::new(),
+        }
+    }
+
+    /// Adds dependencies (producerIds).
+    pub fn depends_on<I, S>(mut self, deps: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.dependencies.extend(deps.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets prechecks.
+    pub fn prechecks(mut self, spec: WorkSpec) -> Self {
+        self.prechecks = Some(spec);
+        self
+    }
+
+    /// Sets postchecks.
+    pub fn postchecks(mut self, spec: WorkSpec) -> Self {
+        self.postchecks = Some(spec);
+        self
+    }
+
+    /// Marks the job as expecting no changes.
+    pub fn expects_no_changes(mut self) -> Self {
+        self.expects_no_changes = true;
+        self
+    }
+
+    /// Sets a job environment variable.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Display name: `name`, else the producerId.
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.producer_id)
+    }
+}
+
+/// What a job (or a check) runs. In a plan file: a string shorthand or an object with `type`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum WorkSpec {
+    /// A command run by a shell.
+    Shell(ShellSpec),
+    /// An executable with arguments, no shell involved.
+    Process(ProcessSpec),
+    /// An AI agent CLI.
+    Agent(AgentSpec),
+}
+
+impl WorkSpec {
+    /// Shell work running `command` with the default shell.
+    pub fn shell(command: impl Into<String>) -> Self {
+        WorkSpec::Shell(ShellSpec {
+            command: command.into(),
+            ..ShellSpec::default()
+        })
+    }
+
+    /// Process work: `executable args...`.
+    pub fn process<I, S>(executable: impl Into<String>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        WorkSpec::Process(ProcessSpec {
+            executable: executable.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            ..ProcessSpec::default()
+        })
+    }
+
+    /// Agent work with these instructions.
+    pub fn agent(instructions: impl Into<String>) -> Self {
+        WorkSpec::Agent(AgentSpec {
+            instructions: Some(instructions.into()),
+            ..AgentSpec::default()
+        })
+    }
+
+    /// The runner kind that executes this spec: `shell`, `process` or `agent`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkSpec::Shell(_) => "shell",
+            WorkSpec::Process(_) => "process",
+            WorkSpec::Agent(_) => "agent",
+        }
+    }
+
+    /// Parses the string shorthand: `"@agent <text>"` is agent work, anything else a shell command.
+    pub fn from_shorthand(s: &str) -> Self {
+        match s.strip_prefix("@agent") {
+            Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => {
+                WorkSpec::agent(rest.trim())
+            }
+            _ => WorkSpec::shell(s),
+        }
+    }
+
+    /// The `onFailure` settings of this spec.
+    pub fn on_failure(&self) -> Option<&OnFailure> {
+        match self {
+            WorkSpec::Shell(s) => s.on_failure.as_ref(),
+            WorkSpec::Process(p) => p.on_failure.as_ref(),
+            WorkSpec::Agent(a) => a.on_failure.as_ref(),
+        }
+    }
+
+    /// The spec's own environment.
+    pub fn env(&self) -> &Env {
+        match self {
+            WorkSpec::Shell(s) => &s.env,
+            WorkSpec::Process(p) => &p.env,
+            WorkSpec::Agent(a) => &a.env,
+        }
+    }
+
+    /// Timeout in milliseconds, if any.
+    pub fn timeout_ms(&self) -> Option<u64> {
+        match self {
+            WorkSpec::Shell(s) => s.timeout,
+            WorkSpec::Process(p) => p.timeout,
+            WorkSpec::Agent(a) => a.timeout,
+        }
+    }
+
+    /// Working directory relative to the worktree, if any.
+    pub fn cwd(&self) -> Option<&str> {
+        match self {
+            WorkSpec::Shell(s) => s.cwd.as_deref(),
+            WorkSpec::Process(p) => p.cwd.as_deref(),
+            WorkSpec::Agent(_) => None,
+        }
+    }
+}
+
+/// `{"type":"shell", ...}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShellSpec {
+    /// The command line.
+    pub command: String,
+    /// Which shell (default: `sh` on Unix, `cmd` on Windows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<ShellKind>,
+    /// Extra environment.
+    #[serde(default, skip_serializing_if = "Env::is_empty")]
+    pub env: Env,
+    /// Working directory relative to the worktree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Timeout in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// What to do when it fails.
+    #[serde(default, alias = "on_failure", skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<OnFailure>,
+}
+
+/// The shells a [`ShellSpec`] may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ShellKind {
+    /// POSIX `sh -c`.
+    Sh,
+    /// `bash -c`.
+    Bash,
+    /// PowerShell Core `pwsh -Command`.
+    Pwsh,
+    /// Windows PowerShell.
+    Powershell,
+    /// `cmd /C`.
+    Cmd,
+}
+
+/// `{"type":"process", ...}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProcessSpec {
+    /// Program to run (looked up on `PATH`).
+    pub executable: String,
+    /// Arguments, passed as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Extra environment.
+    #[serde(default, skip_serializing_if = "Env::is_empty")]
+    pub env: Env,
+    /// Working directory relative to the worktree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Timeout in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// What to do when it fails.
+    #[serde(default, alias = "on_failure", skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<OnFailure>,
+}
+
+/// `{"type":"agent", ...}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentSpec {
+    /// Instructions (exclusive with `instructionsFile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Path of a file holding the instructions, relative to the repository.
+    #[serde(default, alias = "instructions_file", skip_serializing_if = "Option::is_none")]
+    pub instructions_file: Option<String>,
+    /// Agent to use: `copilot`, `claude`, `codex`, `gemini` or a host-registered name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Model name passed to the CLI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Model tier when no model is named.
+    #[serde(default, alias = "model_tier", skip_serializing_if = "Option::is_none")]
+    pub model_tier: Option<ModelTier>,
+    /// Reasoning effort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
+    /// Maximum agent turns.
+    #[serde(default, alias = "max_turns", skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Resume the job's previous session on later phases and retries (default `true`).
+    #[serde(default, alias = "resume_session", skip_serializing_if = "Option::is_none")]
+    pub resume_session: Option<bool>,
+    /// Folders the agent may access besides the worktree.
+    #[serde(default, alias = "allowed_folders", skip_serializing_if = "Vec::is_empty")]
+    pub allowed_folders: Vec<String>,
+    /// URLs or domain patterns the agent may fetch.
+    #[serde(default, alias = "allowed_urls", skip_serializing_if = "Vec::is_empty")]
+    pub allowed_urls: Vec<String>,
+    /// Extra environment.
+    #[serde(default, skip_serializing_if = "Env::is_empty")]
+    pub env: Env,
+    /// Timeout in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// What to do when it fails.
+    #[serde(default, alias = "on_failure", skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<OnFailure>,
+}
+
+/// Model tiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ModelTier {
+    /// Cheapest, quickest.
+    Fast,
+    /// The default.
+    Standard,
+    /// Strongest.
+    Premium,
+}
+
+/// Reasoning effort levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Effort {
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// Extra high.
+    Xhigh,
+}
+
+/// `onFailure` of a work spec.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OnFailure {
+    /// Never auto-heal this phase.
+    #[serde(default, alias = "no_auto_heal", skip_serializing_if = "Option::is_none")]
+    pub no_auto_heal: Option<bool>,
+    /// Message shown with the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Phase a retry resumes from.
+    #[serde(default, alias = "resume_from_phase", skip_serializing_if = "Option::is_none")]
+    pub resume_from_phase: Option<crate::state::Phase>,
+}
+
+/// Deserializes a work spec from a string shorthand or an object with `type`.
+///
+/// Written by hand rather than `#[serde(untagged)]` so that a bad object keeps its real error
+/// ("unknown field `comand`") instead of "data did not match any variant".
+fn deserialize_work<'de, D: Deserializer<'de>>(d: D) -> Result<WorkSpec, D::Error> {
+    struct WorkVisitor;
+    impl<'de> Visitor<'de> for WorkVisitor {
+        type Value = WorkSpec;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a command string, \"@agent <instructions>\", or an object with \"type\": shell|process|agent")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<WorkSpec, E> {
+            Ok(WorkSpec::from_shorthand(v))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<WorkSpec, A::Error> {
+            TaggedWork::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| t.0)
+        }
+    }
+    d.deserialize_any(WorkVisitor)
+}
+
+/// The object form only; [`WorkSpec`]'s own `Deserialize` accepts both forms.
+struct TaggedWork(WorkSpec);
+
+impl<'de> Deserialize<'de> for TaggedWork {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(tag = "type", rename_all = "lowercase")]
+        enum Repr {
+            Shell(ShellSpec),
+            Process(ProcessSpec),
+            Agent(AgentSpec),
+        }
+        Ok(TaggedWork(match Repr::deserialize(d)? {
+            Repr::Shell(s) => WorkSpec::Shell(s),
+            Repr::Process(p) => WorkSpec::Process(p),
+            Repr::Agent(a) => WorkSpec::Agent(a),
+        }))
+    }
+}
+
+impl<'de> Deserialize<'de> for WorkSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_work(d)
+    }
+}

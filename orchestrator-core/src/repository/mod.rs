@@ -1,0 +1,279 @@
+//! The storage plug-in point: [`PlanRepository`], its errors, and [`InMemoryPlanRepository`].
+//!
+//! A store keeps a plan as its creation record plus an append-only list of
+//! [`StateChange`]s; [`PlanRepository::load`] returns the record with every appended change
+//! applied. Every implementation runs [`crate::conformance::repository::run_all`].
+
+use std::fmt::Debug;
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{Millis, NodeId, PlanId};
+use crate::plan::WorkSpec;
+use crate::state::{Phase, PlanRecord, PlanStatus, StateChange};
+
+mod memory;
+
+pub use memory::InMemoryPlanRepository;
+
+/// Store failures, as data.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No plan with this id.
+    #[error("plan {0} not found in the store")]
+    NotFound(PlanId),
+    /// A plan with this id exists already.
+    #[error("plan {0} already exists in the store")]
+    AlreadyExists(PlanId),
+    /// Another process (or handle) owns the plan.
+    #[error("plan {plan} is in use by {owner}")]
+    Locked {
+        /// Plan.
+        plan: PlanId,
+        /// Who holds it, e.g. `process 4242` .
+        owner: String,
+    },
+    /// Stored data cannot be read back.
+    #[error("damaged plan data in {}: {message}", .path.display())]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Stored data of a schema version this build cannot read.
+    #[error("{}: schema version {found} is not supported (this build reads up to {supported})", .path.display())]
+    SchemaVersion {
+        /// The file.
+        path: PathBuf,
+        /// Version found.
+        found: u32,
+        /// Newest version supported.
+        supported: u32,
+    },
+    /// A change that the stored state rejects.
+    #[error("plan {plan}: {message}")]
+    Rejected {
+        /// Plan.
+        plan: PlanId,
+        /// Why.
+        message: String,
+    },
+    /// I/O failure.
+    #[error("{operation} {}: {source}", .path.display())]
+    Io {
+        /// What was being done.
+        operation: &'static str,
+        /// Path.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StoreError {
+    /// Whether trying again may help.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::Interrupted
+                    | std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::TimedOut
+            ),
+            StoreError::Locked { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// A plan in a listing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PlanSummary {
+    /// Id.
+    pub plan_id: PlanId,
+    /// Name.
+    pub name: String,
+    /// Derived status.
+    pub status: PlanStatus,
+    /// Creation time.
+    pub created_at: Millis,
+}
+
+impl PlanSummary {
+    /// Summary of a record.
+    pub fn of(record: &PlanRecord) -> Self {
+        PlanSummary {
+            plan_id: record.state.id.clone(),
+            name: record.spec.name.clone(),
+            status: record.status(),
+            created_at: record.state.created_at,
+        }
+    }
+}
+
+/// Result of [`PlanRepository::list`]: readable plans newest first, and the damaged ones.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct PlanListing {
+    /// Plans, newest first.
+    pub plans: Vec<PlanSummary>,
+    /// Plans that could not be read, with the reason.
+    pub damaged: Vec<(PlanId, StoreError)>,
+}
+
+/// Where a log line belongs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogKey {
+    /// Plan.
+    pub plan: PlanId,
+    /// Node.
+    pub node: NodeId,
+    /// Phase.
+    pub phase: Phase,
+    /// Attempt number (1-based).
+    pub attempt: u32,
+}
+
+/// Which logs to read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogQuery {
+    /// Only this phase (default: all, in pipeline order).
+    pub phase: Option<Phase>,
+    /// Only this attempt (default: the latest that has logs).
+    pub attempt: Option<u32>,
+    /// Only the last `n` lines.
+    pub tail: Option<usize>,
+}
+
+impl LogQuery {
+    /// Every phase of the latest attempt.
+    pub fn new() -> Self {
+        LogQuery::default()
+    }
+    /// Only `phase`.
+    pub fn phase(mut self, phase: Phase) -> Self {
+        self.phase = Some(phase);
+        self
+    }
+    /// Only attempt `n`.
+    pub fn attempt(mut self, n: u32) -> Self {
+        self.attempt = Some(n);
+        self
+    }
+    /// Only the last `n` lines.
+    pub fn tail(mut self, n: usize) -> Self {
+        self.tail = Some(n);
+        self
+    }
+}
+
+/// The specs an attempt ran with (stored per attempt for later inspection).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptSpecs {
+    /// Work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<WorkSpec>,
+    /// Prechecks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prechecks: Option<WorkSpec>,
+    /// Postchecks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postchecks: Option<WorkSpec>,
+}
+
+/// Exclusive ownership of a plan; dropping it releases the plan.
+// The box is held only for its `Drop`.
+pub struct Lease(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl Lease {
+    /// Wraps whatever releases the ownership on drop (a lock file guard, a map entry guard...).
+    pub fn new(guard: impl Send + Sync + 'static) -> Self {
+        Lease(Box::new(guard))
+    }
+}
+
+impl Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lease")
+    }
+}
+
+/// Persists plans: creation records, journals of changes, per-attempt specs and logs.
+#[async_trait]
+pub trait PlanRepository: Send + Sync + Debug + 'static {
+    /// Stores a new plan. [`StoreError::AlreadyExists`] if the id is taken.
+    async fn create(&self, plan: &PlanRecord) -> Result<(), StoreError>;
+
+    /// Appends changes, durably and atomically as a batch prefix: after a crash, `load` sees a
+    /// prefix of all changes ever appended, never a partial or altered change.
+    async fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError>;
+
+    /// The plan with every appended change applied.
+    async fn load(&self, plan: &PlanId) -> Result<PlanRecord, StoreError>;
+
+    /// All plans, newest first; unreadable ones are reported, not fatal.
+    async fn list(&self) -> Result<PlanListing, StoreError>;
+
+    /// Deletes a plan, its specs and its logs.
+    async fn delete(&self, plan: &PlanId) -> Result<(), StoreError>;
+
+    /// Takes exclusive ownership of a plan for running it; [`StoreError::Locked`] naming the
+    /// owner if someone else holds it. Released when the lease is dropped (or the process dies).
+    async fn acquire(&self, plan: &PlanId) -> Result<Lease, StoreError>;
+
+    /// Records the specs attempt `attempt` of `node` runs with.
+    async fn save_attempt_specs(
+        &self,
+        plan: &PlanId,
+        node: &NodeId,
+        attempt: u32,
+        specs: &AttemptSpecs,
+    ) -> Result<(), StoreError>;
+
+    /// The specs recorded for an attempt.
+    async fn load_attempt_specs(
+        &self,
+        plan: &PlanId,
+        node: &NodeId,
+        attempt: u32,
+    ) -> Result<AttemptSpecs, StoreError>;
+
+    /// Appends text (whole lines, each ending in `\n`) to a phase log.
+    async fn append_log(&self, key: &LogKey, text: &str) -> Result<(), StoreError>;
+
+    /// Reads a node's logs (see [`LogQuery`]); empty when there are none.
+    async fn read_log(
+        &self,
+        plan: &PlanId,
+        node: &NodeId,
+        query: LogQuery,
+    ) -> Result<String, StoreError>;
+}
+
+/// Keeps the last `n` lines of `text`.
+pub fn tail_lines(text: &str, n: usize) -> &str {
+    if n == 0 {
+        return "";
+    }
+    let trimmed = text.strip_suffix('\n').unwrap_or(text);
+    let mut count = 0;
+    for (i, b) in trimmed.bytes().enumerate().rev() {
+        if b == b'\n' {
+            count += 1;
+            if count == n {
+                return &text[i + 1..];
+            }
+        }
+    }
+    text
+}

@@ -1,0 +1,259 @@
+//! The work plug-in point: [`WorkRunner`] runs one work spec in a context, plus closure adapters.
+
+use std::fmt::{self, Debug};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{EventBus, OrchestratorEvent};
+use crate::ids::{NodeId, NodeIndex, PlanId};
+use crate::plan::{Env, WorkSpec};
+use crate::state::{FailureReason, Phase};
+
+/// Everything a runner needs to run one spec for one phase of one attempt.
+#[derive(Debug, Clone)]
+pub struct WorkContext {
+    /// Plan.
+    pub plan_id: PlanId,
+    /// Node index in the plan.
+    pub node: NodeIndex,
+    /// Node id.
+    pub node_id: NodeId,
+    /// The job's producerId.
+    pub producer_id: String,
+    /// The job's task description.
+    pub task: String,
+    /// Phase being run (`prechecks`, `work`, `postchecks`, `setup` for `worktreeInit`).
+    pub phase: Phase,
+    /// Attempt number (1-based).
+    pub attempt: u32,
+    /// Directory to run in: the job's worktree, or the plan's directory with `isolation: none`.
+    pub dir: PathBuf,
+    /// Plan env overlaid with job env; the runner overlays the spec's own `env` last.
+    pub env: Env,
+    /// Cancelled on cancel, pause-with-stop, force-fail or shutdown: stop promptly.
+    pub cancel: CancellationToken,
+    /// Where output lines go (phase log and events).
+    pub log: LogSink,
+    /// Agent session of an earlier phase or attempt, to resume.
+    pub session_id: Option<String>,
+}
+
+/// What a successful run reports back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct WorkOutput {
+    /// Agent session id to resume later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Usage or other metrics, stored on the attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<serde_json::Value>,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "camelCase")]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct WorkFailure {
+    /// What happened, for a person.
+    pub message: String,
+    /// Classification.
+    pub reason: FailureReason,
+    /// Exit code, for processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Session id, when an agent ran before failing (so a retry resumes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+impl WorkFailure {
+    /// A failure of the phase with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        WorkFailure {
+            message: message.into(),
+            reason: FailureReason::PhaseFailed,
+            exit_code: None,
+            session_id: None,
+        }
+    }
+
+    /// Sets the reason.
+    pub fn reason(mut self, reason: FailureReason) -> Self {
+        self.reason = reason;
+        self
+    }
+
+    /// Sets the exit code.
+    pub fn exit_code(mut self, code: i32) -> Self {
+        self.exit_code = Some(code);
+        self
+    }
+
+    /// Stopped through the cancellation token.
+    pub fn canceled() -> Self {
+        WorkFailure::new("canceled").reason(FailureReason::Canceled)
+    }
+}
+
+/// Result of a run.
+pub type WorkResult = Result<WorkOutput, WorkFailure>;
+
+/// Runs work specs of some kind (`shell`, `process`, `agent`, or a host-defined one).
+#[async_trait]
+pub trait WorkRunner: Send + Sync + Debug + 'static {
+    /// Runs `spec` in `ctx`. Must return promptly once `ctx.cancel` is cancelled.
+    async fn run(&self, spec: &WorkSpec, ctx: &WorkContext) -> WorkResult;
+}
+
+/// Which stream a log line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum LogStream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+    /// The orchestrator's own notes.
+    System,
+}
+
+/// Collects a phase's output lines: buffered for the phase log, and published as events.
+#[derive(Clone)]
+pub struct LogSink {
+    inner: Arc<LogInner>,
+}
+
+struct LogInner {
+    plan: PlanId,
+    node: NodeIndex,
+    phase: Phase,
+    attempt: u32,
+    buffer: Mutex<String>,
+    events: EventBus,
+}
+
+impl Debug for LogSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LogSink")
+            .field("plan", &self.inner.plan)
+            .field("node", &self.inner.node)
+            .field("phase", &self.inner.phase)
+            .finish()
+    }
+}
+
+impl LogSink {
+    /// A sink for one phase of one attempt of a node.
+    pub fn new(plan: PlanId, node: NodeIndex, phase: Phase, attempt: u32, events: EventBus) -> Self {
+        LogSink {
+            inner: Arc::new(LogInner {
+                plan,
+                node,
+                phase,
+                attempt,
+                buffer: Mutex::new(String::new()),
+                events,
+            }),
+        }
+    }
+
+    /// A sink that only buffers (tests, detached use).
+    pub fn detached() -> Self {
+        LogSink::new(PlanId::from("detached"), 0, Phase::Work, 1, EventBus::new(1))
+    }
+
+    /// Records one line (without its newline).
+    pub fn line(&self, stream: LogStream, text: &str) {
+        {
+            let mut buf = self.inner.buffer.lock().unwrap_or_else(|e| e.into_inner());
+            if stream == LogStream::Stderr {
+                buf.push_str("[stderr] ");
+            }
+            buf.push_str(text);
+            buf.push('\n');
+        }
+        let i = &self.inner;
+        i.events.emit_with(|| OrchestratorEvent::Log {
+            plan: i.plan.clone(),
+            node: i.node,
+            phase: i.phase,
+            attempt: i.attempt,
+            stream,
+            line: text.to_owned(),
+        });
+    }
+
+    /// Takes what was buffered so far.
+    pub fn take(&self) -> String {
+        std::mem::take(&mut *self.inner.buffer.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+type AsyncFn = dyn Fn(WorkSpec, WorkContext) -> BoxFuture<'static, WorkResult> + Send + Sync;
+type SyncFn = dyn Fn(&WorkSpec, &WorkContext) -> WorkResult + Send + Sync;
+
+/// A [`WorkRunner`] made of a closure.
+///
+/// ```
+/// use orchestrator_core::runner::{FnRunner, WorkOutput, WorkFailure};
+/// let ok = FnRunner::sync(|_spec, _ctx| Ok(WorkOutput::default()));
+/// let slow = FnRunner::new(|_spec, ctx| async move {
+///     ctx.log.line(orchestrator_core::runner::LogStream::Stdout, "working");
+///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+///     Err(WorkFailure::new("nope"))
+/// });
+/// # let _ = (ok, slow);
+/// ```
+#[derive(Clone)]
+pub struct FnRunner(FnKind);
+
+#[derive(Clone)]
+enum FnKind {
+    Async(Arc<AsyncFn>),
+    Sync(Arc<SyncFn>),
+}
+
+impl FnRunner {
+    /// From an async closure taking owned copies of the spec and context.
+    pub fn new<F, Fut>(f: F) -> Self
+    where
+        F: Fn(WorkSpec, WorkContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = WorkResult> + Send + 'static,
+    {
+        FnRunner(FnKind::Async(Arc::new(move |s, c| Box::pin(f(s, c)))))
+    }
+
+    /// From a synchronous closure (quick, non-blocking work such as test doubles).
+    pub fn sync<F>(f: F) -> Self
+    where
+        F: Fn(&WorkSpec, &WorkContext) -> WorkResult + Send + Sync + 'static,
+    {
+        FnRunner(FnKind::Sync(Arc::new(f)))
+    }
+}
+
+impl Debug for FnRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FnRunner")
+    }
+}
+
+#[async_trait]
+impl WorkRunner for FnRunner {
+    async fn run(&self, spec: &WorkSpec, ctx: &WorkContext) -> WorkResult {
+        match &self.0 {
+            FnKind::Async(f) => f(spec.clone(), ctx.clone()).await,
+            FnKind::Sync(f) => f(spec, ctx),
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! [`PlanMachine`]: the DAG state machine of SPEC §3 over a [`PlanRecord`].
+//!
+//! Every method turns an intent (schedule, succeed, fail, retry ...) into [`StateChange`]s,
+//! applies them, and queues them in an outbox the engine drains to persist and publish. The
+//! machine never lets an invalid transition through: it returns an error instead.
+
+use std::sync::Arc;
+
+use crate::ids::{Millis, NodeIndex};
+use crate::plan::PlanGraph;
+use crate::state::{
+    ApplyError, AttemptStatus, FailureReason, NodeStatus, Phase, PlanRecord, PlanStatus,
+    StateChange, StatusCounts,
+};
+
+/// A change with the node status it replaced (for `NodeTransition` events).
+pub type OutboxEntry = (StateChange, Option<NodeStatus>);
+
+/// The plan state machine: a record, its graph, and the bookkeeping that makes every
+/// transition O(affected nodes).
+#[derive(Debug, Clone)]
+pub struct PlanMachine {
+    record: PlanRecord,
+    graph: Arc<PlanGraph>,
+    /// Per node: dependencies not yet succeeded.
+    waiting: Vec<u32>,
+    counts: StatusCounts,
+    outbox: Vec<OutboxEntry>,
+    newly_ready: Vec<NodeIndex>,
+}
+
+impl PlanMachine {
+    /// Wraps a record (fresh or loaded) and its graph.
+    pub fn new(record: PlanRecord, graph: Arc<PlanGraph>) -> Self {
+        let mut m = PlanMachine {
+            counts: record.state.counts(),
+            record,
+            graph,
+            waiting: Vec::new(),
+            outbox: Vec::new(),
+            newly_ready: Vec::new(),
+        };
+        m.rebuild_waiting();
+        m
+    }
+
+    fn rebuild_waiting(&mut self) {
+        let nodes = &self.record.state.nodes;
+        self.waiting = (0..nodes.len())
+            .map(|n| {
+                self.graph
+                    .dependencies(n)
+                    .filter(|&d| nodes[d].status != NodeStatus::Succeeded)
+                    .count() as u32
+            })
+            .collect();
+    }
+
+    /// The record as it is now.
+    pub fn record(&self) -> &PlanRecord {
+        &self.record
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &Arc<PlanGraph> {
+        &self.graph
+    }
+
+    /// Status of node `n`.
+    pub fn status_of(&self, n: NodeIndex) -> NodeStatus {
+        self.record.state.nodes[n].status
+    }
+
+    /// Node status counts (kept incrementally).
+    pub fn counts(&self) -> StatusCounts {
+        self.counts
+    }
+
+    /// The derived plan status (O(1)).
+    pub fn plan_status(&self) -> PlanStatus {
+        self.counts.plan_status(&self.record.state)
+    }
+
+    /// Takes the changes made since the last call, with the node status each one replaced.
+    pub fn drain_outbox(&mut self) -> Vec<OutboxEntry> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// Whether changes are waiting to be drained.
+    pub fn has_outbox(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    /// Takes the nodes that became ready since the last call.
+    pub fn drain_ready(&mut self) -> Vec<NodeIndex> {
+        std::mem::take(&mut self.newly_ready)
+    }
+
+    /// Applies and queues one change that is not a node transition.
+    pub fn record_change(&mut self, change: StateChange) -> Result<(), ApplyError> {
+        self.record.apply(&change)?;
+        self.outbox.push((change, None));
+        Ok(())
+    }
+
+    fn transition(&mut self, n: NodeIndex, to: NodeStatus, at: Millis) -> Result<(), ApplyError> {
+        let from = self.status_of(n);
+        let change = StateChange::Node {
+            node: n,
+            status: to,
+            at,
+        };
+        self.record.apply(&change)?;
+        self.count(from, -1);
+        self.count(to, 1);
+        self.outbox.push((change, Some(from)));
+        if to == NodeStatus::Ready {
+            self.newly_ready.push(n);
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, s: NodeStatus, delta: isize) {
+        let c = &mut self.counts;
+        let slot = match s {
+            NodeStatus::Pending => &mut c.pending,
+            NodeStatus::Ready => &mut c.ready,
+            NodeStatus::Scheduled | NodeStatus::Running | NodeStatus::CompletedSplit => {
+                &mut c.active
+            }
+            NodeStatus::Succeeded => &mut c.succeeded,
+            NodeStatus::Failed => &mut c.failed,
+            NodeStatus::Blocked => &mut c.blocked,
+            NodeStatus::Canceled => &mut c.canceled,
+        };
+        *slot = slot.wrapping_add_signed(delta);
+    }
+
+    /// Starts the plan: pins its git facts (first start only) and makes every pending node whose
+    /// dependencies all succeeded ready.
+    pub fn start(
+        &mut self,
+        at: Millis,
+        base_commit: Option<String>,
+        target_branch: Option<String>,
+        snapshot_branch: Option<String>,
+    ) -> Result<(), ApplyError> {
+        self.record_change(StateChange::PlanStarted {
+            at,
+            base_commit,
+            target_branch,
+            snapshot_branch,
+        })?;
+        self.promote_all(at)
+    }
+
+    fn promote_all(&mut self, at: Millis) -> Result<(), ApplyError> {
+        for n in 0..self.record.state.nodes.len() {
+            self.promote(n, at)?;
+        }
+        Ok(())
+    }
+
+    fn promote(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        if self.waiting[n] == 0 && self.status_of(n) == NodeStatus::Pending {
+            self.transition(n, NodeStatus::Ready, at)?;
+        }
+        Ok(())
+    }
+
+    /// `ready -> scheduled`: picked by the scheduler.
+    pub fn schedule(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        self.transition(n, NodeStatus::Scheduled, at)
+    }
+
+    /// `scheduled -> running` and a new attempt (resuming from the retry's phase, if any).
+    /// Returns the attempt number and the phase it starts from.
+    pub fn begin_attempt(&mut self, n: NodeIndex, at: Millis) -> Result<(u32, Option<Phase>), ApplyError> {
+        self.transition(n, NodeStatus::Running, at)?;
+        let resume_from = self.record.state.nodes[n].resume_from;
+        self.record_change(StateChange::AttemptStarted {
+            node: n,
+            at,
+            resume_from,
+        })?;
+        Ok((self.record.state.nodes[n].attempts.len() as u32, resume_from))
+    }
+
+    /// `running -> succeeded`; dependents whose dependencies all succeeded become ready.
+    pub fn succeed(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        self.end_attempt(n, AttemptStatus::Succeeded, at, None, None, None)?;
+        self.transition(n, NodeStatus::Succeeded, at)?;
+        let graph = self.graph.clone();
+        for d in graph.dependents(n) {
+            self.waiting[d] = self.waiting[d].saturating_sub(1);
+            self.promote(d, at)?;
+        }
+        Ok(())
+    }
+
+    /// `running|scheduled -> failed`; every descendant not yet terminal becomes blocked.
+    pub fn fail(
+        &mut self,
+        n: NodeIndex,
+        at: Millis,
+        error: String,
+        reason: FailureReason,
+        phase: Option<Phase>,
+    ) -> Result<(), ApplyError> {
+        self.end_attempt(n, AttemptStatus::Failed, at, Some(error), Some(reason), phase)?;
+        self.transition(n, NodeStatus::Failed, at)?;
+        self.block_descendants(n, at)
+    }
+
+    fn block_descendants(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        let graph = self.graph.clone();
+        let mut stack: Vec<NodeIndex> = graph.dependents(n).collect();
+        while let Some(d) = stack.pop() {
+            match self.status_of(d) {
+                NodeStatus::Pending | NodeStatus::Ready => {
+                    self.transition(d, NodeStatus::Blocked, at)?;
+                    stack.extend(graph.dependents(d));
+                }
+                // Already blocked: its descendants were blocked with it.
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// `running -> canceled` (or `scheduled -> canceled`), ending the attempt as canceled.
+    pub fn cancel_node(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        self.end_attempt(n, AttemptStatus::Canceled, at, Some("canceled".into()), Some(FailureReason::Canceled), None)?;
+        self.transition(n, NodeStatus::Canceled, at)
+    }
+
+    fn end_attempt(
+        &mut self,
+        n: NodeIndex,
+        status: AttemptStatus,
+        at: Millis,
+        error: Option<String>,
+        reason: Option<FailureReason>,
+        failed_phase: Option<Phase>,
+    ) -> Result<(), ApplyError> {
+        let running = self.record.state.nodes[n]
+            .last_attempt()
+            .is_some_and(|a| a.status == AttemptStatus::Running);
+        if running {
+            self.record_change(StateChange::AttemptEnded {
+                node: n,
+                status,
+                at,
+                error,
+                reason,
+                failed_phase,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Cancels the plan: every pending or ready node becomes canceled. Active nodes are left to
+    /// the engine, which stops them and then calls [`PlanMachine::cancel_node`].
+    pub fn cancel(&mut self, at: Millis) -> Result<(), ApplyError> {
+        self.record_change(StateChange::Canceled { at })?;
+        for n in 0..self.record.state.nodes.len() {
+            if matches!(self.status_of(n), NodeStatus::Pending | NodeStatus::Ready) {
+                self.transition(n, NodeStatus::Canceled, at)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Retries a failed node: the next attempt resumes from `resume_from`; descendants blocked
+    /// only through it become pending again; the node is ready at once if its dependencies all
+    /// succeeded.
+    pub fn retry(&mut self, n: NodeIndex, resume_from: Option<Phase>, at: Millis) -> Result<(), ApplyError> {
+        let status = self.status_of(n);
+        if status != NodeStatus::Failed {
+            return Err(ApplyError::InvalidTransition {
+                node: n,
+                id: self.record.state.nodes[n].id.clone(),
+                from: status,
+                to: NodeStatus::Pending,
+            });
+        }
+        self.record_change(StateChange::RetryRequested {
+            node: n,
+            resume_from,
+        })?;
+        self.transition(n, NodeStatus::Pending, at)?;
+        let graph = self.graph.clone();
+        let mut descendants = graph.descendants(n);
+        descendants.sort_unstable_by_key(|&d| graph.topological_position(d));
+        for d in descendants {
+            let unblocked = self.status_of(d) == NodeStatus::Blocked
+                && graph.dependencies(d).all(|p| {
+                    !matches!(self.status_of(p), NodeStatus::Failed | NodeStatus::Blocked)
+                });
+            if unblocked {
+                self.transition(d, NodeStatus::Pending, at)?;
+            }
+        }
+        self.promote(n, at)
+    }
+
+    /// Marks nodes found `scheduled` or `running` in a loaded record (their process is gone) as
+    /// failed with reason `crashed`, and re-queues them. Returns the nodes re-queued.
+    pub fn recover_crashed(&mut self, at: Millis) -> Result<Vec<NodeIndex>, ApplyError> {
+        let crashed: Vec<NodeIndex> = (0..self.record.state.nodes.len())
+            .filter(|&n| self.status_of(n).is_active())
+            .collect();
+        for &n in &crashed {
+            if self.status_of(n) == NodeStatus::CompletedSplit {
+                self.transition(n, NodeStatus::Failed, at)?;
+            } else {
+                let phase = self.record.state.nodes[n]
+                    .last_attempt()
+                    .and_then(|a| a.phases.last())
+                    .map(|p| p.phase);
+                self.fail(
+                    n,
+                    at,
+                    "the process running this job stopped (crash or kill)".into(),
+                    FailureReason::Crashed,
+                    phase,
+                )?;
+            }
+            let resume = self.resume_phase_after_failure(n);
+            self.retry(n, resume, at)?;
+        }
+        Ok(crashed)
+    }
+
+    /// Where a retry of node `n`'s last failure resumes (SPEC §3: from the failed phase, a
+    /// failed commit from work; `onFailure.resumeFromPhase` wins when set by the engine).
+    pub fn resume_phase_after_failure(&self, n: NodeIndex) -> Option<Phase> {
+        self.record.state.nodes[n]
+            .last_attempt()
+            .and_then(|a| a.failed_phase)
+            .map(Phase::retry_from)
+    }
+
+    /// Pauses: nothing new starts.
+    pub fn pause(&mut self, at: Millis) -> Result<(), ApplyError> {
+        if !self.record.state.paused {
+            self.record_change(StateChange::Paused { at })?;
+        }
+        Ok(())
+    }
+
+    /// Resumes a paused plan.
+    pub fn resume(&mut self, at: Millis) -> Result<(), ApplyError> {
+        if self.record.state.paused {
+            self.record_change(StateChange::Resumed { at })?;
+        }
+        Ok(())
+    }
+
+    /// Records the end of the plan once its status is terminal (once).
+    pub fn end_if_terminal(&mut self, at: Millis) -> Result<bool, ApplyError> {
+        let terminal = self.plan_status().is_terminal();
+        if terminal && self.record.state.ended_at.is_none() {
+            self.record_change(StateChange::Ended { at })?;
+        }
+        Ok(terminal)
+    }
+
+    /// Nodes currently ready (for re-queueing after a load).
+    pub fn ready_nodes(&self) -> Vec<NodeIndex> {
+        (0..self.record.state.nodes.len())
+            .filter(|&n| self.status_of(n) == NodeStatus::Ready)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,12 @@
+//! Node and plan state: statuses, the transition table, records and the journal of changes.
+
+mod machine;
+mod record;
+mod status;
+
+pub use machine::PlanMachine;
+pub use record::{
+    ApplyError, Attempt, AttemptStatus, NodeState, PhaseRecord, PlanRecord, PlanState,
+    StateChange, StatusCounts, SCHEMA_VERSION,
+};
+pub use status::{FailureReason, NodeStatus, Phase, PhaseStatus, PlanStatus};

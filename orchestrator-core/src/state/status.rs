@@ -1,0 +1,267 @@
+//! Node and plan statuses, phases, and the node transition table of SPEC §3.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Status of one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum NodeStatus {
+    /// Waiting for dependencies.
+    Pending,
+    /// All dependencies succeeded; waiting for capacity.
+    Ready,
+    /// Picked by the scheduler; its executor is starting.
+    Scheduled,
+    /// Executing its phases.
+    Running,
+    /// All phases passed.
+    Succeeded,
+    /// A phase failed.
+    Failed,
+    /// A dependency (transitively) failed.
+    Blocked,
+    /// The plan was canceled.
+    Canceled,
+    /// Split under context pressure; finishes as succeeded or failed.
+    CompletedSplit,
+}
+
+impl NodeStatus {
+    /// Every status, in table order.
+    pub const ALL: [NodeStatus; 9] = [
+        NodeStatus::Pending,
+        NodeStatus::Ready,
+        NodeStatus::Scheduled,
+        NodeStatus::Running,
+        NodeStatus::Succeeded,
+        NodeStatus::Failed,
+        NodeStatus::Blocked,
+        NodeStatus::Canceled,
+        NodeStatus::CompletedSplit,
+    ];
+
+    /// Whether `self -> to` is in the transition table of SPEC §3 (retry's `failed -> pending`
+    /// and the unblocking `blocked -> pending` included).
+    pub fn can_transition_to(self, to: NodeStatus) -> bool {
+        use NodeStatus::*;
+        matches!(
+            (self, to),
+            (Pending, Ready | Blocked | Canceled)
+                | (Ready, Scheduled | Blocked | Canceled)
+                | (Scheduled, Running | Failed | Canceled)
+                | (Running, Succeeded | Failed | Canceled | CompletedSplit)
+                | (CompletedSplit, Succeeded | Failed)
+                | (Failed, Pending)
+                | (Blocked, Pending)
+        )
+    }
+
+    /// No further progress without a retry: succeeded, failed, blocked or canceled.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            NodeStatus::Succeeded | NodeStatus::Failed | NodeStatus::Blocked | NodeStatus::Canceled
+        )
+    }
+
+    /// Holding an executor: scheduled, running or completed_split.
+    pub fn is_active(self) -> bool {
+        matches!(
+            self,
+            NodeStatus::Scheduled | NodeStatus::Running | NodeStatus::CompletedSplit
+        )
+    }
+
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeStatus::Pending => "pending",
+            NodeStatus::Ready => "ready",
+            NodeStatus::Scheduled => "scheduled",
+            NodeStatus::Running => "running",
+            NodeStatus::Succeeded => "succeeded",
+            NodeStatus::Failed => "failed",
+            NodeStatus::Blocked => "blocked",
+            NodeStatus::Canceled => "canceled",
+            NodeStatus::CompletedSplit => "completed_split",
+        }
+    }
+}
+
+impl fmt::Display for NodeStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Status of a plan, derived from its nodes (see [`crate::state::PlanState::status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PlanStatus {
+    /// Being assembled job by job; not runnable yet.
+    Scaffolding,
+    /// Created, not started.
+    Pending,
+    /// Jobs are running or ready.
+    Running,
+    /// Paused while jobs still run.
+    Pausing,
+    /// Paused; nothing runs.
+    Paused,
+    /// Every node succeeded.
+    Succeeded,
+    /// Ended with failed or blocked nodes.
+    Failed,
+    /// Canceled.
+    Canceled,
+    /// Archived: worktrees and branches removed, state kept.
+    Archived,
+}
+
+impl PlanStatus {
+    /// The plan has ended (nothing will run without a retry, resume or recovery).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            PlanStatus::Succeeded | PlanStatus::Failed | PlanStatus::Canceled | PlanStatus::Archived
+        )
+    }
+
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Scaffolding => "scaffolding",
+            PlanStatus::Pending => "pending",
+            PlanStatus::Running => "running",
+            PlanStatus::Pausing => "pausing",
+            PlanStatus::Paused => "paused",
+            PlanStatus::Succeeded => "succeeded",
+            PlanStatus::Failed => "failed",
+            PlanStatus::Canceled => "canceled",
+            PlanStatus::Archived => "archived",
+        }
+    }
+}
+
+impl fmt::Display for PlanStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The seven phases of the job pipeline, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Phase {
+    /// Forward integration: worktree at the first dependency, other dependencies merged in.
+    MergeFi,
+    /// Symlinks and `worktreeInit`.
+    Setup,
+    /// Optional checks before the work.
+    Prechecks,
+    /// The work itself.
+    Work,
+    /// Stage and commit.
+    Commit,
+    /// Optional checks after the commit.
+    Postchecks,
+    /// Reverse integration into the snapshot branch (leaves) or the target (snapshot node).
+    MergeRi,
+}
+
+impl Phase {
+    /// All phases in pipeline order.
+    pub const ALL: [Phase; 7] = [
+        Phase::MergeFi,
+        Phase::Setup,
+        Phase::Prechecks,
+        Phase::Work,
+        Phase::Commit,
+        Phase::Postchecks,
+        Phase::MergeRi,
+    ];
+
+    /// The kebab-case name used in JSON, logs and the CLI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::MergeFi => "merge-fi",
+            Phase::Setup => "setup",
+            Phase::Prechecks => "prechecks",
+            Phase::Work => "work",
+            Phase::Commit => "commit",
+            Phase::Postchecks => "postchecks",
+            Phase::MergeRi => "merge-ri",
+        }
+    }
+
+    /// Parses a phase name (`merge-fi`, `mergeFi`, `merge_fi` ...).
+    pub fn parse(s: &str) -> Option<Phase> {
+        let norm: String = s
+            .chars()
+            .filter(|c| *c != '-' && *c != '_')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        Phase::ALL
+            .into_iter()
+            .find(|p| p.as_str().replace('-', "") == norm)
+    }
+
+    /// Where a retry of a failure in this phase resumes: a failed commit re-runs the work.
+    pub fn retry_from(self) -> Phase {
+        match self {
+            Phase::Commit => Phase::Work,
+            p => p,
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Outcome of one phase in one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PhaseStatus {
+    /// Started, not ended.
+    Running,
+    /// Passed.
+    Succeeded,
+    /// Failed.
+    Failed,
+    /// Not needed (no spec, not a leaf, completed in an earlier attempt).
+    Skipped,
+    /// Stopped by cancel, pause or force-fail.
+    Canceled,
+}
+
+/// Why an attempt failed, as data (never parsed out of messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailureReason {
+    /// A phase returned an error.
+    PhaseFailed,
+    /// Merge conflict in merge-fi or merge-ri.
+    MergeConflict,
+    /// The commit phase found no changes and none were expected.
+    NoChanges,
+    /// A timeout expired.
+    Timeout,
+    /// Force-failed by a user.
+    ForceFailed,
+    /// The process running it died (found `running` on start).
+    Crashed,
+    /// The node could not be started.
+    StartupError,
+    /// Canceled while running.
+    Canceled,
+}

@@ -1,0 +1,3 @@
+//! Facade over the orchestrator crates: `use orchestrator::core::...`.
+
+pub use orchestrator_core as core;
