@@ -1,0 +1,1 @@
+//! GitOperations on git2 (work in progress).

@@ -1,0 +1,1 @@
+//! File store (work in progress).
