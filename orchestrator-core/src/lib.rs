@@ -15,6 +15,7 @@ pub mod repository;
 pub mod runner;
 pub mod state;
 
+pub use engine::{Orchestrator, OrchestratorBuilder, OrchestratorOptions, RetryRequest};
 pub use error::{Error, Result};
 pub use events::OrchestratorEvent;
 pub use git::{ConflictResolver, GitError, GitOperations};

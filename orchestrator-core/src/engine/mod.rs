@@ -1,1 +1,63 @@
-//! The engine.
+//! The engine: [`Orchestrator`] (built by [`OrchestratorBuilder`]) runs plans.
+//!
+//! One actor task per plan owns its [`crate::state::PlanMachine`]; node tasks run the phase
+//! pipeline and report back over a channel. A finished node releases its dependents in the same
+//! actor turn (no polling), every turn's changes are appended to the store in one batch before
+//! any newly scheduled node starts, and capacity is a plan's `maxParallel` plus a semaphore
+//! shared by every plan of the process.
+
+mod actor;
+mod builder;
+mod orchestrator;
+mod pipeline;
+mod queue;
+
+pub use builder::{OrchestratorBuilder, OrchestratorOptions};
+pub use orchestrator::{Orchestrator, RetryRequest};
+
+use crate::ids::NodeIndex;
+use crate::plan::{PlanGraph, SNAPSHOT_PRODUCER_ID};
+use crate::state::PlanRecord;
+
+/// Resolves a job reference — a producerId, a node id, or a unique display name — to a node.
+pub fn resolve_job(record: &PlanRecord, graph: &PlanGraph, job: &str) -> Result<NodeIndex, String> {
+    if let Some(n) = graph.index_of(job) {
+        return Ok(n);
+    }
+    if job == SNAPSHOT_PRODUCER_ID {
+        if let Some(n) = graph.snapshot() {
+            return Ok(n);
+        }
+    }
+    if let Some(n) = record.state.nodes.iter().position(|n| n.id.as_str() == job) {
+        return Ok(n);
+    }
+    let by_name: Vec<NodeIndex> = record
+        .spec
+        .jobs
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| j.name.as_deref() == Some(job))
+        .map(|(i, _)| i)
+        .collect();
+    match by_name.as_slice() {
+        [n] => Ok(*n),
+        [] => Err(format!(
+            "no job `{job}`: name a producerId, a node id or a unique job name"
+        )),
+        _ => Err(format!(
+            "job name `{job}` is used by {} jobs; name it by producerId instead",
+            by_name.len()
+        )),
+    }
+}
+
+/// Display label of a node: the job's display name, or `snapshot-validation`.
+pub fn node_label(record: &PlanRecord, n: NodeIndex) -> &str {
+    record
+        .spec
+        .jobs
+        .get(n)
+        .map(|j| j.display_name())
+        .unwrap_or("snapshot-validation")
+}

@@ -1,0 +1,772 @@
+//! The plan actor: the single owner of a plan's state machine.
+//!
+//! Each turn it handles every message waiting (commands, node progress, node completions),
+//! schedules ready nodes within capacity, appends the turn's changes to the store in one batch,
+//! publishes events, and only then spawns the newly scheduled nodes. So a crash at any moment
+//! leaves on disk a prefix of what happened, and nothing ran that the store does not know about.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::engine::orchestrator::{EngineCtx, Orchestrator, RetryRequest};
+use crate::engine::pipeline::{NodeFailure, NodeRun};
+use crate::engine::queue::ReadyQueue;
+use crate::engine::resolve_job;
+use crate::error::{Error, Result};
+use crate::events::OrchestratorEvent;
+use crate::git::GitError;
+use crate::ids::{now_millis, NodeIndex, PlanId};
+use crate::plan::{Isolation, PlanGraph, PlanSpec};
+use crate::repository::Lease;
+use crate::state::{
+    ApplyError, FailureReason, NodeStatus, Phase, PlanMachine, PlanRecord, PlanStatus,
+    StateChange,
+};
+
+type Reply<T> = oneshot::Sender<Result<T>>;
+
+/// Pause before appending again after the store failed.
+const STORE_RETRY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Messages to a plan actor.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Start { reply: Reply<()> },
+    ChainSatisfied,
+    Pause { stop_running: bool, reply: Reply<()> },
+    Resume { reply: Reply<()> },
+    Cancel { reply: Reply<()> },
+    Retry { request: RetryRequest, reply: Reply<usize> },
+    ForceFail { job: String, reply: Reply<()> },
+    Snapshot { reply: Reply<PlanRecord> },
+    Close { reply: Reply<()> },
+    /// Progress of a node task (phases, worktree, commit, session, metrics).
+    Change(StateChange),
+    /// A node task ended.
+    Done { node: NodeIndex, result: std::result::Result<(), NodeFailure> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopReason {
+    Cancel,
+    Pause,
+    ForceFail,
+}
+
+#[derive(Debug)]
+struct Running {
+    cancel: CancellationToken,
+    stop: Option<StopReason>,
+}
+
+pub(crate) struct PlanActor {
+    ctx: Arc<EngineCtx>,
+    id: PlanId,
+    machine: PlanMachine,
+    spec: Arc<PlanSpec>,
+    tx: mpsc::UnboundedSender<Command>,
+    rx: mpsc::UnboundedReceiver<Command>,
+    queue: ReadyQueue,
+    running: Vec<Option<Running>>,
+    active: usize,
+    max_parallel: usize,
+    permit: Option<OwnedSemaphorePermit>,
+    need_permit: bool,
+    to_spawn: Vec<NodeRun>,
+    status_tx: watch::Sender<PlanStatus>,
+    last_status: PlanStatus,
+    chain_pending: bool,
+    unpersisted: Vec<StateChange>,
+    closing: Option<Reply<()>>,
+    /// Worktree removals in flight; awaited before the plan is recorded as ended.
+    cleanups: tokio::task::JoinSet<()>,
+    _lease: Lease,
+}
+
+impl PlanActor {
+    pub(crate) fn new(
+        ctx: Arc<EngineCtx>,
+        record: PlanRecord,
+        graph: Arc<PlanGraph>,
+        lease: Lease,
+        tx: mpsc::UnboundedSender<Command>,
+        rx: mpsc::UnboundedReceiver<Command>,
+    ) -> (PlanActor, watch::Receiver<PlanStatus>) {
+        let id = record.state.id.clone();
+        let spec = Arc::new(record.spec.clone());
+        let max_parallel = match spec.max_parallel {
+            None | Some(0) => usize::MAX,
+            Some(n) => n as usize,
+        };
+        let n = record.state.nodes.len();
+        let mut machine = PlanMachine::new(record, graph);
+        // Jobs found running belong to a process that is gone: a failed attempt, re-queued.
+        if let Err(e) = machine.recover_crashed(now_millis()) {
+            tracing::error!(error = %e, "could not recover crashed jobs");
+        }
+        let status = machine.plan_status();
+        let (status_tx, status_rx) = watch::channel(status);
+        let mut actor = PlanActor {
+            ctx,
+            id,
+            machine,
+            spec,
+            tx,
+            rx,
+            queue: ReadyQueue::default(),
+            running: (0..n).map(|_| None).collect(),
+            active: 0,
+            max_parallel,
+            permit: None,
+            need_permit: false,
+            to_spawn: Vec::new(),
+            status_tx,
+            last_status: status,
+            chain_pending: false,
+            unpersisted: Vec::new(),
+            closing: None,
+            cleanups: tokio::task::JoinSet::new(),
+            _lease: lease,
+        };
+        let graph = actor.machine.graph().clone();
+        for node in actor.machine.ready_nodes() {
+            actor.queue.push(&graph, node);
+        }
+        actor.machine.drain_ready();
+        (actor, status_rx)
+    }
+
+    pub(crate) async fn run(mut self, orchestrator: Orchestrator) {
+        self.turn().await;
+        loop {
+            tokio::select! {
+                msg = self.rx.recv() => match msg {
+                    Some(msg) => self.handle(msg, &orchestrator).await,
+                    None => break,
+                },
+                permit = self.ctx.capacity.clone().acquire_owned(), if self.need_permit => {
+                    self.need_permit = false;
+                    self.permit = permit.ok();
+                }
+                () = tokio::time::sleep(STORE_RETRY), if !self.unpersisted.is_empty() => {}
+            }
+            // Batch whatever else is waiting into this turn (one store append).
+            for _ in 0..4096 {
+                match self.rx.try_recv() {
+                    Ok(msg) => self.handle(msg, &orchestrator).await,
+                    Err(_) => break,
+                }
+            }
+            self.turn().await;
+            if self.closing.is_some() && self.active == 0 {
+                if let Some(reply) = self.closing.take() {
+                    let _ = reply.send(Ok(()));
+                }
+                break;
+            }
+        }
+    }
+
+    fn at() -> u64 {
+        now_millis()
+    }
+
+    fn transition_error(&self, e: ApplyError) -> Error {
+        Error::Transition {
+            plan: self.id.clone(),
+            source: e,
+        }
+    }
+
+    fn invalid(&self, message: impl Into<String>) -> Error {
+        Error::InvalidState {
+            plan: self.id.clone(),
+            message: message.into(),
+        }
+    }
+
+    async fn handle(&mut self, msg: Command, orchestrator: &Orchestrator) {
+        match msg {
+            Command::Start { reply } => {
+                let r = self.start(orchestrator).await;
+                let _ = reply.send(r);
+            }
+            Command::ChainSatisfied => {
+                self.chain_pending = false;
+                if let Err(e) = self.begin().await {
+                    tracing::error!(error = %e, "chained plan could not start");
+                }
+            }
+            Command::Pause {
+                stop_running,
+                reply,
+            } => {
+                let r = self.pause(stop_running);
+                let _ = reply.send(r);
+            }
+            Command::Resume { reply } => {
+                let r = self.resume(orchestrator).await;
+                let _ = reply.send(r);
+            }
+            Command::Cancel { reply } => {
+                let r = self.cancel();
+                let _ = reply.send(r);
+            }
+            Command::Retry { request, reply } => {
+                let r = self.retry(request).await;
+                let _ = reply.send(r);
+            }
+            Command::ForceFail { job, reply } => {
+                let r = self.force_fail(&job);
+                let _ = reply.send(r);
+            }
+            Command::Snapshot { reply } => {
+                let _ = reply.send(Ok(self.machine.record().clone()));
+            }
+            Command::Close { reply } => {
+                let _ = self.pause(true);
+                self.closing = Some(reply);
+            }
+            Command::Change(change) => {
+                if let Err(e) = self.machine.record_change(change) {
+                    tracing::error!(error = %e, "node progress rejected");
+                }
+            }
+            Command::Done { node, result } => self.on_done(node, result),
+        }
+    }
+
+    // ----- lifecycle -------------------------------------------------------------------
+
+    async fn start(&mut self, orchestrator: &Orchestrator) -> Result<()> {
+        let state = &self.machine.record().state;
+        if state.archived {
+            return Err(self.invalid("the plan is archived"));
+        }
+        if state.scaffolding {
+            return Err(self.invalid("the plan is still being scaffolded; finalize it first"));
+        }
+        if state.canceled {
+            return Err(self.invalid("the plan was canceled; recover it to run it again"));
+        }
+        if let Some(other) = self.spec.resume_after_plan.clone() {
+            let other = PlanId::from(other);
+            if orchestrator.status_anywhere(&other).await? != PlanStatus::Succeeded {
+                if !self.chain_pending {
+                    self.chain_pending = true;
+                    let (o, tx) = (orchestrator.clone(), self.tx.clone());
+                    tokio::spawn(async move {
+                        if o.wait_succeeded(&other).await.is_ok() {
+                            let _ = tx.send(Command::ChainSatisfied);
+                        }
+                    });
+                }
+                return Ok(());
+            }
+        }
+        self.begin().await
+    }
+
+    /// Pins the git facts on first start and makes ready whatever can run.
+    async fn begin(&mut self) -> Result<()> {
+        let at = Self::at();
+        let state = &self.machine.record().state;
+        let first = state.started_at.is_none();
+        let (base, target, snapshot) =
+            if self.spec.isolation == Isolation::Worktree && state.base_commit.is_none() {
+                let (b, t, s) = self.prepare_git().await?;
+                (Some(b), Some(t), Some(s))
+            } else {
+                (None, None, None)
+            };
+        if first || base.is_some() {
+            self.machine
+                .start(at, base, target, snapshot)
+                .map_err(|e| self.transition_error(e))?;
+        }
+        Ok(())
+    }
+
+    async fn prepare_git(&self) -> Result<(String, String, String)> {
+        let git = self.ctx.git.as_ref().ok_or_else(|| {
+            Error::Config("worktree isolation needs a git layer (OrchestratorBuilder::git)".into())
+        })?;
+        let repo = &self.machine.record().state.repo;
+        git.exclude(repo, &["/.worktrees/", "/.orchestrator/"]).await?;
+        let current = git.current_branch(repo).await?;
+        let default = git.default_branch(repo).await?;
+        let base_rev = self
+            .spec
+            .base_branch
+            .clone()
+            .or_else(|| current.clone())
+            .unwrap_or_else(|| "main".into());
+        let base = git.resolve(repo, &base_rev).await?;
+        let target = match &self.spec.target_branch {
+            Some(t) if *t == default => {
+                return Err(Error::Git(GitError::ProtectedBranch {
+                    branch: t.clone(),
+                    operation: "use as target".into(),
+                    reason: "plans never write the default branch directly; choose another targetBranch".into(),
+                }))
+            }
+            Some(t) => t.clone(),
+            None => match &current {
+                Some(c) if *c != default => c.clone(),
+                _ => format!("orchestrator/{}", sanitize_branch_part(&self.spec.name)),
+            },
+        };
+        match git.branch_tip(repo, &target).await? {
+            None => git.update_branch(repo, &target, &base, None).await?,
+            Some(tip) => {
+                if !git.is_ancestor(repo, &base, &tip).await? {
+                    return Err(Error::Git(GitError::Diverged {
+                        branch: target,
+                        base,
+                        hint: "it does not contain the plan's base; pick another targetBranch or base the plan on it".into(),
+                    }));
+                }
+            }
+        }
+        let snapshot = format!("orchestrator/snapshot/{}", self.id);
+        if git.branch_tip(repo, &snapshot).await?.is_none() {
+            git.update_branch(repo, &snapshot, &base, None).await?;
+        }
+        Ok((base, target, snapshot))
+    }
+
+    fn pause(&mut self, stop_running: bool) -> Result<()> {
+        self.machine
+            .pause(Self::at())
+            .map_err(|e| self.transition_error(e))?;
+        if stop_running {
+            self.stop_all(StopReason::Pause);
+        }
+        Ok(())
+    }
+
+    async fn resume(&mut self, orchestrator: &Orchestrator) -> Result<()> {
+        let state = &self.machine.record().state;
+        if state.canceled {
+            return Err(self.invalid("the plan was canceled; recover it to run it again"));
+        }
+        self.machine
+            .resume(Self::at())
+            .map_err(|e| self.transition_error(e))?;
+        self.start(orchestrator).await
+    }
+
+    fn cancel(&mut self) -> Result<()> {
+        if self.machine.plan_status().is_terminal() && self.active == 0 {
+            return Err(self.invalid(format!(
+                "the plan has already ended ({})",
+                self.machine.plan_status()
+            )));
+        }
+        self.machine
+            .cancel(Self::at())
+            .map_err(|e| self.transition_error(e))?;
+        self.queue.clear();
+        self.stop_all(StopReason::Cancel);
+        Ok(())
+    }
+
+    fn stop_all(&mut self, reason: StopReason) {
+        for r in self.running.iter_mut().flatten() {
+            if r.stop != Some(StopReason::Cancel) {
+                r.stop = Some(reason);
+            }
+            r.cancel.cancel();
+        }
+    }
+
+    fn force_fail(&mut self, job: &str) -> Result<()> {
+        let n = resolve_job(self.machine.record(), self.machine.graph(), job).map_err(|message| {
+            Error::JobNotFound {
+                plan: self.id.clone(),
+                message,
+            }
+        })?;
+        match self.running[n].as_mut() {
+            Some(r) => {
+                r.stop = Some(StopReason::ForceFail);
+                r.cancel.cancel();
+                Ok(())
+            }
+            None => Err(self.invalid(format!(
+                "job `{job}` is not running (it is {}); only running jobs can be force-failed",
+                self.machine.status_of(n)
+            ))),
+        }
+    }
+
+    async fn retry(&mut self, request: RetryRequest) -> Result<usize> {
+        if self.machine.record().state.canceled {
+            return Err(self.invalid("the plan was canceled; recover it to run it again"));
+        }
+        let graph = self.machine.graph().clone();
+        let nodes: Vec<NodeIndex> = if request.jobs.is_empty() {
+            (0..graph.node_count())
+                .filter(|&n| self.machine.status_of(n) == NodeStatus::Failed)
+                .collect()
+        } else {
+            let mut v = Vec::new();
+            for job in &request.jobs {
+                let n = resolve_job(self.machine.record(), &graph, job).map_err(|message| {
+                    Error::JobNotFound {
+                        plan: self.id.clone(),
+                        message,
+                    }
+                })?;
+                let s = self.machine.status_of(n);
+                if s != NodeStatus::Failed {
+                    return Err(self.invalid(format!(
+                        "job `{job}` is {s}; only failed jobs can be retried"
+                    )));
+                }
+                v.push(n);
+            }
+            v
+        };
+        if nodes.is_empty() {
+            return Err(self.invalid("there are no failed jobs to retry"));
+        }
+        let replaces = request.work.is_some()
+            || request.prechecks.is_some()
+            || request.postchecks.is_some();
+        if replaces {
+            if let Some(n) = nodes.iter().find(|&&n| graph.is_snapshot(n)) {
+                let _ = n;
+                return Err(self.invalid(
+                    "the snapshot-validation job runs the plan's verifyRi; its work cannot be replaced by retry",
+                ));
+            }
+        }
+        let at = Self::at();
+        for &n in &nodes {
+            let mut resume = self
+                .machine
+                .resume_phase_after_failure(n)
+                .unwrap_or(Phase::MergeFi);
+            if replaces {
+                self.machine
+                    .record_change(StateChange::SpecsReplaced {
+                        node: n,
+                        work: request.work.clone(),
+                        prechecks: request.prechecks.clone(),
+                        postchecks: request.postchecks.clone(),
+                    })
+                    .map_err(|e| self.transition_error(e))?;
+                let earliest = if request.prechecks.is_some() {
+                    Phase::Prechecks
+                } else if request.work.is_some() {
+                    Phase::Work
+                } else {
+                    Phase::Postchecks
+                };
+                resume = resume.min(earliest);
+            }
+            if request.clear_worktree {
+                self.clear_worktree(n).await?;
+                resume = Phase::MergeFi;
+            }
+            let resume = (resume != Phase::MergeFi).then_some(resume);
+            self.machine
+                .retry(n, resume, at)
+                .map_err(|e| self.transition_error(e))?;
+        }
+        if replaces {
+            self.spec = Arc::new(self.machine.record().spec.clone());
+        }
+        Ok(nodes.len())
+    }
+
+    async fn clear_worktree(&mut self, n: NodeIndex) -> Result<()> {
+        let node = &self.machine.record().state.nodes[n];
+        if let (Some(path), Some(git)) = (node.worktree.clone(), self.ctx.git.clone()) {
+            git.remove_worktree(&self.machine.record().state.repo, &path)
+                .await?;
+            self.machine
+                .record_change(StateChange::Worktree {
+                    node: n,
+                    path: None,
+                    base_commit: None,
+                })
+                .map_err(|e| self.transition_error(e))?;
+        }
+        Ok(())
+    }
+
+    // ----- node completion -----------------------------------------------------------------
+
+    fn on_done(&mut self, n: NodeIndex, result: std::result::Result<(), NodeFailure>) {
+        let Some(running) = self.running[n].take() else {
+            tracing::error!(node = n, "completion of a node that is not running");
+            return;
+        };
+        self.active -= 1;
+        let at = Self::at();
+        let outcome = match (running.stop, result) {
+            (Some(StopReason::Cancel), _) => self.machine.cancel_node(n, at),
+            (_, Ok(())) => self.machine.succeed(n, at).map(|()| self.clean_up_after(n)),
+            (Some(StopReason::Pause), Err(f)) => {
+                let resume = f.phase.map(Phase::retry_from).filter(|p| *p != Phase::MergeFi);
+                self.machine
+                    .fail(n, at, "stopped by pause; resumes from this phase".into(), FailureReason::Canceled, f.phase)
+                    .and_then(|()| self.machine.retry(n, resume, at))
+            }
+            (Some(StopReason::ForceFail), Err(f)) => self.machine.fail(
+                n,
+                at,
+                "force-failed by the user".into(),
+                FailureReason::ForceFailed,
+                f.phase,
+            ),
+            (None, Err(f)) => self.machine.fail(n, at, f.message, f.reason, f.phase),
+        };
+        if let Err(e) = outcome {
+            tracing::error!(node = n, error = %e, "state machine rejected a node completion");
+        }
+    }
+
+    /// With `cleanUpSuccessfulWork`, removes worktrees whose commits every consumer has taken.
+    fn clean_up_after(&mut self, n: NodeIndex) {
+        if !self.spec.cleans_up() || self.spec.isolation != Isolation::Worktree {
+            return;
+        }
+        let Some(git) = self.ctx.git.clone() else {
+            return;
+        };
+        let graph = self.machine.graph().clone();
+        let record = self.machine.record();
+        let consumed = |d: NodeIndex| {
+            graph
+                .dependents(d)
+                .all(|x| graph.is_snapshot(x) || record.state.nodes[x].status == NodeStatus::Succeeded)
+        };
+        let mut done: Vec<(NodeIndex, PathBuf)> = Vec::new();
+        for d in graph.dependencies(n).chain(std::iter::once(n)) {
+            if graph.is_snapshot(d) {
+                continue;
+            }
+            if let Some(path) = &record.state.nodes[d].worktree {
+                if record.state.nodes[d].status == NodeStatus::Succeeded && consumed(d) {
+                    done.push((d, path.clone()));
+                }
+            }
+        }
+        let repo = record.state.repo.clone();
+        for (d, path) in done {
+            let (git, repo) = (git.clone(), repo.clone());
+            // Mark it gone now so it is not removed twice; the removal itself runs aside.
+            let _ = self.machine.record_change(StateChange::Worktree {
+                node: d,
+                path: None,
+                base_commit: None,
+            });
+            self.cleanups.spawn(
+                async move {
+                    if let Err(e) = git.remove_worktree(&repo, &path).await {
+                        tracing::warn!(path = %path.display(), error = %e, "could not remove worktree");
+                    }
+                }
+                .in_current_span(),
+            );
+        }
+    }
+
+    // ----- scheduling and persistence ------------------------------------------------------
+
+    async fn turn(&mut self) {
+        let graph = self.machine.graph().clone();
+        for n in self.machine.drain_ready() {
+            self.queue.push(&graph, n);
+        }
+        self.dispatch();
+        if self.active == 0 && self.machine.plan_status().is_terminal() {
+            while self.cleanups.join_next().await.is_some() {}
+            if let Err(e) = self.machine.end_if_terminal(Self::at()) {
+                tracing::error!(error = %e, "could not record the end of the plan");
+            }
+        }
+        self.flush().await;
+        if self.unpersisted.is_empty() {
+            for run in self.to_spawn.drain(..) {
+                let span = tracing::info_span!("node", node = run.node, node_id = %run.node_id);
+                tokio::spawn(run.execute().instrument(span));
+            }
+        }
+    }
+
+    fn can_dispatch(&self) -> bool {
+        let s = &self.machine.record().state;
+        s.started_at.is_some()
+            && !s.paused
+            && !s.canceled
+            && !s.archived
+            && !self.chain_pending
+            && self.closing.is_none()
+            && self.unpersisted.is_empty()
+    }
+
+    fn dispatch(&mut self) {
+        if !self.can_dispatch() {
+            return;
+        }
+        while self.active < self.max_parallel {
+            let Some(n) = self.queue.pop() else { break };
+            if self.machine.status_of(n) != NodeStatus::Ready {
+                continue;
+            }
+            let permit = match self.permit.take() {
+                Some(p) => p,
+                None => match self.ctx.capacity.clone().try_acquire_owned() {
+                    Ok(p) => p,
+                    Err(_) => {
+                        let graph = self.machine.graph().clone();
+                        self.queue.push(&graph, n);
+                        self.need_permit = true;
+                        break;
+                    }
+                },
+            };
+            if let Err(e) = self.launch(n, permit) {
+                tracing::error!(node = n, error = %e, "could not start node");
+            }
+        }
+    }
+
+    fn launch(&mut self, n: NodeIndex, permit: OwnedSemaphorePermit) -> Result<(), ApplyError> {
+        let at = Self::at();
+        self.machine.schedule(n, at)?;
+        let (attempt, resume_from) = self.machine.begin_attempt(n, at)?;
+        let cancel = CancellationToken::new();
+        let run = NodeRun::new(
+            self.ctx.clone(),
+            &self.machine,
+            self.spec.clone(),
+            n,
+            attempt,
+            resume_from,
+            cancel.clone(),
+            self.tx.clone(),
+            permit,
+        );
+        self.running[n] = Some(Running { cancel, stop: None });
+        self.active += 1;
+        self.to_spawn.push(run);
+        Ok(())
+    }
+
+    async fn flush(&mut self) {
+        let entries = self.machine.drain_outbox();
+        if !entries.is_empty() {
+            let events = &self.ctx.events;
+            let observed = events.is_observed();
+            self.unpersisted.reserve(entries.len());
+            for (change, from) in entries {
+                if observed {
+                    self.publish(&change, from);
+                }
+                self.unpersisted.push(change);
+            }
+        }
+        if !self.unpersisted.is_empty() {
+            match self.ctx.repository.append(&self.id, &self.unpersisted).await {
+                Ok(()) => self.unpersisted.clear(),
+                Err(e) => {
+                    // Keep the changes; the run loop tries again shortly. Nothing new starts
+                    // meanwhile (see `can_dispatch`).
+                    tracing::error!(error = %e, "could not persist plan state; will retry");
+                }
+            }
+        }
+        let status = self.machine.plan_status();
+        if status != self.last_status {
+            let from = std::mem::replace(&mut self.last_status, status);
+            self.ctx.events.emit_with(|| OrchestratorEvent::PlanStatusChanged {
+                plan: self.id.clone(),
+                from,
+                to: status,
+            });
+            self.status_tx.send_replace(status);
+        }
+    }
+
+    fn publish(&self, change: &StateChange, from: Option<NodeStatus>) {
+        let record = self.machine.record();
+        let attempt_of = |n: NodeIndex| record.state.nodes[n].attempts.len() as u32;
+        let plan = || self.id.clone();
+        let event = match change {
+            StateChange::Node { node, status, .. } => OrchestratorEvent::NodeTransition {
+                plan: plan(),
+                node: *node,
+                node_id: record.state.nodes[*node].id.clone(),
+                from: from.unwrap_or(NodeStatus::Pending),
+                to: *status,
+            },
+            StateChange::PhaseStarted { node, phase, .. } => OrchestratorEvent::PhaseStarted {
+                plan: plan(),
+                node: *node,
+                phase: *phase,
+                attempt: attempt_of(*node),
+            },
+            StateChange::PhaseEnded {
+                node,
+                phase,
+                status,
+                error,
+                ..
+            } => OrchestratorEvent::PhaseEnded {
+                plan: plan(),
+                node: *node,
+                phase: *phase,
+                attempt: attempt_of(*node),
+                status: *status,
+                error: error.clone(),
+            },
+            StateChange::Metrics { node, metrics } => OrchestratorEvent::Metrics {
+                plan: plan(),
+                node: *node,
+                metrics: metrics.clone(),
+            },
+            _ => return,
+        };
+        self.ctx.events.emit_with(|| event);
+    }
+}
+
+/// `My Plan: v2!` -> `my-plan-v2`: a safe branch component (never empty, never a leading `-`).
+fn sanitize_branch_part(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed: String = out.trim_matches('-').chars().take(60).collect();
+    let trimmed = trimmed.trim_end_matches('-').to_owned();
+    if trimmed.is_empty() {
+        "plan".into()
+    } else {
+        trimmed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize_branch_part;
+
+    #[test]
+    fn branch_names_are_sanitized() {
+        assert_eq!(sanitize_branch_part("My Plan: v2!"), "my-plan-v2");
+        assert_eq!(sanitize_branch_part("--x--"), "x");
+        assert_eq!(sanitize_branch_part("日本"), "plan");
+    }
+}

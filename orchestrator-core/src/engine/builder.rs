@@ -1,0 +1,182 @@
+//! [`OrchestratorBuilder`] and [`OrchestratorOptions`].
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::engine::orchestrator::{EngineCtx, Orchestrator};
+use crate::error::{Error, Result};
+use crate::events::{EventBus, EventCallback, OrchestratorEvent};
+use crate::git::{ConflictResolver, GitOperations};
+use crate::repository::{InMemoryPlanRepository, PlanRepository};
+use crate::runner::WorkRunner;
+
+/// Tunables, each with a documented default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OrchestratorOptions {
+    /// Jobs running at once across every plan of this orchestrator (default: 16).
+    pub global_capacity: usize,
+    /// Events each subscriber may lag behind before it skips ahead (default: 4096).
+    pub event_buffer: usize,
+    /// Where job worktrees live (default: `<repo>/.worktrees`).
+    pub worktree_root: Option<PathBuf>,
+    /// Prefix of job commit messages (default: `[Plan]`).
+    pub commit_prefix: String,
+    /// Agent used when a spec names none (default: `copilot`).
+    pub default_agent: String,
+}
+
+impl Default for OrchestratorOptions {
+    fn default() -> Self {
+        OrchestratorOptions {
+            global_capacity: 16,
+            event_buffer: 4096,
+            worktree_root: None,
+            commit_prefix: "[Plan]".into(),
+            default_agent: "copilot".into(),
+        }
+    }
+}
+
+impl OrchestratorOptions {
+    /// Sets [`OrchestratorOptions::global_capacity`].
+    pub fn global_capacity(mut self, n: usize) -> Self {
+        self.global_capacity = n;
+        self
+    }
+
+    /// Sets [`OrchestratorOptions::worktree_root`].
+    pub fn worktree_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.worktree_root = Some(root.into());
+        self
+    }
+}
+
+/// Composes an [`Orchestrator`] from its plug-ins.
+///
+/// ```
+/// use orchestrator_core::plan::{Isolation, JobSpec, PlanSpec, WorkSpec};
+/// use orchestrator_core::{FnRunner, InMemoryPlanRepository, Orchestrator, PlanStatus, WorkOutput};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let orchestrator = Orchestrator::builder()
+///     .repository(InMemoryPlanRepository::new())
+///     .runner("shell", FnRunner::sync(|_spec, _ctx| Ok(WorkOutput::default())))
+///     .build()
+///     .unwrap();
+///
+/// let plan = PlanSpec::new("diamond")
+///     .isolation(Isolation::None)
+///     .job(JobSpec::new("fetch", "Fetch", WorkSpec::shell("true")))
+///     .job(JobSpec::new("left", "Left", WorkSpec::shell("true")).depends_on(["fetch"]))
+///     .job(JobSpec::new("right", "Right", WorkSpec::shell("true")).depends_on(["fetch"]))
+///     .job(JobSpec::new("join", "Join", WorkSpec::shell("true")).depends_on(["left", "right"]));
+///
+/// let id = orchestrator.run(plan, std::env::temp_dir()).await.unwrap();
+/// assert_eq!(orchestrator.wait(&id).await.unwrap(), PlanStatus::Succeeded);
+/// # });
+/// ```
+#[derive(Default)]
+#[must_use]
+pub struct OrchestratorBuilder {
+    repository: Option<Arc<dyn PlanRepository>>,
+    git: Option<Arc<dyn GitOperations>>,
+    runners: HashMap<String, Arc<dyn WorkRunner>>,
+    resolver: Option<Arc<dyn ConflictResolver>>,
+    options: OrchestratorOptions,
+    callbacks: Vec<EventCallback>,
+}
+
+impl std::fmt::Debug for OrchestratorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrchestratorBuilder")
+            .field("repository", &self.repository)
+            .field("git", &self.git)
+            .field("runners", &self.runners.keys().collect::<Vec<_>>())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl OrchestratorBuilder {
+    /// The plan store (default: a fresh [`InMemoryPlanRepository`]).
+    pub fn repository(self, repository: impl PlanRepository) -> Self {
+        self.repository_arc(Arc::new(repository))
+    }
+
+    /// The plan store, shared.
+    pub fn repository_arc(mut self, repository: Arc<dyn PlanRepository>) -> Self {
+        self.repository = Some(repository);
+        self
+    }
+
+    /// The git layer; required for plans with worktree isolation.
+    pub fn git(self, git: impl GitOperations) -> Self {
+        self.git_arc(Arc::new(git))
+    }
+
+    /// The git layer, shared.
+    pub fn git_arc(mut self, git: Arc<dyn GitOperations>) -> Self {
+        self.git = Some(git);
+        self
+    }
+
+    /// Registers the runner of a work kind: `shell`, `process`, `agent` (any agent), or
+    /// `agent:<name>` (one agent, preferred over `agent`), or a host-defined kind.
+    pub fn runner(self, kind: impl Into<String>, runner: impl WorkRunner) -> Self {
+        self.runner_arc(kind, Arc::new(runner))
+    }
+
+    /// Registers a shared runner.
+    pub fn runner_arc(mut self, kind: impl Into<String>, runner: Arc<dyn WorkRunner>) -> Self {
+        self.runners.insert(kind.into(), runner);
+        self
+    }
+
+    /// Resolves merge conflicts in merge-fi instead of failing the job.
+    pub fn conflict_resolver(mut self, resolver: impl ConflictResolver) -> Self {
+        self.resolver = Some(Arc::new(resolver));
+        self
+    }
+
+    /// Tunables.
+    pub fn options(mut self, options: OrchestratorOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Calls `f` for every event, synchronously on the engine's task: keep it quick.
+    pub fn on_event(mut self, f: impl Fn(&OrchestratorEvent) + Send + Sync + 'static) -> Self {
+        self.callbacks.push(Arc::new(f));
+        self
+    }
+
+    /// Checks the configuration and builds the orchestrator.
+    pub fn build(self) -> Result<Orchestrator> {
+        let o = &self.options;
+        if o.global_capacity == 0 {
+            return Err(Error::Config(
+                "global_capacity must be at least 1 (it bounds how many jobs run at once)".into(),
+            ));
+        }
+        if o.event_buffer == 0 {
+            return Err(Error::Config("event_buffer must be at least 1".into()));
+        }
+        if let Some(kind) = self.runners.keys().find(|k| k.trim().is_empty()) {
+            return Err(Error::Config(format!("runner kind {kind:?} is empty")));
+        }
+        let events = EventBus::with_callbacks(o.event_buffer, self.callbacks);
+        Ok(Orchestrator::from_ctx(EngineCtx {
+            repository: self
+                .repository
+                .unwrap_or_else(|| Arc::new(InMemoryPlanRepository::new())),
+            git: self.git,
+            runners: self.runners,
+            resolver: self.resolver,
+            capacity: Arc::new(tokio::sync::Semaphore::new(o.global_capacity)),
+            options: self.options,
+            events,
+        }))
+    }
+}

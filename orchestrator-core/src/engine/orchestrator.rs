@@ -1,0 +1,318 @@
+//! [`Orchestrator`]: the handle hosts use to create and drive plans.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tracing::Instrument;
+
+use crate::engine::actor::{Command, PlanActor};
+use crate::engine::builder::{OrchestratorBuilder, OrchestratorOptions};
+use crate::error::{Error, Result};
+use crate::events::{EventBus, OrchestratorEvent};
+use crate::git::{ConflictResolver, GitOperations};
+use crate::ids::{now_millis, PlanId};
+use crate::plan::{validate, PlanGraph, PlanSpec, ValidationContext, WorkSpec};
+use crate::repository::PlanRepository;
+use crate::runner::WorkRunner;
+use crate::state::{PlanRecord, PlanStatus};
+
+/// Shared by the orchestrator, its plan actors and their node tasks.
+#[derive(Debug)]
+pub(crate) struct EngineCtx {
+    pub(crate) repository: Arc<dyn PlanRepository>,
+    pub(crate) git: Option<Arc<dyn GitOperations>>,
+    pub(crate) runners: HashMap<String, Arc<dyn WorkRunner>>,
+    pub(crate) resolver: Option<Arc<dyn ConflictResolver>>,
+    pub(crate) capacity: Arc<Semaphore>,
+    pub(crate) options: OrchestratorOptions,
+    pub(crate) events: EventBus,
+}
+
+#[derive(Debug, Clone)]
+struct PlanHandle {
+    tx: mpsc::UnboundedSender<Command>,
+    status: watch::Receiver<PlanStatus>,
+}
+
+/// Runs plans. Cheap to clone; every clone drives the same plans.
+///
+/// See [`OrchestratorBuilder`] for a complete example.
+#[derive(Debug, Clone)]
+pub struct Orchestrator {
+    ctx: Arc<EngineCtx>,
+    plans: Arc<Mutex<HashMap<PlanId, PlanHandle>>>,
+}
+
+/// What [`Orchestrator::retry`] retries and how.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct RetryRequest {
+    /// Jobs to retry (producerId, node id or unique name); empty: every failed job.
+    pub jobs: Vec<String>,
+    /// Replacement work.
+    pub work: Option<WorkSpec>,
+    /// Replacement prechecks.
+    pub prechecks: Option<WorkSpec>,
+    /// Replacement postchecks.
+    pub postchecks: Option<WorkSpec>,
+    /// Remove the worktree and start over from merge-fi.
+    pub clear_worktree: bool,
+}
+
+impl RetryRequest {
+    /// Retry every failed job.
+    pub fn all_failed() -> Self {
+        RetryRequest::default()
+    }
+
+    /// Retry these jobs.
+    pub fn jobs<I, S>(jobs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        RetryRequest {
+            jobs: jobs.into_iter().map(Into::into).collect(),
+            ..RetryRequest::default()
+        }
+    }
+
+    /// Replaces the work of the retried jobs.
+    pub fn with_work(mut self, work: WorkSpec) -> Self {
+        self.work = Some(work);
+        self
+    }
+
+    /// Replaces the postchecks of the retried jobs.
+    pub fn with_postchecks(mut self, spec: WorkSpec) -> Self {
+        self.postchecks = Some(spec);
+        self
+    }
+
+    /// Replaces the prechecks of the retried jobs.
+    pub fn with_prechecks(mut self, spec: WorkSpec) -> Self {
+        self.prechecks = Some(spec);
+        self
+    }
+
+    /// Starts over from a fresh worktree.
+    pub fn clear_worktree(mut self) -> Self {
+        self.clear_worktree = true;
+        self
+    }
+}
+
+impl Orchestrator {
+    /// Starts building an orchestrator.
+    pub fn builder() -> OrchestratorBuilder {
+        OrchestratorBuilder::default()
+    }
+
+    pub(crate) fn from_ctx(ctx: EngineCtx) -> Self {
+        Orchestrator {
+            ctx: Arc::new(ctx),
+            plans: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The plan store.
+    pub fn repository(&self) -> &Arc<dyn PlanRepository> {
+        &self.ctx.repository
+    }
+
+    /// Subscribes to every event of every plan.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<OrchestratorEvent> {
+        self.ctx.events.subscribe()
+    }
+
+    /// Subscribes as a `Stream` (lagging subscribers skip the events they missed).
+    pub fn events(&self) -> impl futures::Stream<Item = OrchestratorEvent> + Send + 'static {
+        use futures::StreamExt;
+        tokio_stream::wrappers::BroadcastStream::new(self.subscribe())
+            .filter_map(|e| futures::future::ready(e.ok()))
+    }
+
+    /// Validates and stores a plan working on `dir` (the repository, or the working directory
+    /// with `isolation: "none"`), takes ownership of it, and returns its id. It does not start.
+    pub async fn create_plan(&self, spec: PlanSpec, dir: impl Into<PathBuf>) -> Result<PlanId> {
+        let dir = dir.into();
+        let graph = validate(&spec, ValidationContext { repo: Some(&dir) })?;
+        if spec.isolation == crate::plan::Isolation::Worktree && self.ctx.git.is_none() {
+            return Err(Error::Config(
+                "this plan uses worktree isolation but the orchestrator has no git layer; \
+                 add one with OrchestratorBuilder::git, or set `isolation: none`"
+                    .into(),
+            ));
+        }
+        let id = PlanId::random();
+        let record = PlanRecord::new(id.clone(), spec, dir, graph.node_count(), now_millis());
+        self.ctx.repository.create(&record).await?;
+        let name = record.spec.name.clone();
+        self.spawn_actor(record, Arc::new(graph)).await?;
+        self.ctx.events.emit_with(|| OrchestratorEvent::PlanCreated {
+            plan: id.clone(),
+            name,
+        });
+        Ok(id)
+    }
+
+    /// Creates a plan and starts it.
+    pub async fn run(&self, spec: PlanSpec, dir: impl Into<PathBuf>) -> Result<PlanId> {
+        let id = self.create_plan(spec, dir).await?;
+        self.start(&id).await?;
+        Ok(id)
+    }
+
+    /// Loads a stored plan (e.g. after a restart) and takes ownership of it. Jobs found running
+    /// become a failed attempt with reason `crashed` and are re-queued. It does not start.
+    pub async fn open_plan(&self, id: &PlanId) -> Result<()> {
+        if self.handle(id).is_ok() {
+            return Ok(());
+        }
+        let record = self.ctx.repository.load(id).await?;
+        let graph = PlanGraph::build(&record.spec)?;
+        if graph.node_count() != record.state.nodes.len() {
+            return Err(Error::InvalidState {
+                plan: id.clone(),
+                message: format!(
+                    "stored state has {} nodes but its plan defines {}",
+                    record.state.nodes.len(),
+                    graph.node_count()
+                ),
+            });
+        }
+        self.spawn_actor(record, Arc::new(graph)).await
+    }
+
+    async fn spawn_actor(&self, record: PlanRecord, graph: Arc<PlanGraph>) -> Result<()> {
+        let id = record.state.id.clone();
+        let lease = self.ctx.repository.acquire(&id).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (actor, status) = PlanActor::new(self.ctx.clone(), record, graph, lease, tx.clone(), rx);
+        let span = tracing::info_span!("plan", plan = %id);
+        tokio::spawn(actor.run(self.clone()).instrument(span));
+        self.plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, PlanHandle { tx, status });
+        Ok(())
+    }
+
+    fn handle(&self, id: &PlanId) -> Result<PlanHandle> {
+        self.plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::PlanNotFound(id.clone()))
+    }
+
+    async fn ask<T>(&self, id: &PlanId, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command) -> Result<T> {
+        let (reply, rx) = oneshot::channel();
+        self.handle(id)?
+            .tx
+            .send(make(reply))
+            .map_err(|_| Error::Shutdown)?;
+        rx.await.map_err(|_| Error::Shutdown)?
+    }
+
+    /// Starts (or continues) a plan. With `resumeAfterPlan`, it starts once that plan succeeded.
+    pub async fn start(&self, id: &PlanId) -> Result<()> {
+        self.ask(id, |reply| Command::Start { reply }).await
+    }
+
+    /// Pauses: nothing new starts; running jobs finish. With `stop_running`, running jobs are
+    /// stopped and re-queued to resume from the phase they were in.
+    pub async fn pause(&self, id: &PlanId, stop_running: bool) -> Result<()> {
+        self.ask(id, |reply| Command::Pause {
+            stop_running,
+            reply,
+        })
+        .await
+    }
+
+    /// Resumes a paused plan (starting it if it never started).
+    pub async fn resume(&self, id: &PlanId) -> Result<()> {
+        self.ask(id, |reply| Command::Resume { reply }).await
+    }
+
+    /// Cancels a plan: running jobs are stopped, nothing else starts. Worktrees are kept.
+    pub async fn cancel(&self, id: &PlanId) -> Result<()> {
+        self.ask(id, |reply| Command::Cancel { reply }).await
+    }
+
+    /// Retries failed jobs (see [`RetryRequest`]); returns how many were retried.
+    pub async fn retry(&self, id: &PlanId, request: RetryRequest) -> Result<usize> {
+        self.ask(id, |reply| Command::Retry { request, reply }).await
+    }
+
+    /// Fails a running job now, killing its process tree.
+    pub async fn force_fail(&self, id: &PlanId, job: &str) -> Result<()> {
+        let job = job.to_owned();
+        self.ask(id, |reply| Command::ForceFail { job, reply }).await
+    }
+
+    /// A snapshot of the plan's record.
+    pub async fn status(&self, id: &PlanId) -> Result<PlanRecord> {
+        self.ask(id, |reply| Command::Snapshot { reply }).await
+    }
+
+    /// The plan's current derived status, without a round trip to its actor.
+    pub fn plan_status(&self, id: &PlanId) -> Result<PlanStatus> {
+        Ok(*self.handle(id)?.status.borrow())
+    }
+
+    /// Waits until the plan ends (succeeded, failed, canceled, archived) or is paused with
+    /// nothing running, and returns that status.
+    pub async fn wait(&self, id: &PlanId) -> Result<PlanStatus> {
+        let mut rx = self.handle(id)?.status;
+        let status = rx
+            .wait_for(|s| s.is_terminal() || *s == PlanStatus::Paused)
+            .await
+            .map_err(|_| Error::Shutdown)?;
+        Ok(*status)
+    }
+
+    /// Waits until the plan succeeded (for chaining); an error if it ends otherwise.
+    pub(crate) async fn wait_succeeded(&self, id: &PlanId) -> Result<()> {
+        let mut rx = self.handle(id)?.status;
+        loop {
+            let s = *rx.borrow_and_update();
+            if s == PlanStatus::Succeeded {
+                return Ok(());
+            }
+            rx.changed().await.map_err(|_| Error::Shutdown)?;
+        }
+    }
+
+    /// The status of a plan this orchestrator knows, or of a stored one.
+    pub(crate) async fn status_anywhere(&self, id: &PlanId) -> Result<PlanStatus> {
+        match self.plan_status(id) {
+            Ok(s) => Ok(s),
+            Err(_) => Ok(self.ctx.repository.load(id).await?.status()),
+        }
+    }
+
+    /// Ids of the plans this orchestrator drives.
+    pub fn plan_ids(&self) -> Vec<PlanId> {
+        self.plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Stops driving a plan and releases it (its stored state stays). Running jobs are stopped
+    /// as by a pause with `stop_running`.
+    pub async fn close(&self, id: &PlanId) -> Result<()> {
+        let result = self.ask(id, |reply| Command::Close { reply }).await;
+        self.plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        result
+    }
+}

@@ -1,0 +1,605 @@
+//! The job pipeline of SPEC §3, run by one task per node attempt:
+//! merge-fi, setup, prechecks, work, commit, postchecks, merge-ri — and the snapshot-validation
+//! node's variant of it. With `isolation: "none"` only prechecks, work and postchecks run, in
+//! the plan's directory.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::actor::Command;
+use crate::engine::orchestrator::EngineCtx;
+use crate::git::{GitError, GitOperations, MergeStyle};
+use crate::ids::{now_millis, NodeId, NodeIndex, PlanId};
+use crate::plan::{Env, Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
+use crate::repository::{AttemptSpecs, LogKey};
+use crate::runner::{LogSink, LogStream, WorkContext, WorkRunner};
+use crate::state::{FailureReason, Phase, PhaseStatus, PlanMachine, StateChange};
+
+/// Why a node attempt failed.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeFailure {
+    pub(crate) message: String,
+    pub(crate) reason: FailureReason,
+    pub(crate) phase: Option<Phase>,
+}
+
+impl NodeFailure {
+    fn new(phase: Phase, reason: FailureReason, message: impl Into<String>) -> Self {
+        NodeFailure {
+            message: message.into(),
+            reason,
+            phase: Some(phase),
+        }
+    }
+
+    fn git(phase: Phase, e: GitError) -> Self {
+        let reason = match e {
+            GitError::MergeConflict { .. } => FailureReason::MergeConflict,
+            _ => FailureReason::PhaseFailed,
+        };
+        NodeFailure::new(phase, reason, e.to_string())
+    }
+}
+
+type PhaseResult<T = ()> = Result<T, NodeFailure>;
+
+/// One attempt of one node, with everything it needs captured at launch.
+pub(crate) struct NodeRun {
+    ctx: Arc<EngineCtx>,
+    plan: PlanId,
+    pub(crate) node: NodeIndex,
+    pub(crate) node_id: NodeId,
+    attempt: u32,
+    resume_from: Phase,
+    spec: Arc<PlanSpec>,
+    graph: Arc<PlanGraph>,
+    repo: PathBuf,
+    base_commit: Option<String>,
+    target_branch: Option<String>,
+    snapshot_branch: Option<String>,
+    /// Commits of the dependencies, in the job's order.
+    dep_commits: Vec<String>,
+    worktree: Option<PathBuf>,
+    prev_commit: Option<String>,
+    session_id: Option<String>,
+    cancel: CancellationToken,
+    tx: mpsc::UnboundedSender<Command>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl NodeRun {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        ctx: Arc<EngineCtx>,
+        machine: &PlanMachine,
+        spec: Arc<PlanSpec>,
+        node: NodeIndex,
+        attempt: u32,
+        resume_from: Option<Phase>,
+        cancel: CancellationToken,
+        tx: mpsc::UnboundedSender<Command>,
+        permit: OwnedSemaphorePermit,
+    ) -> Self {
+        let record = machine.record();
+        let state = &record.state;
+        let graph = machine.graph().clone();
+        let ns = &state.nodes[node];
+        let dep_commits = if spec.isolation == Isolation::Worktree {
+            graph
+                .ordered_dependencies(&spec, node)
+                .into_iter()
+                .filter(|&d| !graph.is_snapshot(d))
+                .filter_map(|d| state.nodes[d].commit.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        NodeRun {
+            plan: state.id.clone(),
+            node_id: ns.id.clone(),
+            attempt,
+            resume_from: resume_from.unwrap_or(Phase::MergeFi),
+            repo: state.repo.clone(),
+            base_commit: state.base_commit.clone(),
+            target_branch: state.target_branch.clone(),
+            snapshot_branch: state.snapshot_branch.clone(),
+            dep_commits,
+            worktree: ns.worktree.clone(),
+            prev_commit: ns.commit.clone(),
+            session_id: ns.session_id.clone(),
+            ctx,
+            spec,
+            graph,
+            node,
+            cancel,
+            tx,
+            _permit: permit,
+        }
+    }
+
+    /// Runs the attempt and reports its end to the actor.
+    pub(crate) async fn execute(self) {
+        let result = if self.graph.is_snapshot(self.node) {
+            self.run_snapshot().await
+        } else if self.spec.isolation == Isolation::Worktree {
+            self.run_job().await
+        } else {
+            self.run_in_place().await
+        };
+        let _ = self.tx.send(Command::Done {
+            node: self.node,
+            result,
+        });
+    }
+
+    fn job(&self) -> Option<&JobSpec> {
+        self.spec.jobs.get(self.node)
+    }
+
+    fn send(&self, change: StateChange) {
+        let _ = self.tx.send(Command::Change(change));
+    }
+
+    /// Whether phase `p` runs in this attempt (earlier phases completed in an earlier one).
+    fn runs(&self, p: Phase) -> bool {
+        p >= self.resume_from
+    }
+
+    fn git(&self) -> PhaseResult<&Arc<dyn GitOperations>> {
+        self.ctx.git.as_ref().ok_or_else(|| {
+            NodeFailure::new(
+                Phase::MergeFi,
+                FailureReason::StartupError,
+                "worktree isolation needs a git layer (OrchestratorBuilder::git)",
+            )
+        })
+    }
+
+    async fn save_specs(&self) {
+        let Some(job) = self.job() else { return };
+        let specs = AttemptSpecs {
+            work: Some(job.work.clone()),
+            prechecks: job.prechecks.clone(),
+            postchecks: job.postchecks.clone(),
+        };
+        if let Err(e) = self
+            .ctx
+            .repository
+            .save_attempt_specs(&self.plan, &self.node_id, self.attempt, &specs)
+            .await
+        {
+            tracing::warn!(error = %e, "could not store the attempt's specs");
+        }
+    }
+
+    /// Runs one phase: records its start and end, collects its log.
+    async fn phase<T, F, Fut>(&self, phase: Phase, f: F) -> PhaseResult<T>
+    where
+        F: FnOnce(LogSink) -> Fut,
+        Fut: Future<Output = PhaseResult<T>>,
+    {
+        if self.cancel.is_cancelled() {
+            return Err(NodeFailure::new(phase, FailureReason::Canceled, "canceled"));
+        }
+        self.send(StateChange::PhaseStarted {
+            node: self.node,
+            phase,
+            at: now_millis(),
+        });
+        let log = LogSink::new(
+            self.plan.clone(),
+            self.node,
+            phase,
+            self.attempt,
+            self.ctx.events.clone(),
+        );
+        let result = f(log.clone()).await;
+        if let Err(e) = &result {
+            log.line(LogStream::System, &format!("{phase} failed: {}", e.message));
+        }
+        let text = log.take();
+        if !text.is_empty() {
+            let key = LogKey {
+                plan: self.plan.clone(),
+                node: self.node_id.clone(),
+                phase,
+                attempt: self.attempt,
+            };
+            if let Err(e) = self.ctx.repository.append_log(&key, &text).await {
+                tracing::warn!(error = %e, "could not store the phase log");
+            }
+        }
+        let (status, error) = match &result {
+            Ok(_) => (PhaseStatus::Succeeded, None),
+            Err(f) if f.reason == FailureReason::Canceled => {
+                (PhaseStatus::Canceled, Some(f.message.clone()))
+            }
+            Err(f) => (PhaseStatus::Failed, Some(f.message.clone())),
+        };
+        self.send(StateChange::PhaseEnded {
+            node: self.node,
+            phase,
+            status,
+            at: now_millis(),
+            error,
+        });
+        result
+    }
+
+    fn env(&self) -> Env {
+        let mut env = self.spec.env.clone();
+        if let Some(job) = self.job() {
+            env.extend(job.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        env
+    }
+
+    fn runner_for(&self, spec: &WorkSpec, phase: Phase) -> PhaseResult<Arc<dyn WorkRunner>> {
+        let runners = &self.ctx.runners;
+        let found = match spec {
+            WorkSpec::Agent(a) => {
+                let name = a.agent.as_deref().unwrap_or(&self.ctx.options.default_agent);
+                runners
+                    .get(&format!("agent:{name}"))
+                    .or_else(|| runners.get("agent"))
+            }
+            other => runners.get(other.kind()),
+        };
+        found.cloned().ok_or_else(|| {
+            NodeFailure::new(
+                phase,
+                FailureReason::StartupError,
+                format!(
+                    "no runner is registered for `{}` work; register one with OrchestratorBuilder::runner(\"{}\", ...)",
+                    spec.kind(),
+                    spec.kind()
+                ),
+            )
+        })
+    }
+
+    /// Runs a work spec through its runner in `dir`.
+    async fn run_spec(&self, phase: Phase, spec: &WorkSpec, dir: &Path, log: LogSink) -> PhaseResult {
+        let runner = self.runner_for(spec, phase)?;
+        let job = self.job();
+        let ctx = WorkContext {
+            plan_id: self.plan.clone(),
+            node: self.node,
+            node_id: self.node_id.clone(),
+            producer_id: job.map_or(crate::plan::SNAPSHOT_PRODUCER_ID, |j| &j.producer_id).to_owned(),
+            task: job.map_or("Snapshot validation", |j| &j.task).to_owned(),
+            phase,
+            attempt: self.attempt,
+            dir: dir.to_owned(),
+            env: self.env(),
+            cancel: self.cancel.clone(),
+            log,
+            session_id: self.session_id.clone(),
+        };
+        match runner.run(spec, &ctx).await {
+            Ok(out) => {
+                if let Some(session_id) = out.session_id {
+                    self.send(StateChange::Session {
+                        node: self.node,
+                        session_id,
+                    });
+                }
+                if let Some(metrics) = out.metrics {
+                    self.send(StateChange::Metrics {
+                        node: self.node,
+                        metrics,
+                    });
+                }
+                Ok(())
+            }
+            Err(f) => {
+                if let Some(session_id) = f.session_id {
+                    self.send(StateChange::Session {
+                        node: self.node,
+                        session_id,
+                    });
+                }
+                let mut message = f.message;
+                if let Some(extra) = spec.on_failure().and_then(|o| o.message.as_deref()) {
+                    message = format!("{message} ({extra})");
+                }
+                Err(NodeFailure::new(phase, f.reason, message))
+            }
+        }
+    }
+
+    async fn checks_and_work(&self, dir: &Path) -> PhaseResult {
+        let Some(job) = self.job() else { return Ok(()) };
+        if let Some(pre) = job.prechecks.as_ref().filter(|_| self.runs(Phase::Prechecks)) {
+            self.phase(Phase::Prechecks, |log| self.run_spec(Phase::Prechecks, pre, dir, log))
+                .await?;
+        }
+        if self.runs(Phase::Work) {
+            self.phase(Phase::Work, |log| self.run_spec(Phase::Work, &job.work, dir, log))
+                .await?;
+        }
+        Ok(())
+    }
+
+    // ----- isolation: none -------------------------------------------------------------------
+
+    async fn run_in_place(&self) -> PhaseResult {
+        self.save_specs().await;
+        let dir = self.repo.clone();
+        self.checks_and_work(&dir).await?;
+        if let Some(post) = self.job().and_then(|j| j.postchecks.as_ref()) {
+            self.phase(Phase::Postchecks, |log| self.run_spec(Phase::Postchecks, post, &dir, log))
+                .await?;
+        }
+        Ok(())
+    }
+
+    // ----- isolation: worktree, user jobs ----------------------------------------------------
+
+    fn worktree_root(&self) -> PathBuf {
+        self.ctx
+            .options
+            .worktree_root
+            .clone()
+            .unwrap_or_else(|| self.repo.join(".worktrees"))
+    }
+
+    async fn run_job(&self) -> PhaseResult {
+        self.save_specs().await;
+        let git = self.git()?.clone();
+        let Some(job) = self.job() else { return Ok(()) };
+        let wt = self.worktree.clone().unwrap_or_else(|| self.worktree_root().join(self.node_id.short()));
+
+        // merge-fi always runs: it is idempotent, and skipping it once lost work in the reference.
+        self.phase(Phase::MergeFi, |log| self.merge_fi(&git, &wt, log)).await?;
+        if self.runs(Phase::Setup) {
+            self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
+        }
+        self.checks_and_work(&wt).await?;
+        let commit = if self.runs(Phase::Commit) {
+            self.phase(Phase::Commit, |log| self.commit(&git, job, &wt, log)).await?
+        } else {
+            match self.prev_commit.clone() {
+                Some(c) => c,
+                None => git
+                    .head(&wt)
+                    .await
+                    .map_err(|e| NodeFailure::git(Phase::Commit, e))?,
+            }
+        };
+        if let Some(post) = job.postchecks.as_ref().filter(|_| self.runs(Phase::Postchecks)) {
+            self.phase(Phase::Postchecks, |log| self.run_spec(Phase::Postchecks, post, &wt, log))
+                .await?;
+        }
+        if self.graph.is_user_leaf(self.node) {
+            self.phase(Phase::MergeRi, |log| self.merge_ri(&git, job, &commit, log)).await?;
+        }
+        Ok(())
+    }
+
+    async fn merge_fi(&self, git: &Arc<dyn GitOperations>, wt: &Path, log: LogSink) -> PhaseResult {
+        let p = Phase::MergeFi;
+        let start = match (self.resume_from > Phase::Commit, &self.prev_commit) {
+            // Resuming after the commit: the worktree must hold the job's own commit.
+            (true, Some(c)) => c.clone(),
+            _ => match self.dep_commits.first() {
+                Some(c) => c.clone(),
+                None => match self.job().and_then(|j| j.base_branch.as_deref()) {
+                    Some(rev) => git
+                        .resolve(&self.repo, rev)
+                        .await
+                        .map_err(|e| NodeFailure::git(p, e))?,
+                    None => self.base_commit.clone().ok_or_else(|| {
+                        NodeFailure::new(p, FailureReason::StartupError, "the plan has no base commit; was it started?")
+                    })?,
+                },
+            },
+        };
+        let existed = self.worktree.is_some() && wt.exists();
+        git.create_worktree(&self.repo, wt, &start)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?;
+        if !existed {
+            log.line(LogStream::System, &format!("worktree {} at {start}", wt.display()));
+            self.send(StateChange::Worktree {
+                node: self.node,
+                path: Some(wt.to_owned()),
+                base_commit: Some(start.clone()),
+            });
+        }
+        let others: Vec<String> = self.dep_commits.iter().skip(1).cloned().collect();
+        if !others.is_empty() {
+            let resolver = self.ctx.resolver.as_deref();
+            let head = git
+                .merge_into_worktree(wt, &others, "[Plan] forward integration", resolver)
+                .await
+                .map_err(|e| NodeFailure::git(p, e))?;
+            log.line(LogStream::System, &format!("merged {} dependencies, head {head}", others.len()));
+        }
+        Ok(())
+    }
+
+    async fn setup(&self, wt: &Path, log: LogSink) -> PhaseResult {
+        let p = Phase::Setup;
+        for dir in &self.spec.additional_symlink_dirs {
+            let src = self.repo.join(dir);
+            let dst = wt.join(dir);
+            if !src.exists() || dst.symlink_metadata().is_ok() {
+                continue;
+            }
+            if let Some(parent) = dst.parent() {
+                tokio::fs::create_dir_all(parent).await.map_err(|e| {
+                    NodeFailure::new(p, FailureReason::PhaseFailed, format!("creating {}: {e}", parent.display()))
+                })?;
+            }
+            symlink_dir(&src, &dst).map_err(|e| {
+                NodeFailure::new(p, FailureReason::PhaseFailed, format!("linking {} -> {}: {e}", dst.display(), src.display()))
+            })?;
+            log.line(LogStream::System, &format!("linked {dir}"));
+        }
+        for spec in &self.spec.worktree_init {
+            self.run_spec(p, spec, wt, log.clone()).await?;
+        }
+        Ok(())
+    }
+
+    async fn commit(&self, git: &Arc<dyn GitOperations>, job: &JobSpec, wt: &Path, log: LogSink) -> PhaseResult<String> {
+        let p = Phase::Commit;
+        let message = format!("{} {}", self.ctx.options.commit_prefix, job.task);
+        let commit = match git.commit_all(wt, &message).await.map_err(|e| NodeFailure::git(p, e))? {
+            Some(c) => c,
+            None if job.expects_no_changes => git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?,
+            None => {
+                // Work committed by the job itself (an agent that commits) counts as changes.
+                let head = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
+                let base = self.dep_commits.first().or(self.base_commit.as_ref());
+                if base.is_some_and(|b| *b != head) {
+                    head
+                } else {
+                    return Err(NodeFailure::new(
+                        p,
+                        FailureReason::NoChanges,
+                        "the work changed no files; set `expectsNoChanges: true` if that is intended",
+                    ));
+                }
+            }
+        };
+        log.line(LogStream::System, &format!("commit {commit}"));
+        self.send(StateChange::Commit {
+            node: self.node,
+            commit: commit.clone(),
+        });
+        Ok(commit)
+    }
+
+    async fn merge_ri(&self, git: &Arc<dyn GitOperations>, job: &JobSpec, commit: &str, log: LogSink) -> PhaseResult {
+        let p = Phase::MergeRi;
+        let branch = self.snapshot_branch.as_deref().ok_or_else(|| {
+            NodeFailure::new(p, FailureReason::StartupError, "the plan has no snapshot branch")
+        })?;
+        let message = format!("{} merge {} into snapshot", self.ctx.options.commit_prefix, job.producer_id);
+        let tip = git
+            .merge_into_branch(&self.repo, branch, commit, &message, MergeStyle::MergeCommit)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?;
+        log.line(LogStream::System, &format!("{branch} now at {tip}"));
+        Ok(())
+    }
+
+    // ----- the snapshot-validation node ------------------------------------------------------
+
+    async fn run_snapshot(&self) -> PhaseResult {
+        let git = self.git()?.clone();
+        let (Some(snapshot), Some(target)) = (self.snapshot_branch.clone(), self.target_branch.clone()) else {
+            return Err(NodeFailure::new(Phase::MergeFi, FailureReason::StartupError, "the plan has no snapshot or target branch"));
+        };
+        let wt = self.worktree.clone().unwrap_or_else(|| {
+            self.worktree_root().join(format!("_snapshot-{}", self.plan.short()))
+        });
+        self.phase(Phase::MergeFi, |log| self.snapshot_fi(&git, &snapshot, &target, &wt, log)).await?;
+        if self.runs(Phase::Setup) && (!self.spec.worktree_init.is_empty() || !self.spec.additional_symlink_dirs.is_empty()) {
+            self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
+        }
+        if let Some(verify) = self.spec.verify_ri.as_ref().filter(|_| self.runs(Phase::Work)) {
+            self.phase(Phase::Work, |log| self.run_spec(Phase::Work, verify, &wt, log)).await?;
+        }
+        let commit = self
+            .phase(Phase::Commit, |log| self.snapshot_commit(&git, &snapshot, &wt, log))
+            .await?;
+        self.send(StateChange::Commit {
+            node: self.node,
+            commit: commit.clone(),
+        });
+        self.phase(Phase::MergeRi, |log| self.snapshot_merge(&git, &target, &commit, log))
+            .await?;
+        if self.spec.cleans_up() {
+            if let Err(e) = git.remove_worktree(&self.repo, &wt).await {
+                tracing::warn!(error = %e, "could not remove the snapshot worktree");
+            }
+            self.send(StateChange::Worktree { node: self.node, path: None, base_commit: None });
+            if let Err(e) = git.delete_branch(&self.repo, &snapshot).await {
+                tracing::warn!(error = %e, "could not delete the snapshot branch");
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits what `verifyRi` changed (if anything) onto the snapshot branch.
+    async fn snapshot_commit(&self, git: &Arc<dyn GitOperations>, snapshot: &str, wt: &Path, log: LogSink) -> PhaseResult<String> {
+        let p = Phase::Commit;
+        let before = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
+        let msg = format!("{} snapshot validation", self.ctx.options.commit_prefix);
+        match git.commit_all(wt, &msg).await.map_err(|e| NodeFailure::git(p, e))? {
+            Some(c) => {
+                git.update_branch(&self.repo, snapshot, &c, Some(&before))
+                    .await
+                    .map_err(|e| NodeFailure::git(p, e))?;
+                log.line(LogStream::System, &format!("verification changes committed: {c}"));
+                Ok(c)
+            }
+            None => Ok(before),
+        }
+    }
+
+    /// The final merge: the validated snapshot onto the target branch.
+    async fn snapshot_merge(&self, git: &Arc<dyn GitOperations>, target: &str, commit: &str, log: LogSink) -> PhaseResult {
+        let msg = format!("{} merge plan {} into {target}", self.ctx.options.commit_prefix, self.spec.name);
+        let tip = git
+            .merge_into_branch(&self.repo, target, commit, &msg, MergeStyle::FastForward)
+            .await
+            .map_err(|e| NodeFailure::git(Phase::MergeRi, e))?;
+        log.line(LogStream::System, &format!("{target} now at {tip}"));
+        Ok(())
+    }
+
+    /// Brings the snapshot worktree up: at the snapshot branch, with the target's new commits
+    /// merged in when the target moved since the plan started.
+    async fn snapshot_fi(&self, git: &Arc<dyn GitOperations>, snapshot: &str, target: &str, wt: &Path, log: LogSink) -> PhaseResult {
+        let p = Phase::MergeFi;
+        let tip = git
+            .branch_tip(&self.repo, snapshot)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+            .ok_or_else(|| NodeFailure::new(p, FailureReason::PhaseFailed, format!("snapshot branch `{snapshot}` is missing")))?;
+        let existed = self.worktree.is_some() && wt.exists();
+        git.create_worktree(&self.repo, wt, &tip).await.map_err(|e| NodeFailure::git(p, e))?;
+        if !existed {
+            self.send(StateChange::Worktree {
+                node: self.node,
+                path: Some(wt.to_owned()),
+                base_commit: Some(tip.clone()),
+            });
+        }
+        let target_tip = git
+            .branch_tip(&self.repo, target)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+            .ok_or_else(|| NodeFailure::new(p, FailureReason::PhaseFailed, format!("target branch `{target}` is missing")))?;
+        let head = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
+        if !git.is_ancestor(&self.repo, &target_tip, &head).await.map_err(|e| NodeFailure::git(p, e))? {
+            log.line(LogStream::System, &format!("{target} moved to {target_tip}; bringing the snapshot up to date"));
+            let merged = git
+                .merge_into_worktree(wt, std::slice::from_ref(&target_tip), "[Plan] update snapshot from target", self.ctx.resolver.as_deref())
+                .await
+                .map_err(|e| NodeFailure::git(p, e))?;
+            git.update_branch(&self.repo, snapshot, &merged, Some(&tip))
+                .await
+                .map_err(|e| NodeFailure::git(p, e))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+fn symlink_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(src, dst)
+}
+
+#[cfg(windows)]
+fn symlink_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
+    std::os::windows::fs::symlink_dir(src, dst)
+}
