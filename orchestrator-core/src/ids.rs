@@ -15,7 +15,8 @@ macro_rules! id_type {
         impl $name {
             /// A fresh random (v4 UUID) id.
             pub fn random() -> Self {
-                $name(uuid::Uuid::new_v4().to_string().into())
+                let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+                $name(Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf)))
             }
 
             /// The id as a string.

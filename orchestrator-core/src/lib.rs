@@ -8,6 +8,7 @@ pub mod conformance;
 pub mod engine;
 mod error;
 pub mod events;
+mod fxhash;
 pub mod git;
 pub mod ids;
 pub mod plan;

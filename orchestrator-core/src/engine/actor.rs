@@ -40,7 +40,7 @@ pub(crate) enum Command {
     Pause { stop_running: bool, reply: Reply<()> },
     Resume { reply: Reply<()> },
     Cancel { reply: Reply<()> },
-    Retry { request: RetryRequest, reply: Reply<usize> },
+    Retry { request: Box<RetryRequest>, reply: Reply<usize> },
     ForceFail { job: String, reply: Reply<()> },
     Snapshot { reply: Reply<PlanRecord> },
     Close { reply: Reply<()> },
@@ -80,6 +80,8 @@ pub(crate) struct PlanActor {
     status_tx: watch::Sender<PlanStatus>,
     last_status: PlanStatus,
     chain_pending: bool,
+    /// Set by the first start/resume of this actor: an opened plan waits to be told to run.
+    activated: bool,
     unpersisted: Vec<StateChange>,
     closing: Option<Reply<()>>,
     /// Worktree removals in flight; awaited before the plan is recorded as ended.
@@ -97,7 +99,7 @@ impl PlanActor {
         rx: mpsc::UnboundedReceiver<Command>,
     ) -> (PlanActor, watch::Receiver<PlanStatus>) {
         let id = record.state.id.clone();
-        let spec = Arc::new(record.spec.clone());
+        let spec = record.spec.clone();
         let max_parallel = match spec.max_parallel {
             None | Some(0) => usize::MAX,
             Some(n) => n as usize,
@@ -127,6 +129,7 @@ impl PlanActor {
             status_tx,
             last_status: status,
             chain_pending: false,
+            activated: false,
             unpersisted: Vec::new(),
             closing: None,
             cleanups: tokio::task::JoinSet::new(),
@@ -136,7 +139,7 @@ impl PlanActor {
         for node in actor.machine.ready_nodes() {
             actor.queue.push(&graph, node);
         }
-        actor.machine.drain_ready();
+        actor.machine.drain_ready().for_each(drop);
         (actor, status_rx)
     }
 
@@ -274,6 +277,7 @@ impl PlanActor {
     /// Pins the git facts on first start and makes ready whatever can run.
     async fn begin(&mut self) -> Result<()> {
         let at = Self::at();
+        self.activated = true;
         let state = &self.machine.record().state;
         let first = state.started_at.is_none();
         let (base, target, snapshot) =
@@ -404,7 +408,7 @@ impl PlanActor {
         }
     }
 
-    async fn retry(&mut self, request: RetryRequest) -> Result<usize> {
+    async fn retry(&mut self, request: Box<RetryRequest>) -> Result<usize> {
         if self.machine.record().state.canceled {
             return Err(self.invalid("the plan was canceled; recover it to run it again"));
         }
@@ -456,9 +460,9 @@ impl PlanActor {
                 self.machine
                     .record_change(StateChange::SpecsReplaced {
                         node: n,
-                        work: request.work.clone(),
-                        prechecks: request.prechecks.clone(),
-                        postchecks: request.postchecks.clone(),
+                        work: request.work.clone().map(Box::new),
+                        prechecks: request.prechecks.clone().map(Box::new),
+                        postchecks: request.postchecks.clone().map(Box::new),
                     })
                     .map_err(|e| self.transition_error(e))?;
                 let earliest = if request.prechecks.is_some() {
@@ -480,7 +484,7 @@ impl PlanActor {
                 .map_err(|e| self.transition_error(e))?;
         }
         if replaces {
-            self.spec = Arc::new(self.machine.record().spec.clone());
+            self.spec = self.machine.record().spec.clone();
         }
         Ok(nodes.len())
     }
@@ -586,6 +590,7 @@ impl PlanActor {
         for n in self.machine.drain_ready() {
             self.queue.push(&graph, n);
         }
+        while self.cleanups.try_join_next().is_some() {}
         self.dispatch();
         if self.active == 0 && self.machine.plan_status().is_terminal() {
             while self.cleanups.join_next().await.is_some() {}
@@ -604,7 +609,8 @@ impl PlanActor {
 
     fn can_dispatch(&self) -> bool {
         let s = &self.machine.record().state;
-        s.started_at.is_some()
+        self.activated
+            && s.started_at.is_some()
             && !s.paused
             && !s.canceled
             && !s.archived
@@ -663,16 +669,16 @@ impl PlanActor {
     }
 
     async fn flush(&mut self) {
-        let entries = self.machine.drain_outbox();
-        if !entries.is_empty() {
-            let events = &self.ctx.events;
-            let observed = events.is_observed();
-            self.unpersisted.reserve(entries.len());
-            for (change, from) in entries {
-                if observed {
+        if self.machine.has_outbox() {
+            if self.ctx.events.is_observed() {
+                let entries: Vec<_> = self.machine.drain_outbox().collect();
+                for (change, from) in entries {
                     self.publish(&change, from);
+                    self.unpersisted.push(change);
                 }
-                self.unpersisted.push(change);
+            } else {
+                self.unpersisted
+                    .extend(self.machine.drain_outbox().map(|(change, _)| change));
             }
         }
         if !self.unpersisted.is_empty() {

@@ -245,7 +245,11 @@ impl Orchestrator {
 
     /// Retries failed jobs (see [`RetryRequest`]); returns how many were retried.
     pub async fn retry(&self, id: &PlanId, request: RetryRequest) -> Result<usize> {
-        self.ask(id, |reply| Command::Retry { request, reply }).await
+        self.ask(id, |reply| Command::Retry {
+            request: Box::new(request),
+            reply,
+        })
+        .await
     }
 
     /// Fails a running job now, killing its process tree.

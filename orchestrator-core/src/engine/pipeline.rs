@@ -123,12 +123,14 @@ impl NodeRun {
 
     /// Runs the attempt and reports its end to the actor.
     pub(crate) async fn execute(self) {
+        // Boxed: the task then holds a pointer, not the largest of three state machines, which
+        // tokio would copy on spawn and on completion.
         let result = if self.graph.is_snapshot(self.node) {
-            self.run_snapshot().await
+            Box::pin(self.run_snapshot()).await
         } else if self.spec.isolation == Isolation::Worktree {
-            self.run_job().await
+            Box::pin(self.run_job()).await
         } else {
-            self.run_in_place().await
+            Box::pin(self.run_in_place()).await
         };
         let _ = self.tx.send(Command::Done {
             node: self.node,
@@ -159,7 +161,13 @@ impl NodeRun {
         })
     }
 
+    /// Records the specs this attempt runs with. A first attempt without worktrees runs the
+    /// plan's own definition, which the store already holds, so a plain task runner does not pay
+    /// a write per job for it.
     async fn save_specs(&self) {
+        if self.attempt == 1 && self.spec.isolation == Isolation::None {
+            return;
+        }
         let Some(job) = self.job() else { return };
         let specs = AttemptSpecs {
             work: Some(job.work.clone()),

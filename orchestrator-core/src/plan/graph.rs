@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use crate::fxhash::FxHashMap;
+
 use petgraph::algo::{tarjan_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex as PgIndex};
 use petgraph::Direction;
@@ -24,7 +26,7 @@ pub struct PlanGraph {
     order: Vec<NodeIndex>,
     priority: Vec<Priority>,
     topo_pos: Vec<u32>,
-    by_producer: HashMap<String, NodeIndex>,
+    by_producer: FxHashMap<String, NodeIndex>,
 }
 
 /// Scheduling priority of a node: longest remaining critical path, then most dependents.
@@ -52,7 +54,7 @@ impl PlanGraph {
     /// ```
     pub fn build(spec: &PlanSpec) -> Result<PlanGraph, ValidationErrors> {
         let jobs = spec.jobs.len();
-        let mut by_producer = HashMap::with_capacity(jobs);
+        let mut by_producer = FxHashMap::with_capacity_and_hasher(jobs, Default::default());
         for (i, job) in spec.jobs.iter().enumerate() {
             by_producer.entry(job.producer_id.clone()).or_insert(i);
         }
@@ -65,17 +67,17 @@ impl PlanGraph {
         let mut errors = Vec::new();
         for (i, job) in spec.jobs.iter().enumerate() {
             for (d, dep) in job.dependencies.iter().enumerate() {
-                let field = format!("dependencies[{d}]");
+                let field = || format!("dependencies[{d}]");
                 match by_producer.get(dep) {
                     None => errors.push(ValidationError::new(
                         Some(job),
-                        field,
+                        field(),
                         dep,
                         "unknown dependency: no job has this producerId",
                     )),
                     Some(&j) if j == i => errors.push(ValidationError::new(
                         Some(job),
-                        field,
+                        field(),
                         dep,
                         "a job cannot depend on itself",
                     )),

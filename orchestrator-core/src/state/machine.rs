@@ -82,8 +82,8 @@ impl PlanMachine {
     }
 
     /// Takes the changes made since the last call, with the node status each one replaced.
-    pub fn drain_outbox(&mut self) -> Vec<OutboxEntry> {
-        std::mem::take(&mut self.outbox)
+    pub fn drain_outbox(&mut self) -> std::vec::Drain<'_, OutboxEntry> {
+        self.outbox.drain(..)
     }
 
     /// Whether changes are waiting to be drained.
@@ -92,8 +92,8 @@ impl PlanMachine {
     }
 
     /// Takes the nodes that became ready since the last call.
-    pub fn drain_ready(&mut self) -> Vec<NodeIndex> {
-        std::mem::take(&mut self.newly_ready)
+    pub fn drain_ready(&mut self) -> std::vec::Drain<'_, NodeIndex> {
+        self.newly_ready.drain(..)
     }
 
     /// Applies and queues one change that is not a node transition.

@@ -6,6 +6,7 @@
 //! exactly the state the engine had.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +21,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanRecord {
-    /// The plan's definition (jobs' specs as they are now, after any replacement).
-    pub spec: PlanSpec,
+    /// The plan's definition (jobs' specs as they are now, after any replacement). Shared, so
+    /// that snapshots and running nodes do not copy a 100k-job definition.
+    pub spec: Arc<PlanSpec>,
     /// Execution state.
     pub state: PlanState,
 }
@@ -340,15 +342,15 @@ pub enum StateChange {
     SpecsReplaced {
         /// Node (a user job; the snapshot node's spec is the plan's `verifyRi`).
         node: NodeIndex,
-        /// New work.
+        /// New work. (Boxed, like the other specs, to keep every change small to move.)
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        work: Option<WorkSpec>,
+        work: Option<Box<WorkSpec>>,
         /// New prechecks.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        prechecks: Option<WorkSpec>,
+        prechecks: Option<Box<WorkSpec>>,
         /// New postchecks.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        postchecks: Option<WorkSpec>,
+        postchecks: Option<Box<WorkSpec>>,
     },
 }
 
@@ -411,7 +413,7 @@ impl PlanRecord {
                 snapshot_branch: None,
                 nodes,
             },
-            spec,
+            spec: Arc::new(spec),
         }
     }
 
@@ -568,19 +570,21 @@ impl PlanRecord {
                 prechecks,
                 postchecks,
             } => {
-                let job = self
-                    .spec
+                if *node >= self.spec.jobs.len() {
+                    return Err(ApplyError::NoSuchNode { node: *node, count });
+                }
+                let job = Arc::make_mut(&mut self.spec)
                     .jobs
                     .get_mut(*node)
                     .ok_or(ApplyError::NoSuchNode { node: *node, count })?;
                 if let Some(w) = work {
-                    job.work = w.clone();
+                    job.work = (**w).clone();
                 }
-                if prechecks.is_some() {
-                    job.prechecks.clone_from(prechecks);
+                if let Some(p) = prechecks {
+                    job.prechecks = Some((**p).clone());
                 }
-                if postchecks.is_some() {
-                    job.postchecks.clone_from(postchecks);
+                if let Some(p) = postchecks {
+                    job.postchecks = Some((**p).clone());
                 }
             }
         }
