@@ -84,6 +84,8 @@ pub(crate) struct PlanActor {
     activated: bool,
     unpersisted: Vec<StateChange>,
     closing: Option<Reply<()>>,
+    /// Command replies sent at the end of the turn.
+    after_turn: Vec<Box<dyn FnOnce() + Send + Sync>>,
     /// Worktree removals in flight; awaited before the plan is recorded as ended.
     cleanups: tokio::task::JoinSet<()>,
     _lease: Lease,
@@ -132,6 +134,7 @@ impl PlanActor {
             activated: false,
             unpersisted: Vec::new(),
             closing: None,
+            after_turn: Vec::new(),
             cleanups: tokio::task::JoinSet::new(),
             _lease: lease,
         };
@@ -196,7 +199,7 @@ impl PlanActor {
         match msg {
             Command::Start { reply } => {
                 let r = self.start(orchestrator).await;
-                let _ = reply.send(r);
+                self.reply_after_turn(reply, r);
             }
             Command::ChainSatisfied => {
                 self.chain_pending = false;
@@ -209,23 +212,23 @@ impl PlanActor {
                 reply,
             } => {
                 let r = self.pause(stop_running);
-                let _ = reply.send(r);
+                self.reply_after_turn(reply, r);
             }
             Command::Resume { reply } => {
                 let r = self.resume(orchestrator).await;
-                let _ = reply.send(r);
+                self.reply_after_turn(reply, r);
             }
             Command::Cancel { reply } => {
                 let r = self.cancel();
-                let _ = reply.send(r);
+                self.reply_after_turn(reply, r);
             }
             Command::Retry { request, reply } => {
                 let r = self.retry(request).await;
-                let _ = reply.send(r);
+                self.reply_after_turn(reply, r);
             }
             Command::ForceFail { job, reply } => {
                 let r = self.force_fail(&job);
-                let _ = reply.send(r);
+                self.reply_after_turn(reply, r);
             }
             Command::Snapshot { reply } => {
                 let _ = reply.send(Ok(self.machine.record().clone()));
@@ -241,6 +244,14 @@ impl PlanActor {
             }
             Command::Done { node, result } => self.on_done(node, result),
         }
+    }
+
+    /// Answers a command once this turn's changes are persisted and the status published, so
+    /// a caller that goes on to `wait` sees the effect of its command.
+    fn reply_after_turn<T: Send + Sync + 'static>(&mut self, reply: Reply<T>, result: Result<T>) {
+        self.after_turn.push(Box::new(move || {
+            let _ = reply.send(result);
+        }));
     }
 
     // ----- lifecycle -------------------------------------------------------------------
@@ -599,6 +610,9 @@ impl PlanActor {
             }
         }
         self.flush().await;
+        for reply in self.after_turn.drain(..) {
+            reply();
+        }
         if self.unpersisted.is_empty() {
             for run in self.to_spawn.drain(..) {
                 let span = tracing::info_span!("node", node = run.node, node_id = %run.node_id);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::fxhash::FxHashMap;
 
-use petgraph::algo::{tarjan_scc, toposort};
+use petgraph::algo::{kosaraju_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex as PgIndex};
 use petgraph::Direction;
 
@@ -65,7 +65,11 @@ impl PlanGraph {
             graph.add_node(());
         }
         let mut errors = Vec::new();
+        // A job listing the same dependency twice gets one edge; checked per job so that a
+        // node with 100k dependents costs O(1) per edge, not a scan of its edge list.
+        let mut seen: Vec<NodeIndex> = Vec::new();
         for (i, job) in spec.jobs.iter().enumerate() {
+            seen.clear();
             for (d, dep) in job.dependencies.iter().enumerate() {
                 let field = || format!("dependencies[{d}]");
                 match by_producer.get(dep) {
@@ -82,8 +86,8 @@ impl PlanGraph {
                         "a job cannot depend on itself",
                     )),
                     Some(&j) => {
-                        // Duplicate entries in one list add one edge only.
-                        if graph.find_edge(PgIndex::new(j), PgIndex::new(i)).is_none() {
+                        if !seen.contains(&j) {
+                            seen.push(j);
                             graph.add_edge(PgIndex::new(j), PgIndex::new(i), ());
                         }
                     }
@@ -264,7 +268,8 @@ impl PlanGraph {
 /// One validation error per cycle, printed as a path `a -> b -> c -> a` ("a depends on b ...").
 fn cycles(graph: &DiGraph<(), (), u32>, spec: &PlanSpec) -> Vec<ValidationError> {
     let mut out = Vec::new();
-    for scc in tarjan_scc(graph) {
+    // Kosaraju's algorithm in petgraph is iterative: a 100k-job ring must not overflow the stack.
+    for scc in kosaraju_scc(graph) {
         if scc.len() < 2 {
             continue;
         }
@@ -298,8 +303,65 @@ fn cycles(graph: &DiGraph<(), (), u32>, spec: &PlanSpec) -> Vec<ValidationError>
             first,
             "dependencies",
             names.join(" -> "),
-            "dependency cycle",
+            "dependency cycle: each job depends on the next one in this path, so none can ever \
+             start; remove one of these dependencies",
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{JobSpec, WorkSpec};
+
+    fn job(id: String, deps: Vec<String>) -> JobSpec {
+        JobSpec::new(id, "t", WorkSpec::shell("true")).depends_on(deps)
+    }
+
+    #[test]
+    fn a_long_ring_is_reported_without_overflowing_the_stack() {
+        let n = 50_000;
+        let mut spec = PlanSpec::new("ring").isolation(Isolation::None);
+        for i in 0..n {
+            spec = spec.job(job(format!("j{i:06}"), vec![format!("j{:06}", (i + 1) % n)]));
+        }
+        let errors = PlanGraph::build(&spec).expect_err("cycle");
+        assert_eq!(errors.0.len(), 1);
+        let path = &errors.0[0].value;
+        assert!(path.starts_with("j000000 -> j000001 -> "), "{}", &path[..40]);
+        assert!(path.ends_with(" -> j000000"));
+    }
+
+    #[test]
+    fn wide_fan_out_and_duplicate_dependencies_stay_linear() {
+        let n = 40_000;
+        let mut spec = PlanSpec::new("fan").isolation(Isolation::None);
+        spec = spec.job(job("root".into(), vec![]));
+        for i in 0..n {
+            spec = spec.job(job(format!("j{i:06}"), vec!["root".into(), "root".into()]));
+        }
+        let started = std::time::Instant::now();
+        let g = PlanGraph::build(&spec).expect("valid");
+        assert_eq!(g.dependents(0).count(), n, "duplicates add one edge");
+        assert_eq!(g.priority(0).dependents as usize, n);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn snapshot_node_follows_every_user_leaf() {
+        let spec = PlanSpec::new("p")
+            .job(job("aaa".into(), vec![]))
+            .job(job("bbb".into(), vec!["aaa".into()]))
+            .job(job("ccc".into(), vec!["aaa".into()]));
+        let g = PlanGraph::build(&spec).expect("valid");
+        let sv = g.snapshot().expect("worktree isolation injects it");
+        let mut deps: Vec<_> = g.dependencies(sv).collect();
+        deps.sort_unstable();
+        assert_eq!(deps, vec![1, 2]);
+        assert_eq!(g.user_leaves(), vec![1, 2]);
+        assert_eq!(*g.topological_order().last().expect("order"), sv);
+        assert_eq!(g.priority(0).critical_path, 3, "aaa -> bbb -> snapshot");
+        assert!(g.is_user_leaf(1) && !g.is_user_leaf(0) && !g.is_user_leaf(sv));
+    }
 }

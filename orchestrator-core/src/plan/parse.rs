@@ -61,11 +61,16 @@ pub fn parse_plan(text: &str, format: PlanFormat, source_name: &str) -> Result<P
 
 fn with_path<E: std::fmt::Display>(e: &serde_path_to_error::Error<E>) -> String {
     let path = e.path().to_string();
+    let inner = e.inner().to_string();
     if path.is_empty() || path == "." {
-        e.inner().to_string()
-    } else {
-        format!("at {path}: {}", e.inner())
+        return inner;
     }
+    // YAML errors already lead with the path; say it once, in the same form as JSON's.
+    let message = inner
+        .strip_prefix(path.as_str())
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(&inner);
+    format!("at {path}: {message}")
 }
 
 /// Reads and parses a plan file (format from its extension).

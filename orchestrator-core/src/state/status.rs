@@ -159,6 +159,7 @@ impl fmt::Display for PlanStatus {
 #[non_exhaustive]
 pub enum Phase {
     /// Forward integration: worktree at the first dependency, other dependencies merged in.
+    #[serde(alias = "mergeFi", alias = "merge_fi")]
     MergeFi,
     /// Symlinks and `worktreeInit`.
     Setup,
@@ -171,6 +172,7 @@ pub enum Phase {
     /// Optional checks after the commit.
     Postchecks,
     /// Reverse integration into the snapshot branch (leaves) or the target (snapshot node).
+    #[serde(alias = "mergeRi", alias = "merge_ri")]
     MergeRi,
 }
 
