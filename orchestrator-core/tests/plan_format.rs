@@ -429,13 +429,13 @@ fn an_unknown_work_field_is_named_with_its_path() {
     let text = json_with_work(r#"{"type":"shell","comand":"ls"}"#);
     assert_parse_error(
         &text,
-        "jobs[0].work",
+        "jobs[0].work.comand",
         &["unknown field `comand`", "`command`"],
     );
 
     let yaml = "name: p\njobs:\n  - producer_id: aaa\n    task: t\n    dependencies: []\n    work:\n      type: shell\n      comand: ls\n";
     let (path, message) = parse_error(yaml, PlanFormat::Yaml);
-    assert_eq!(path.as_deref(), Some("jobs[0].work"));
+    assert_eq!(path.as_deref(), Some("jobs[0].work.comand"));
     assert!(message.contains("unknown field `comand`"), "{message}");
     // The display form carries source, path and field.
     let shown = parse_plan(yaml, PlanFormat::Yaml, "plan.yaml")
@@ -443,7 +443,7 @@ fn an_unknown_work_field_is_named_with_its_path() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(
-        shown.starts_with("cannot parse plan plan.yaml: at jobs[0].work:")
+        shown.starts_with("cannot parse plan plan.yaml: at jobs[0].work.comand:")
             && shown.contains("comand"),
         "{shown}"
     );
@@ -455,16 +455,16 @@ fn unknown_fields_in_checks_and_on_failure_are_named() {
         "prechecks":{"type":"agent","instructions":"x","onFailure":{"mesage":"m"}}}]}"#;
     assert_parse_error(
         text,
-        "jobs[0].prechecks",
+        "jobs[0].prechecks.onFailure.mesage",
         &["unknown field `mesage`", "`message`"],
     );
 
     let text = r#"{"name":"p","jobs":[],"verifyRi":{"type":"process","executable":"x","argv":[]}}"#;
-    assert_parse_error(text, "verifyRi", &["unknown field `argv`", "`args`"]);
+    assert_parse_error(text, "verifyRi.argv", &["unknown field `argv`", "`args`"]);
 
     let text =
         r#"{"name":"p","jobs":[],"worktreeInit":["ls",{"type":"shell","command":"x","cdw":"a"}]}"#;
-    assert_parse_error(text, "worktreeInit[1]", &["unknown field `cdw`", "`cwd`"]);
+    assert_parse_error(text, "worktreeInit[1].cdw", &["unknown field `cdw`", "`cwd`"]);
 }
 
 #[test]
@@ -491,25 +491,59 @@ fn unknown_enum_values_in_work_specs_are_rejected() {
     let cases = [
         (
             r#"{"type":"shell","command":"ls","shell":"fish"}"#,
+            "jobs[0].work.shell",
             "`fish`",
         ),
         (
             r#"{"type":"agent","instructions":"x","effort":"max"}"#,
+            "jobs[0].work.effort",
             "`max`",
         ),
         (
             r#"{"type":"agent","instructions":"x","modelTier":"huge"}"#,
+            "jobs[0].work.modelTier",
             "`huge`",
         ),
         (
             r#"{"type":"shell","command":"ls","onFailure":{"resumeFromPhase":"deploy"}}"#,
+            "jobs[0].work.onFailure.resumeFromPhase",
             "`deploy`",
         ),
-        (r#"{"type":"shell","command":"ls","timeout":-1}"#, "-1"),
+        (
+            r#"{"type":"shell","command":"ls","timeout":-1}"#,
+            "jobs[0].work.timeout",
+            "-1",
+        ),
     ];
-    for (work, mention) in cases {
-        assert_parse_error(&json_with_work(work), "jobs[0].work", &[mention]);
+    for (work, path, mention) in cases {
+        assert_parse_error(&json_with_work(work), path, &[mention]);
     }
+}
+
+#[test]
+fn fields_of_another_work_type_are_refused_by_name() {
+    let text = json_with_work(r#"{"type":"shell","command":"ls","executable":"x"}"#);
+    assert_parse_error(
+        &text,
+        "jobs[0].work",
+        &["field `executable` does not belong to shell work"],
+    );
+    let text = json_with_work(r#"{"type":"agent","instructions":"x","cwd":"sub"}"#);
+    assert_parse_error(&text, "jobs[0].work", &["`cwd` does not belong to agent work"]);
+    let text = json_with_work(r#"{"type":"process","args":["a"]}"#);
+    assert_parse_error(&text, "jobs[0].work", &["missing field `executable`"]);
+}
+
+#[test]
+fn yaml_scalars_in_work_specs_read_as_strings() {
+    let yaml = "name: p\njobs:\n  - producerId: aaa\n    task: t\n    dependencies: []\n    work:\n      type: process\n      executable: server\n      args: [--port, 8080]\n      env: {PORT: 8080, DEBUG: true}\n";
+    let plan = parse_plan(yaml, PlanFormat::Yaml, "plan.yaml").expect("valid YAML plan");
+    let WorkSpec::Process(p) = &plan.jobs[0].work else {
+        panic!("process work expected");
+    };
+    assert_eq!(p.args, ["--port", "8080"]);
+    assert_eq!(p.env.get("PORT").map(String::as_str), Some("8080"));
+    assert_eq!(p.env.get("DEBUG").map(String::as_str), Some("true"));
 }
 
 #[test]

@@ -515,22 +515,151 @@ fn deserialize_work<'de, D: Deserializer<'de>>(d: D) -> Result<WorkSpec, D::Erro
 }
 
 /// The object form only; [`WorkSpec`]'s own `Deserialize` accepts both forms.
+///
+/// Read as one flat struct straight from the map (no buffering, unlike
+/// `#[serde(tag = "type")]`), so error paths reach into the spec (`jobs[0].work.onFailure`) and
+/// YAML scalars such as `PORT: 8080` still read as strings; fields of another work type are then
+/// refused by name.
 struct TaggedWork(WorkSpec);
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum WorkType {
+    Shell,
+    Process,
+    Agent,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawWork {
+    #[serde(rename = "type")]
+    kind: WorkType,
+    command: Option<String>,
+    shell: Option<ShellKind>,
+    executable: Option<String>,
+    args: Option<Vec<String>>,
+    instructions: Option<String>,
+    #[serde(alias = "instructions_file")]
+    instructions_file: Option<String>,
+    agent: Option<String>,
+    model: Option<String>,
+    #[serde(alias = "model_tier")]
+    model_tier: Option<ModelTier>,
+    effort: Option<Effort>,
+    #[serde(alias = "max_turns")]
+    max_turns: Option<u32>,
+    #[serde(alias = "resume_session")]
+    resume_session: Option<bool>,
+    #[serde(alias = "allowed_folders")]
+    allowed_folders: Option<Vec<String>>,
+    #[serde(alias = "allowed_urls")]
+    allowed_urls: Option<Vec<String>>,
+    env: Option<Env>,
+    cwd: Option<String>,
+    timeout: Option<u64>,
+    #[serde(alias = "on_failure")]
+    on_failure: Option<OnFailure>,
+}
+
+impl RawWork {
+    /// Names of the fields set, among `names`.
+    fn present(&self, names: &[&'static str]) -> Option<&'static str> {
+        names.iter().copied().find(|n| match *n {
+            "command" => self.command.is_some(),
+            "shell" => self.shell.is_some(),
+            "executable" => self.executable.is_some(),
+            "args" => self.args.is_some(),
+            "instructions" => self.instructions.is_some(),
+            "instructionsFile" => self.instructions_file.is_some(),
+            "agent" => self.agent.is_some(),
+            "model" => self.model.is_some(),
+            "modelTier" => self.model_tier.is_some(),
+            "effort" => self.effort.is_some(),
+            "maxTurns" => self.max_turns.is_some(),
+            "resumeSession" => self.resume_session.is_some(),
+            "allowedFolders" => self.allowed_folders.is_some(),
+            "allowedUrls" => self.allowed_urls.is_some(),
+            "cwd" => self.cwd.is_some(),
+            _ => false,
+        })
+    }
+
+    fn into_spec<E: de::Error>(self) -> Result<WorkSpec, E> {
+        const AGENT_ONLY: &[&str] = &[
+            "instructions",
+            "instructionsFile",
+            "agent",
+            "model",
+            "modelTier",
+            "effort",
+            "maxTurns",
+            "resumeSession",
+            "allowedFolders",
+            "allowedUrls",
+        ];
+        let refuse = |kind: &str, allowed: &[&str], field: &str| {
+            E::custom(format!(
+                "field `{field}` does not belong to {kind} work (its fields: type, {}, env, timeout, onFailure)",
+                allowed.join(", ")
+            ))
+        };
+        match self.kind {
+            WorkType::Shell => {
+                let allowed = ["command", "shell", "cwd"];
+                if let Some(f) = self.present(AGENT_ONLY).or(self.present(&["executable", "args"])) {
+                    return Err(refuse("shell", &allowed, f));
+                }
+                Ok(WorkSpec::Shell(ShellSpec {
+                    command: self.command.ok_or_else(|| E::missing_field("command"))?,
+                    shell: self.shell,
+                    env: self.env.unwrap_or_default(),
+                    cwd: self.cwd,
+                    timeout: self.timeout,
+                    on_failure: self.on_failure,
+                }))
+            }
+            WorkType::Process => {
+                let allowed = ["executable", "args", "cwd"];
+                if let Some(f) = self.present(AGENT_ONLY).or(self.present(&["command", "shell"])) {
+                    return Err(refuse("process", &allowed, f));
+                }
+                Ok(WorkSpec::Process(ProcessSpec {
+                    executable: self.executable.ok_or_else(|| E::missing_field("executable"))?,
+                    args: self.args.unwrap_or_default(),
+                    env: self.env.unwrap_or_default(),
+                    cwd: self.cwd,
+                    timeout: self.timeout,
+                    on_failure: self.on_failure,
+                }))
+            }
+            WorkType::Agent => {
+                if let Some(f) = self.present(&["command", "shell", "executable", "args", "cwd"]) {
+                    return Err(refuse("agent", AGENT_ONLY, f));
+                }
+                Ok(WorkSpec::Agent(AgentSpec {
+                    instructions: self.instructions,
+                    instructions_file: self.instructions_file,
+                    agent: self.agent,
+                    model: self.model,
+                    model_tier: self.model_tier,
+                    effort: self.effort,
+                    max_turns: self.max_turns,
+                    resume_session: self.resume_session,
+                    allowed_folders: self.allowed_folders.unwrap_or_default(),
+                    allowed_urls: self.allowed_urls.unwrap_or_default(),
+                    env: self.env.unwrap_or_default(),
+                    timeout: self.timeout,
+                    on_failure: self.on_failure,
+                }))
+            }
+        }
+    }
+}
 
 impl<'de> Deserialize<'de> for TaggedWork {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(tag = "type", rename_all = "lowercase")]
-        enum Repr {
-            Shell(ShellSpec),
-            Process(ProcessSpec),
-            Agent(AgentSpec),
-        }
-        Ok(TaggedWork(match Repr::deserialize(d)? {
-            Repr::Shell(s) => WorkSpec::Shell(s),
-            Repr::Process(p) => WorkSpec::Process(p),
-            Repr::Agent(a) => WorkSpec::Agent(a),
-        }))
+        RawWork::deserialize(d)?.into_spec().map(TaggedWork)
     }
 }
 
