@@ -57,7 +57,10 @@ fn main() {
             println!("chain nodes={chain} seconds={secs:.3}");
         }
         let (created, secs) = run(synthetic::random_dag(nodes, 1, "true"), capacity).await;
-        println!("validate+store seconds={created:.3} run seconds={:.3}", secs - created);
+        println!(
+            "validate+store seconds={created:.3} run seconds={:.3}",
+            secs - created
+        );
         println!(
             "nodes={nodes} seconds={secs:.3} nodes_per_sec={:.0}",
             nodes as f64 / secs

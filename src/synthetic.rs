@@ -9,7 +9,11 @@ pub struct Rng(u64);
 impl Rng {
     /// A generator from a seed (0 is replaced by a fixed odd constant).
     pub fn new(seed: u64) -> Self {
-        Rng(if seed == 0 { 0x9E37_79B9_7F4A_7C15 } else { seed })
+        Rng(if seed == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            seed
+        })
     }
 
     /// The next 64 random bits.

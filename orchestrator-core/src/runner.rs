@@ -154,7 +154,13 @@ impl Debug for LogSink {
 
 impl LogSink {
     /// A sink for one phase of one attempt of a node.
-    pub fn new(plan: PlanId, node: NodeIndex, phase: Phase, attempt: u32, events: EventBus) -> Self {
+    pub fn new(
+        plan: PlanId,
+        node: NodeIndex,
+        phase: Phase,
+        attempt: u32,
+        events: EventBus,
+    ) -> Self {
         LogSink {
             inner: Arc::new(LogInner {
                 plan,
@@ -169,7 +175,13 @@ impl LogSink {
 
     /// A sink that only buffers (tests, detached use).
     pub fn detached() -> Self {
-        LogSink::new(PlanId::from("detached"), 0, Phase::Work, 1, EventBus::new(1))
+        LogSink::new(
+            PlanId::from("detached"),
+            0,
+            Phase::Work,
+            1,
+            EventBus::new(1),
+        )
     }
 
     /// Records one line (without its newline).

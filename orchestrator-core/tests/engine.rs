@@ -58,7 +58,9 @@ fn orchestrator(store: InMemoryPlanRepository) -> Orchestrator {
 fn plan(jobs: &[(&str, &str, &[&str])]) -> PlanSpec {
     let mut spec = PlanSpec::new("test").isolation(Isolation::None);
     for (id, cmd, deps) in jobs {
-        spec = spec.job(JobSpec::new(*id, format!("task {id}"), shell(cmd)).depends_on(deps.iter().copied()));
+        spec = spec.job(
+            JobSpec::new(*id, format!("task {id}"), shell(cmd)).depends_on(deps.iter().copied()),
+        );
     }
     spec
 }
@@ -73,7 +75,11 @@ fn status_of(record: &PlanRecord, producer: &str) -> NodeStatus {
     record.state.nodes[i].status
 }
 
-async fn wait_until(o: &Orchestrator, id: &orchestrator_core::PlanId, f: impl Fn(&PlanRecord) -> bool) -> PlanRecord {
+async fn wait_until(
+    o: &Orchestrator,
+    id: &orchestrator_core::PlanId,
+    f: impl Fn(&PlanRecord) -> bool,
+) -> PlanRecord {
     for _ in 0..500 {
         let r = o.status(id).await.expect("status");
         if f(&r) {
@@ -107,7 +113,11 @@ async fn failure_blocks_dependents_and_independent_jobs_finish() {
     assert_eq!(status_of(&r, "ddd"), NodeStatus::Succeeded);
     let attempt = r.state.nodes[0].last_attempt().expect("attempt");
     assert_eq!(attempt.failed_phase, Some(Phase::Work));
-    assert!(attempt.error.as_deref().unwrap_or("").contains("scripted failure"));
+    assert!(attempt
+        .error
+        .as_deref()
+        .unwrap_or("")
+        .contains("scripted failure"));
     assert!(r.state.ended_at.is_some());
 }
 
@@ -115,11 +125,17 @@ async fn failure_blocks_dependents_and_independent_jobs_finish() {
 async fn retry_with_replaced_work_succeeds() {
     let o = orchestrator(InMemoryPlanRepository::new());
     let id = o
-        .run(plan(&[("aaa", "fail", &[]), ("bbb", "ok", &["aaa"])]), std::env::temp_dir())
+        .run(
+            plan(&[("aaa", "fail", &[]), ("bbb", "ok", &["aaa"])]),
+            std::env::temp_dir(),
+        )
         .await
         .expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
-    let err = o.retry(&id, RetryRequest::jobs(["bbb"])).await.expect_err("blocked job");
+    let err = o
+        .retry(&id, RetryRequest::jobs(["bbb"]))
+        .await
+        .expect_err("blocked job");
     assert!(err.to_string().contains("only failed jobs"), "{err}");
     let n = o
         .retry(&id, RetryRequest::jobs(["aaa"]).with_work(shell("ok")))
@@ -130,7 +146,11 @@ async fn retry_with_replaced_work_succeeds() {
     let r = o.status(&id).await.expect("status");
     assert_eq!(r.state.nodes[0].attempts.len(), 2);
     assert_eq!(r.state.nodes[0].attempts[1].resumed_from, Some(Phase::Work));
-    assert_eq!(r.spec.jobs[0].work, shell("ok"), "replacement persisted in the spec");
+    assert_eq!(
+        r.spec.jobs[0].work,
+        shell("ok"),
+        "replacement persisted in the spec"
+    );
     let stored = o.repository().load(&id).await.expect("load");
     assert_eq!(stored, r, "the store holds exactly the engine's state");
 }
@@ -150,14 +170,23 @@ async fn max_parallel_is_never_exceeded() {
             Ok(WorkOutput::default())
         }
     });
-    let o = Orchestrator::builder().runner("shell", runner).build().expect("build");
-    let mut spec = PlanSpec::new("wide").isolation(Isolation::None).max_parallel(3);
+    let o = Orchestrator::builder()
+        .runner("shell", runner)
+        .build()
+        .expect("build");
+    let mut spec = PlanSpec::new("wide")
+        .isolation(Isolation::None)
+        .max_parallel(3);
     for i in 0..40 {
         spec = spec.job(JobSpec::new(format!("j{i:03}"), "t", shell("ok")));
     }
     let id = o.run(spec, std::env::temp_dir()).await.expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
-    assert_eq!(peak.load(Ordering::SeqCst), 3, "runs exactly maxParallel at once");
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        3,
+        "runs exactly maxParallel at once"
+    );
 }
 
 #[tokio::test]
@@ -202,7 +231,10 @@ async fn priority_prefers_the_longest_critical_path() {
         o2.lock().expect("lock").push(ctx.producer_id.clone());
         Ok(WorkOutput::default())
     });
-    let o = Orchestrator::builder().runner("shell", runner).build().expect("build");
+    let o = Orchestrator::builder()
+        .runner("shell", runner)
+        .build()
+        .expect("build");
     // `short` is listed first, but `long` heads a chain of three.
     let mut spec = plan(&[
         ("short", "ok", &[]),
@@ -230,8 +262,16 @@ async fn pause_starts_nothing_new_and_resume_continues() {
     o.pause(&id, false).await.expect("pause");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Paused);
     let r = o.status(&id).await.expect("status");
-    assert_eq!(status_of(&r, "aaa"), NodeStatus::Succeeded, "running job finished");
-    assert_eq!(status_of(&r, "bbb"), NodeStatus::Ready, "nothing new started");
+    assert_eq!(
+        status_of(&r, "aaa"),
+        NodeStatus::Succeeded,
+        "running job finished"
+    );
+    assert_eq!(
+        status_of(&r, "bbb"),
+        NodeStatus::Ready,
+        "nothing new started"
+    );
     o.resume(&id).await.expect("resume");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
 }
@@ -255,7 +295,10 @@ async fn pause_with_stop_requeues_running_jobs_from_their_phase() {
 async fn cancel_stops_running_jobs() {
     let o = orchestrator(InMemoryPlanRepository::new());
     let id = o
-        .run(plan(&[("aaa", "hang", &[]), ("bbb", "ok", &["aaa"])]), std::env::temp_dir())
+        .run(
+            plan(&[("aaa", "hang", &[]), ("bbb", "ok", &["aaa"])]),
+            std::env::temp_dir(),
+        )
         .await
         .expect("run");
     wait_until(&o, &id, |r| r.state.nodes[0].status == NodeStatus::Running).await;
@@ -264,17 +307,26 @@ async fn cancel_stops_running_jobs() {
     let r = o.status(&id).await.expect("status");
     assert_eq!(status_of(&r, "aaa"), NodeStatus::Canceled);
     assert_eq!(status_of(&r, "bbb"), NodeStatus::Canceled);
-    assert!(o.resume(&id).await.is_err(), "a canceled plan does not resume");
+    assert!(
+        o.resume(&id).await.is_err(),
+        "a canceled plan does not resume"
+    );
 }
 
 #[tokio::test]
 async fn force_fail_kills_a_hanging_job_and_retry_resumes() {
     let o = orchestrator(InMemoryPlanRepository::new());
     let id = o
-        .run(plan(&[("aaa", "hang", &[]), ("bbb", "ok", &["aaa"])]), std::env::temp_dir())
+        .run(
+            plan(&[("aaa", "hang", &[]), ("bbb", "ok", &["aaa"])]),
+            std::env::temp_dir(),
+        )
         .await
         .expect("run");
-    let err = o.force_fail(&id, "bbb").await.expect_err("bbb is not running");
+    let err = o
+        .force_fail(&id, "bbb")
+        .await
+        .expect_err("bbb is not running");
     assert!(err.to_string().contains("not running"), "{err}");
     assert!(o.force_fail(&id, "nope").await.is_err());
     wait_until(&o, &id, |r| r.state.nodes[0].status == NodeStatus::Running).await;
@@ -304,8 +356,20 @@ async fn chained_plan_starts_after_the_first_succeeds() {
     assert_eq!(o.plan_status(&second).expect("status"), PlanStatus::Pending);
     o.start(&first).await.expect("start");
     assert_eq!(o.wait(&second).await.expect("wait"), PlanStatus::Succeeded);
-    let a = o.status(&first).await.expect("status").state.ended_at.expect("ended");
-    let b = o.status(&second).await.expect("status").state.started_at.expect("started");
+    let a = o
+        .status(&first)
+        .await
+        .expect("status")
+        .state
+        .ended_at
+        .expect("ended");
+    let b = o
+        .status(&second)
+        .await
+        .expect("status")
+        .state
+        .started_at
+        .expect("started");
     assert!(b >= a, "second started after first ended");
 }
 
@@ -314,7 +378,10 @@ async fn events_cover_transitions_phases_logs_and_status() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
     let runner = FnRunner::sync(|_spec, ctx| {
-        ctx.log.line(orchestrator_core::runner::LogStream::Stdout, "hello from the job");
+        ctx.log.line(
+            orchestrator_core::runner::LogStream::Stdout,
+            "hello from the job",
+        );
         Ok(WorkOutput::default())
     });
     let o = Orchestrator::builder()
@@ -322,7 +389,10 @@ async fn events_cover_transitions_phases_logs_and_status() {
         .on_event(move |e| s2.lock().expect("lock").push(e.clone()))
         .build()
         .expect("build");
-    let id = o.run(plan(&[("aaa", "ok", &[])]), std::env::temp_dir()).await.expect("run");
+    let id = o
+        .run(plan(&[("aaa", "ok", &[])]), std::env::temp_dir())
+        .await
+        .expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
     let seen = seen.lock().expect("lock").clone();
     let transitions: Vec<(NodeStatus, NodeStatus)> = seen
@@ -341,12 +411,30 @@ async fn events_cover_transitions_phases_logs_and_status() {
             (NodeStatus::Running, NodeStatus::Succeeded)
         ]
     );
-    assert!(seen.iter().any(|e| matches!(e, OrchestratorEvent::PhaseStarted { phase: Phase::Work, .. })));
-    assert!(seen.iter().any(|e| matches!(e, OrchestratorEvent::Log { line, .. } if line == "hello from the job")));
-    assert!(seen.iter().any(|e| matches!(e, OrchestratorEvent::PlanStatusChanged { to: PlanStatus::Succeeded, .. })));
+    assert!(seen.iter().any(|e| matches!(
+        e,
+        OrchestratorEvent::PhaseStarted {
+            phase: Phase::Work,
+            ..
+        }
+    )));
+    assert!(seen
+        .iter()
+        .any(|e| matches!(e, OrchestratorEvent::Log { line, .. } if line == "hello from the job")));
+    assert!(seen.iter().any(|e| matches!(
+        e,
+        OrchestratorEvent::PlanStatusChanged {
+            to: PlanStatus::Succeeded,
+            ..
+        }
+    )));
     let log = o
         .repository()
-        .read_log(&id, &o.status(&id).await.expect("status").state.nodes[0].id, Default::default())
+        .read_log(
+            &id,
+            &o.status(&id).await.expect("status").state.nodes[0].id,
+            Default::default(),
+        )
         .await
         .expect("log");
     assert!(log.contains("hello from the job"), "{log}");
@@ -357,7 +445,10 @@ async fn event_stream_delivers_plan_status() {
     use futures::StreamExt;
     let o = orchestrator(InMemoryPlanRepository::new());
     let mut events = Box::pin(o.events());
-    let id = o.run(plan(&[("aaa", "ok", &[])]), std::env::temp_dir()).await.expect("run");
+    let id = o
+        .run(plan(&[("aaa", "ok", &[])]), std::env::temp_dir())
+        .await
+        .expect("run");
     let done = tokio::time::timeout(Duration::from_secs(5), async {
         while let Some(e) = events.next().await {
             if matches!(&e, OrchestratorEvent::PlanStatusChanged { plan, to: PlanStatus::Succeeded, .. } if *plan == id) {
@@ -376,7 +467,14 @@ async fn reopened_plan_recovers_crashed_jobs_and_finishes() {
     let store = InMemoryPlanRepository::new();
     let o = orchestrator(store.clone());
     let id = o
-        .run(plan(&[("aaa", "ok", &[]), ("bbb", "hang", &["aaa"]), ("ccc", "ok", &["bbb"])]), std::env::temp_dir())
+        .run(
+            plan(&[
+                ("aaa", "ok", &[]),
+                ("bbb", "hang", &["aaa"]),
+                ("ccc", "ok", &["bbb"]),
+            ]),
+            std::env::temp_dir(),
+        )
         .await
         .expect("run");
     wait_until(&o, &id, |r| r.state.nodes[1].status == NodeStatus::Running).await;
@@ -395,18 +493,31 @@ async fn reopened_plan_recovers_crashed_jobs_and_finishes() {
     o2.open_plan(&id).await.expect("open");
     let r = o2.status(&id).await.expect("status");
     let a = r.state.nodes[1].last_attempt().expect("attempt");
-    assert_eq!(a.failure_reason, Some(FailureReason::Crashed), "{:#?}", r.state.nodes[1]);
+    assert_eq!(
+        a.failure_reason,
+        Some(FailureReason::Crashed),
+        "{:#?}",
+        r.state.nodes[1]
+    );
     assert_eq!(r.state.nodes[1].status, NodeStatus::Ready);
     o2.start(&id).await.expect("start");
     assert_eq!(o2.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
-    assert_eq!(o2.status(&id).await.expect("status").state.nodes[1].attempts.len(), 2);
+    assert_eq!(
+        o2.status(&id).await.expect("status").state.nodes[1]
+            .attempts
+            .len(),
+        2
+    );
 }
 
 #[tokio::test]
 async fn a_second_owner_is_refused() {
     let store = InMemoryPlanRepository::new();
     let o = orchestrator(store.clone());
-    let id = o.create_plan(plan(&[("aaa", "ok", &[])]), std::env::temp_dir()).await.expect("create");
+    let id = o
+        .create_plan(plan(&[("aaa", "ok", &[])]), std::env::temp_dir())
+        .await
+        .expect("create");
     let other = orchestrator(store.clone());
     let err = other.open_plan(&id).await.expect_err("locked");
     assert!(err.to_string().contains("in use"), "{err}");
@@ -417,18 +528,27 @@ async fn a_second_owner_is_refused() {
 #[tokio::test]
 async fn missing_runner_fails_the_job_with_a_clear_message() {
     let o = Orchestrator::builder().build().expect("build");
-    let id = o.run(plan(&[("aaa", "ok", &[])]), std::env::temp_dir()).await.expect("run");
+    let id = o
+        .run(plan(&[("aaa", "ok", &[])]), std::env::temp_dir())
+        .await
+        .expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     let r = o.status(&id).await.expect("status");
     let err = r.state.nodes[0].error.clone().unwrap_or_default();
-    assert!(err.contains("no runner is registered for `shell` work"), "{err}");
+    assert!(
+        err.contains("no runner is registered for `shell` work"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn invalid_plans_and_options_are_refused() {
     let o = orchestrator(InMemoryPlanRepository::new());
     let err = o
-        .create_plan(plan(&[("aaa", "ok", &["zzz"]), ("aaa", "ok", &[])]), std::env::temp_dir())
+        .create_plan(
+            plan(&[("aaa", "ok", &["zzz"]), ("aaa", "ok", &[])]),
+            std::env::temp_dir(),
+        )
         .await
         .expect_err("invalid");
     let text = err.to_string();
@@ -439,7 +559,10 @@ async fn invalid_plans_and_options_are_refused() {
         .expect_err("zero capacity");
     assert!(err.to_string().contains("global_capacity"));
     let worktree_plan = PlanSpec::new("w").job(JobSpec::new("aaa", "t", shell("ok")));
-    let err = o.create_plan(worktree_plan, std::env::temp_dir()).await.expect_err("no git");
+    let err = o
+        .create_plan(worktree_plan, std::env::temp_dir())
+        .await
+        .expect_err("no git");
     assert!(err.to_string().contains("no git layer"), "{err}");
 }
 
@@ -461,7 +584,11 @@ async fn every_job_runs_exactly_once_in_dependency_order() {
     let spec = {
         let mut s = PlanSpec::new("layers").isolation(Isolation::None);
         for i in 0..50 {
-            let deps: Vec<String> = if i >= 5 { vec![format!("j{:03}", i - 5), format!("j{:03}", i / 2)] } else { vec![] };
+            let deps: Vec<String> = if i >= 5 {
+                vec![format!("j{:03}", i - 5), format!("j{:03}", i / 2)]
+            } else {
+                vec![]
+            };
             s = s.job(JobSpec::new(format!("j{i:03}"), "t", shell("ok")).depends_on(deps));
         }
         s
@@ -475,7 +602,10 @@ async fn every_job_runs_exactly_once_in_dependency_order() {
         assert!(d.insert(ctx.producer_id.clone()), "ran twice");
         Ok(WorkOutput::default())
     });
-    let o = Orchestrator::builder().runner("shell", runner).build().expect("build");
+    let o = Orchestrator::builder()
+        .runner("shell", runner)
+        .build()
+        .expect("build");
     let id = o.run(spec, std::env::temp_dir()).await.expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
     assert_eq!(done.lock().expect("lock").len(), 50);

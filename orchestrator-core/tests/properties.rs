@@ -10,9 +10,7 @@ use proptest::prelude::*;
 use orchestrator_core::plan::{Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
 use orchestrator_core::runner::WorkFailure;
 use orchestrator_core::state::PlanRecord;
-use orchestrator_core::{
-    FnRunner, NodeStatus, Orchestrator, PlanStatus, RetryRequest, WorkOutput,
-};
+use orchestrator_core::{FnRunner, NodeStatus, Orchestrator, PlanStatus, RetryRequest, WorkOutput};
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -53,7 +51,10 @@ fn spec(c: &Case) -> PlanSpec {
     }
     for (i, deps) in c.deps.iter().enumerate() {
         let cmd = if c.fails[i] { "fail" } else { "ok" };
-        s = s.job(JobSpec::new(name(i), "t", WorkSpec::shell(cmd)).depends_on(deps.iter().map(|&d| name(d))));
+        s = s.job(
+            JobSpec::new(name(i), "t", WorkSpec::shell(cmd))
+                .depends_on(deps.iter().map(|&d| name(d))),
+        );
     }
     s
 }
@@ -63,11 +64,18 @@ fn derived(record: &PlanRecord) -> PlanStatus {
     let st: Vec<NodeStatus> = record.state.nodes.iter().map(|n| n.status).collect();
     let unfinished = st.iter().any(|s| !s.is_terminal());
     if unfinished {
-        return if record.state.paused { PlanStatus::Paused } else { PlanStatus::Running };
+        return if record.state.paused {
+            PlanStatus::Paused
+        } else {
+            PlanStatus::Running
+        };
     }
     if st.contains(&NodeStatus::Canceled) {
         PlanStatus::Canceled
-    } else if st.iter().any(|s| matches!(s, NodeStatus::Failed | NodeStatus::Blocked)) {
+    } else if st
+        .iter()
+        .any(|s| matches!(s, NodeStatus::Failed | NodeStatus::Blocked))
+    {
         PlanStatus::Failed
     } else {
         PlanStatus::Succeeded
@@ -94,7 +102,12 @@ fn check(c: Case) -> Result<(), TestCaseError> {
             peak: AtomicUsize::new(0),
             violations: Mutex::new(Vec::new()),
         });
-        let deps: Arc<Vec<Vec<String>>> = Arc::new(c.deps.iter().map(|d| d.iter().map(|&x| name(x)).collect()).collect());
+        let deps: Arc<Vec<Vec<String>>> = Arc::new(
+            c.deps
+                .iter()
+                .map(|d| d.iter().map(|&x| name(x)).collect())
+                .collect(),
+        );
         let (p, d) = (probe.clone(), deps.clone());
         let runner = FnRunner::new(move |spec: WorkSpec, ctx| {
             let (p, d) = (p.clone(), d.clone());
@@ -105,7 +118,10 @@ fn check(c: Case) -> Result<(), TestCaseError> {
                     let done = p.done.lock().expect("lock");
                     for dep in &d[ctx.node] {
                         if !done.contains(dep) {
-                            p.violations.lock().expect("lock").push(format!("{} started before {dep}", ctx.producer_id));
+                            p.violations
+                                .lock()
+                                .expect("lock")
+                                .push(format!("{} started before {dep}", ctx.producer_id));
                         }
                     }
                 }
@@ -115,20 +131,39 @@ fn check(c: Case) -> Result<(), TestCaseError> {
                     p.done.lock().expect("lock").insert(ctx.producer_id.clone());
                 }
                 p.running.fetch_sub(1, Ordering::SeqCst);
-                if ok { Ok(WorkOutput::default()) } else { Err(WorkFailure::new("scripted")) }
+                if ok {
+                    Ok(WorkOutput::default())
+                } else {
+                    Err(WorkFailure::new("scripted"))
+                }
             }
         });
-        let o = Orchestrator::builder().runner("shell", runner).build().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let o = Orchestrator::builder()
+            .runner("shell", runner)
+            .build()
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let plan = spec(&c);
         let graph = PlanGraph::build(&plan).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let id = o.run(plan, std::env::temp_dir()).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let status = o.wait(&id).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let record = o.status(&id).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let id = o
+            .run(plan, std::env::temp_dir())
+            .await
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let status = o
+            .wait(&id)
+            .await
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let record = o
+            .status(&id)
+            .await
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
 
         let v = probe.violations.lock().expect("lock").clone();
         prop_assert!(v.is_empty(), "ordering violations: {v:?}");
         if c.max_parallel > 0 {
-            prop_assert!(probe.peak.load(Ordering::SeqCst) <= c.max_parallel as usize, "maxParallel exceeded");
+            prop_assert!(
+                probe.peak.load(Ordering::SeqCst) <= c.max_parallel as usize,
+                "maxParallel exceeded"
+            );
         }
         for n in &record.state.nodes {
             prop_assert!(n.status.is_terminal(), "non-terminal node {:?}", n.status);
@@ -143,19 +178,44 @@ fn check(c: Case) -> Result<(), TestCaseError> {
                 expected_blocked.extend(graph.descendants(i));
             }
         }
-        let blocked: HashSet<usize> = record.state.nodes.iter().enumerate().filter(|(_, n)| n.status == NodeStatus::Blocked).map(|(i, _)| i).collect();
+        let blocked: HashSet<usize> = record
+            .state
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.status == NodeStatus::Blocked)
+            .map(|(i, _)| i)
+            .collect();
         prop_assert_eq!(&blocked, &expected_blocked);
         let failed: HashSet<usize> = (0..c.fails.len()).filter(|&i| c.fails[i]).collect();
-        let actually_failed: HashSet<usize> = record.state.nodes.iter().enumerate().filter(|(_, n)| n.status == NodeStatus::Failed).map(|(i, _)| i).collect();
-        prop_assert!(actually_failed.iter().all(|i| failed.contains(i)), "only scripted failures fail");
+        let actually_failed: HashSet<usize> = record
+            .state
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.status == NodeStatus::Failed)
+            .map(|(i, _)| i)
+            .collect();
+        prop_assert!(
+            actually_failed.iter().all(|i| failed.contains(i)),
+            "only scripted failures fail"
+        );
 
         if status == PlanStatus::Failed {
             // Retrying every failed node with succeeding work ends succeeded (possibly in rounds,
             // as nodes that were blocked may reveal their own scripted failures).
             let mut rounds = 0;
             loop {
-                o.retry(&id, RetryRequest::all_failed().with_work(WorkSpec::shell("ok"))).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
-                let s = o.wait(&id).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
+                o.retry(
+                    &id,
+                    RetryRequest::all_failed().with_work(WorkSpec::shell("ok")),
+                )
+                .await
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let s = o
+                    .wait(&id)
+                    .await
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 rounds += 1;
                 if s == PlanStatus::Succeeded {
                     break;
@@ -165,8 +225,15 @@ fn check(c: Case) -> Result<(), TestCaseError> {
             let v = probe.violations.lock().expect("lock").clone();
             prop_assert!(v.is_empty(), "ordering violations after retry: {v:?}");
         }
-        let record = o.status(&id).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert!(record.state.nodes.iter().all(|n| n.status == NodeStatus::Succeeded));
+        let record = o
+            .status(&id)
+            .await
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert!(record
+            .state
+            .nodes
+            .iter()
+            .all(|n| n.status == NodeStatus::Succeeded));
         Ok(())
     })
 }

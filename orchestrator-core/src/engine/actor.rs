@@ -23,8 +23,7 @@ use crate::ids::{now_millis, NodeIndex, PlanId};
 use crate::plan::{Isolation, PlanGraph, PlanSpec};
 use crate::repository::Lease;
 use crate::state::{
-    ApplyError, FailureReason, NodeStatus, Phase, PlanMachine, PlanRecord, PlanStatus,
-    StateChange,
+    ApplyError, FailureReason, NodeStatus, Phase, PlanMachine, PlanRecord, PlanStatus, StateChange,
 };
 
 type Reply<T> = oneshot::Sender<Result<T>>;
@@ -35,19 +34,42 @@ const STORE_RETRY: std::time::Duration = std::time::Duration::from_millis(250);
 /// Messages to a plan actor.
 #[derive(Debug)]
 pub(crate) enum Command {
-    Start { reply: Reply<()> },
+    Start {
+        reply: Reply<()>,
+    },
     ChainSatisfied,
-    Pause { stop_running: bool, reply: Reply<()> },
-    Resume { reply: Reply<()> },
-    Cancel { reply: Reply<()> },
-    Retry { request: Box<RetryRequest>, reply: Reply<usize> },
-    ForceFail { job: String, reply: Reply<()> },
-    Snapshot { reply: Reply<PlanRecord> },
-    Close { reply: Reply<()> },
-    /// Progress of a node task (phases, worktree, commit, session, metrics).
-    Change(StateChange),
-    /// A node task ended.
-    Done { node: NodeIndex, result: std::result::Result<(), NodeFailure> },
+    Pause {
+        stop_running: bool,
+        reply: Reply<()>,
+    },
+    Resume {
+        reply: Reply<()>,
+    },
+    Cancel {
+        reply: Reply<()>,
+    },
+    Retry {
+        request: Box<RetryRequest>,
+        reply: Reply<usize>,
+    },
+    ForceFail {
+        job: String,
+        reply: Reply<()>,
+    },
+    Snapshot {
+        reply: Reply<PlanRecord>,
+    },
+    Close {
+        reply: Reply<()>,
+    },
+    /// Progress of a node task (phases, worktree, commit, session, metrics), in order.
+    Changes(Vec<StateChange>),
+    /// A node task ended, with its last progress.
+    Done {
+        node: NodeIndex,
+        changes: Vec<StateChange>,
+        result: std::result::Result<(), NodeFailure>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,12 +259,15 @@ impl PlanActor {
                 let _ = self.pause(true);
                 self.closing = Some(reply);
             }
-            Command::Change(change) => {
-                if let Err(e) = self.machine.record_change(change) {
-                    tracing::error!(error = %e, "node progress rejected");
-                }
+            Command::Changes(changes) => self.progress(changes),
+            Command::Done {
+                node,
+                changes,
+                result,
+            } => {
+                self.progress(changes);
+                self.on_done(node, result);
             }
-            Command::Done { node, result } => self.on_done(node, result),
         }
     }
 
@@ -311,7 +336,8 @@ impl PlanActor {
             Error::Config("worktree isolation needs a git layer (OrchestratorBuilder::git)".into())
         })?;
         let repo = &self.machine.record().state.repo;
-        git.exclude(repo, &["/.worktrees/", "/.orchestrator/"]).await?;
+        git.exclude(repo, &["/.worktrees/", "/.orchestrator/"])
+            .await?;
         let current = git.current_branch(repo).await?;
         let default = git.default_branch(repo).await?;
         let base_rev = self
@@ -321,20 +347,21 @@ impl PlanActor {
             .or_else(|| current.clone())
             .unwrap_or_else(|| "main".into());
         let base = git.resolve(repo, &base_rev).await?;
-        let target = match &self.spec.target_branch {
-            Some(t) if *t == default => {
-                return Err(Error::Git(GitError::ProtectedBranch {
+        let target =
+            match &self.spec.target_branch {
+                Some(t) if *t == default => return Err(Error::Git(GitError::ProtectedBranch {
                     branch: t.clone(),
                     operation: "use as target".into(),
-                    reason: "plans never write the default branch directly; choose another targetBranch".into(),
-                }))
-            }
-            Some(t) => t.clone(),
-            None => match &current {
-                Some(c) if *c != default => c.clone(),
-                _ => format!("orchestrator/{}", sanitize_branch_part(&self.spec.name)),
-            },
-        };
+                    reason:
+                        "plans never write the default branch directly; choose another targetBranch"
+                            .into(),
+                })),
+                Some(t) => t.clone(),
+                None => match &current {
+                    Some(c) if *c != default => c.clone(),
+                    _ => format!("orchestrator/{}", sanitize_branch_part(&self.spec.name)),
+                },
+            };
         match git.branch_tip(repo, &target).await? {
             None => git.update_branch(repo, &target, &base, None).await?,
             Some(tip) => {
@@ -400,12 +427,13 @@ impl PlanActor {
     }
 
     fn force_fail(&mut self, job: &str) -> Result<()> {
-        let n = resolve_job(self.machine.record(), self.machine.graph(), job).map_err(|message| {
-            Error::JobNotFound {
-                plan: self.id.clone(),
-                message,
-            }
-        })?;
+        let n =
+            resolve_job(self.machine.record(), self.machine.graph(), job).map_err(|message| {
+                Error::JobNotFound {
+                    plan: self.id.clone(),
+                    message,
+                }
+            })?;
         match self.running[n].as_mut() {
             Some(r) => {
                 r.stop = Some(StopReason::ForceFail);
@@ -450,9 +478,8 @@ impl PlanActor {
         if nodes.is_empty() {
             return Err(self.invalid("there are no failed jobs to retry"));
         }
-        let replaces = request.work.is_some()
-            || request.prechecks.is_some()
-            || request.postchecks.is_some();
+        let replaces =
+            request.work.is_some() || request.prechecks.is_some() || request.postchecks.is_some();
         if replaces {
             if let Some(n) = nodes.iter().find(|&&n| graph.is_snapshot(n)) {
                 let _ = n;
@@ -516,6 +543,14 @@ impl PlanActor {
         Ok(())
     }
 
+    fn progress(&mut self, changes: Vec<StateChange>) {
+        for change in changes {
+            if let Err(e) = self.machine.record_change(change) {
+                tracing::error!(error = %e, "node progress rejected");
+            }
+        }
+    }
+
     // ----- node completion -----------------------------------------------------------------
 
     fn on_done(&mut self, n: NodeIndex, result: std::result::Result<(), NodeFailure>) {
@@ -529,9 +564,18 @@ impl PlanActor {
             (Some(StopReason::Cancel), _) => self.machine.cancel_node(n, at),
             (_, Ok(())) => self.machine.succeed(n, at).map(|()| self.clean_up_after(n)),
             (Some(StopReason::Pause), Err(f)) => {
-                let resume = f.phase.map(Phase::retry_from).filter(|p| *p != Phase::MergeFi);
+                let resume = f
+                    .phase
+                    .map(Phase::retry_from)
+                    .filter(|p| *p != Phase::MergeFi);
                 self.machine
-                    .fail(n, at, "stopped by pause; resumes from this phase".into(), FailureReason::Canceled, f.phase)
+                    .fail(
+                        n,
+                        at,
+                        "stopped by pause; resumes from this phase".into(),
+                        FailureReason::Canceled,
+                        f.phase,
+                    )
                     .and_then(|()| self.machine.retry(n, resume, at))
             }
             (Some(StopReason::ForceFail), Err(f)) => self.machine.fail(
@@ -559,9 +603,9 @@ impl PlanActor {
         let graph = self.machine.graph().clone();
         let record = self.machine.record();
         let consumed = |d: NodeIndex| {
-            graph
-                .dependents(d)
-                .all(|x| graph.is_snapshot(x) || record.state.nodes[x].status == NodeStatus::Succeeded)
+            graph.dependents(d).all(|x| {
+                graph.is_snapshot(x) || record.state.nodes[x].status == NodeStatus::Succeeded
+            })
         };
         let mut done: Vec<(NodeIndex, PathBuf)> = Vec::new();
         for d in graph.dependencies(n).chain(std::iter::once(n)) {
@@ -696,7 +740,12 @@ impl PlanActor {
             }
         }
         if !self.unpersisted.is_empty() {
-            match self.ctx.repository.append(&self.id, &self.unpersisted).await {
+            match self
+                .ctx
+                .repository
+                .append(&self.id, &self.unpersisted)
+                .await
+            {
                 Ok(()) => self.unpersisted.clear(),
                 Err(e) => {
                     // Keep the changes; the run loop tries again shortly. Nothing new starts
@@ -708,11 +757,13 @@ impl PlanActor {
         let status = self.machine.plan_status();
         if status != self.last_status {
             let from = std::mem::replace(&mut self.last_status, status);
-            self.ctx.events.emit_with(|| OrchestratorEvent::PlanStatusChanged {
-                plan: self.id.clone(),
-                from,
-                to: status,
-            });
+            self.ctx
+                .events
+                .emit_with(|| OrchestratorEvent::PlanStatusChanged {
+                    plan: self.id.clone(),
+                    from,
+                    to: status,
+                });
             self.status_tx.send_replace(status);
         }
     }

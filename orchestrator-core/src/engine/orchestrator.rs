@@ -151,10 +151,12 @@ impl Orchestrator {
         self.ctx.repository.create(&record).await?;
         let name = record.spec.name.clone();
         self.spawn_actor(record, Arc::new(graph)).await?;
-        self.ctx.events.emit_with(|| OrchestratorEvent::PlanCreated {
-            plan: id.clone(),
-            name,
-        });
+        self.ctx
+            .events
+            .emit_with(|| OrchestratorEvent::PlanCreated {
+                plan: id.clone(),
+                name,
+            });
         Ok(id)
     }
 
@@ -190,7 +192,8 @@ impl Orchestrator {
         let id = record.state.id.clone();
         let lease = self.ctx.repository.acquire(&id).await?;
         let (tx, rx) = mpsc::unbounded_channel();
-        let (actor, status) = PlanActor::new(self.ctx.clone(), record, graph, lease, tx.clone(), rx);
+        let (actor, status) =
+            PlanActor::new(self.ctx.clone(), record, graph, lease, tx.clone(), rx);
         let span = tracing::info_span!("plan", plan = %id);
         tokio::spawn(actor.run(self.clone()).instrument(span));
         self.plans
@@ -209,7 +212,11 @@ impl Orchestrator {
             .ok_or_else(|| Error::PlanNotFound(id.clone()))
     }
 
-    async fn ask<T>(&self, id: &PlanId, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command) -> Result<T> {
+    async fn ask<T>(
+        &self,
+        id: &PlanId,
+        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command,
+    ) -> Result<T> {
         let (reply, rx) = oneshot::channel();
         self.handle(id)?
             .tx
@@ -255,7 +262,8 @@ impl Orchestrator {
     /// Fails a running job now, killing its process tree.
     pub async fn force_fail(&self, id: &PlanId, job: &str) -> Result<()> {
         let job = job.to_owned();
-        self.ask(id, |reply| Command::ForceFail { job, reply }).await
+        self.ask(id, |reply| Command::ForceFail { job, reply })
+            .await
     }
 
     /// A snapshot of the plan's record.

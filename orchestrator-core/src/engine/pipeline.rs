@@ -68,6 +68,8 @@ pub(crate) struct NodeRun {
     session_id: Option<String>,
     cancel: CancellationToken,
     tx: mpsc::UnboundedSender<Command>,
+    /// Changes not yet sent to the actor: sent before anything slow starts, and with `Done`.
+    pending: std::sync::Mutex<Vec<StateChange>>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -117,6 +119,7 @@ impl NodeRun {
             node,
             cancel,
             tx,
+            pending: std::sync::Mutex::new(Vec::new()),
             _permit: permit,
         }
     }
@@ -132,8 +135,10 @@ impl NodeRun {
         } else {
             Box::pin(self.run_in_place()).await
         };
+        let changes = std::mem::take(&mut *self.buffer());
         let _ = self.tx.send(Command::Done {
             node: self.node,
+            changes,
             result,
         });
     }
@@ -142,8 +147,21 @@ impl NodeRun {
         self.spec.jobs.get(self.node)
     }
 
+    fn buffer(&self) -> std::sync::MutexGuard<'_, Vec<StateChange>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a change for the actor; it goes out with the next [`NodeRun::flush`] or `Done`.
     fn send(&self, change: StateChange) {
-        let _ = self.tx.send(Command::Change(change));
+        self.buffer().push(change);
+    }
+
+    /// Sends the queued changes now (before a phase's slow part, so observers see it start).
+    fn flush(&self) {
+        let changes = std::mem::take(&mut *self.buffer());
+        if !changes.is_empty() {
+            let _ = self.tx.send(Command::Changes(changes));
+        }
     }
 
     /// Whether phase `p` runs in this attempt (earlier phases completed in an earlier one).
@@ -198,6 +216,7 @@ impl NodeRun {
             phase,
             at: now_millis(),
         });
+        self.flush();
         let log = LogSink::new(
             self.plan.clone(),
             self.node,
@@ -250,7 +269,10 @@ impl NodeRun {
         let runners = &self.ctx.runners;
         let found = match spec {
             WorkSpec::Agent(a) => {
-                let name = a.agent.as_deref().unwrap_or(&self.ctx.options.default_agent);
+                let name = a
+                    .agent
+                    .as_deref()
+                    .unwrap_or(&self.ctx.options.default_agent);
                 runners
                     .get(&format!("agent:{name}"))
                     .or_else(|| runners.get("agent"))
@@ -271,14 +293,22 @@ impl NodeRun {
     }
 
     /// Runs a work spec through its runner in `dir`.
-    async fn run_spec(&self, phase: Phase, spec: &WorkSpec, dir: &Path, log: LogSink) -> PhaseResult {
+    async fn run_spec(
+        &self,
+        phase: Phase,
+        spec: &WorkSpec,
+        dir: &Path,
+        log: LogSink,
+    ) -> PhaseResult {
         let runner = self.runner_for(spec, phase)?;
         let job = self.job();
         let ctx = WorkContext {
             plan_id: self.plan.clone(),
             node: self.node,
             node_id: self.node_id.clone(),
-            producer_id: job.map_or(crate::plan::SNAPSHOT_PRODUCER_ID, |j| &j.producer_id).to_owned(),
+            producer_id: job
+                .map_or(crate::plan::SNAPSHOT_PRODUCER_ID, |j| &j.producer_id)
+                .to_owned(),
             task: job.map_or("Snapshot validation", |j| &j.task).to_owned(),
             phase,
             attempt: self.attempt,
@@ -322,13 +352,21 @@ impl NodeRun {
 
     async fn checks_and_work(&self, dir: &Path) -> PhaseResult {
         let Some(job) = self.job() else { return Ok(()) };
-        if let Some(pre) = job.prechecks.as_ref().filter(|_| self.runs(Phase::Prechecks)) {
-            self.phase(Phase::Prechecks, |log| self.run_spec(Phase::Prechecks, pre, dir, log))
-                .await?;
+        if let Some(pre) = job
+            .prechecks
+            .as_ref()
+            .filter(|_| self.runs(Phase::Prechecks))
+        {
+            self.phase(Phase::Prechecks, |log| {
+                self.run_spec(Phase::Prechecks, pre, dir, log)
+            })
+            .await?;
         }
         if self.runs(Phase::Work) {
-            self.phase(Phase::Work, |log| self.run_spec(Phase::Work, &job.work, dir, log))
-                .await?;
+            self.phase(Phase::Work, |log| {
+                self.run_spec(Phase::Work, &job.work, dir, log)
+            })
+            .await?;
         }
         Ok(())
     }
@@ -340,8 +378,10 @@ impl NodeRun {
         let dir = self.repo.clone();
         self.checks_and_work(&dir).await?;
         if let Some(post) = self.job().and_then(|j| j.postchecks.as_ref()) {
-            self.phase(Phase::Postchecks, |log| self.run_spec(Phase::Postchecks, post, &dir, log))
-                .await?;
+            self.phase(Phase::Postchecks, |log| {
+                self.run_spec(Phase::Postchecks, post, &dir, log)
+            })
+            .await?;
         }
         Ok(())
     }
@@ -360,16 +400,21 @@ impl NodeRun {
         self.save_specs().await;
         let git = self.git()?.clone();
         let Some(job) = self.job() else { return Ok(()) };
-        let wt = self.worktree.clone().unwrap_or_else(|| self.worktree_root().join(self.node_id.short()));
+        let wt = self
+            .worktree
+            .clone()
+            .unwrap_or_else(|| self.worktree_root().join(self.node_id.short()));
 
         // merge-fi always runs: it is idempotent, and skipping it once lost work in the reference.
-        self.phase(Phase::MergeFi, |log| self.merge_fi(&git, &wt, log)).await?;
+        self.phase(Phase::MergeFi, |log| self.merge_fi(&git, &wt, log))
+            .await?;
         if self.runs(Phase::Setup) {
             self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
         }
         self.checks_and_work(&wt).await?;
         let commit = if self.runs(Phase::Commit) {
-            self.phase(Phase::Commit, |log| self.commit(&git, job, &wt, log)).await?
+            self.phase(Phase::Commit, |log| self.commit(&git, job, &wt, log))
+                .await?
         } else {
             match self.prev_commit.clone() {
                 Some(c) => c,
@@ -379,12 +424,19 @@ impl NodeRun {
                     .map_err(|e| NodeFailure::git(Phase::Commit, e))?,
             }
         };
-        if let Some(post) = job.postchecks.as_ref().filter(|_| self.runs(Phase::Postchecks)) {
-            self.phase(Phase::Postchecks, |log| self.run_spec(Phase::Postchecks, post, &wt, log))
-                .await?;
+        if let Some(post) = job
+            .postchecks
+            .as_ref()
+            .filter(|_| self.runs(Phase::Postchecks))
+        {
+            self.phase(Phase::Postchecks, |log| {
+                self.run_spec(Phase::Postchecks, post, &wt, log)
+            })
+            .await?;
         }
         if self.graph.is_user_leaf(self.node) {
-            self.phase(Phase::MergeRi, |log| self.merge_ri(&git, job, &commit, log)).await?;
+            self.phase(Phase::MergeRi, |log| self.merge_ri(&git, job, &commit, log))
+                .await?;
         }
         Ok(())
     }
@@ -402,7 +454,11 @@ impl NodeRun {
                         .await
                         .map_err(|e| NodeFailure::git(p, e))?,
                     None => self.base_commit.clone().ok_or_else(|| {
-                        NodeFailure::new(p, FailureReason::StartupError, "the plan has no base commit; was it started?")
+                        NodeFailure::new(
+                            p,
+                            FailureReason::StartupError,
+                            "the plan has no base commit; was it started?",
+                        )
                     })?,
                 },
             },
@@ -412,7 +468,10 @@ impl NodeRun {
             .await
             .map_err(|e| NodeFailure::git(p, e))?;
         if !existed {
-            log.line(LogStream::System, &format!("worktree {} at {start}", wt.display()));
+            log.line(
+                LogStream::System,
+                &format!("worktree {} at {start}", wt.display()),
+            );
             self.send(StateChange::Worktree {
                 node: self.node,
                 path: Some(wt.to_owned()),
@@ -426,7 +485,10 @@ impl NodeRun {
                 .merge_into_worktree(wt, &others, "[Plan] forward integration", resolver)
                 .await
                 .map_err(|e| NodeFailure::git(p, e))?;
-            log.line(LogStream::System, &format!("merged {} dependencies, head {head}", others.len()));
+            log.line(
+                LogStream::System,
+                &format!("merged {} dependencies, head {head}", others.len()),
+            );
         }
         Ok(())
     }
@@ -441,11 +503,19 @@ impl NodeRun {
             }
             if let Some(parent) = dst.parent() {
                 tokio::fs::create_dir_all(parent).await.map_err(|e| {
-                    NodeFailure::new(p, FailureReason::PhaseFailed, format!("creating {}: {e}", parent.display()))
+                    NodeFailure::new(
+                        p,
+                        FailureReason::PhaseFailed,
+                        format!("creating {}: {e}", parent.display()),
+                    )
                 })?;
             }
             symlink_dir(&src, &dst).map_err(|e| {
-                NodeFailure::new(p, FailureReason::PhaseFailed, format!("linking {} -> {}: {e}", dst.display(), src.display()))
+                NodeFailure::new(
+                    p,
+                    FailureReason::PhaseFailed,
+                    format!("linking {} -> {}: {e}", dst.display(), src.display()),
+                )
             })?;
             log.line(LogStream::System, &format!("linked {dir}"));
         }
@@ -455,12 +525,24 @@ impl NodeRun {
         Ok(())
     }
 
-    async fn commit(&self, git: &Arc<dyn GitOperations>, job: &JobSpec, wt: &Path, log: LogSink) -> PhaseResult<String> {
+    async fn commit(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        job: &JobSpec,
+        wt: &Path,
+        log: LogSink,
+    ) -> PhaseResult<String> {
         let p = Phase::Commit;
         let message = format!("{} {}", self.ctx.options.commit_prefix, job.task);
-        let commit = match git.commit_all(wt, &message).await.map_err(|e| NodeFailure::git(p, e))? {
+        let commit = match git
+            .commit_all(wt, &message)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+        {
             Some(c) => c,
-            None if job.expects_no_changes => git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?,
+            None if job.expects_no_changes => {
+                git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?
+            }
             None => {
                 // Work committed by the job itself (an agent that commits) counts as changes.
                 let head = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
@@ -484,14 +566,33 @@ impl NodeRun {
         Ok(commit)
     }
 
-    async fn merge_ri(&self, git: &Arc<dyn GitOperations>, job: &JobSpec, commit: &str, log: LogSink) -> PhaseResult {
+    async fn merge_ri(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        job: &JobSpec,
+        commit: &str,
+        log: LogSink,
+    ) -> PhaseResult {
         let p = Phase::MergeRi;
         let branch = self.snapshot_branch.as_deref().ok_or_else(|| {
-            NodeFailure::new(p, FailureReason::StartupError, "the plan has no snapshot branch")
+            NodeFailure::new(
+                p,
+                FailureReason::StartupError,
+                "the plan has no snapshot branch",
+            )
         })?;
-        let message = format!("{} merge {} into snapshot", self.ctx.options.commit_prefix, job.producer_id);
+        let message = format!(
+            "{} merge {} into snapshot",
+            self.ctx.options.commit_prefix, job.producer_id
+        );
         let tip = git
-            .merge_into_branch(&self.repo, branch, commit, &message, MergeStyle::MergeCommit)
+            .merge_into_branch(
+                &self.repo,
+                branch,
+                commit,
+                &message,
+                MergeStyle::MergeCommit,
+            )
             .await
             .map_err(|e| NodeFailure::git(p, e))?;
         log.line(LogStream::System, &format!("{branch} now at {tip}"));
@@ -502,33 +603,62 @@ impl NodeRun {
 
     async fn run_snapshot(&self) -> PhaseResult {
         let git = self.git()?.clone();
-        let (Some(snapshot), Some(target)) = (self.snapshot_branch.clone(), self.target_branch.clone()) else {
-            return Err(NodeFailure::new(Phase::MergeFi, FailureReason::StartupError, "the plan has no snapshot or target branch"));
+        let (Some(snapshot), Some(target)) =
+            (self.snapshot_branch.clone(), self.target_branch.clone())
+        else {
+            return Err(NodeFailure::new(
+                Phase::MergeFi,
+                FailureReason::StartupError,
+                "the plan has no snapshot or target branch",
+            ));
         };
         let wt = self.worktree.clone().unwrap_or_else(|| {
-            self.worktree_root().join(format!("_snapshot-{}", self.plan.short()))
+            self.worktree_root()
+                .join(format!("_snapshot-{}", self.plan.short()))
         });
-        self.phase(Phase::MergeFi, |log| self.snapshot_fi(&git, &snapshot, &target, &wt, log)).await?;
-        if self.runs(Phase::Setup) && (!self.spec.worktree_init.is_empty() || !self.spec.additional_symlink_dirs.is_empty()) {
+        self.phase(Phase::MergeFi, |log| {
+            self.snapshot_fi(&git, &snapshot, &target, &wt, log)
+        })
+        .await?;
+        if self.runs(Phase::Setup)
+            && (!self.spec.worktree_init.is_empty()
+                || !self.spec.additional_symlink_dirs.is_empty())
+        {
             self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
         }
-        if let Some(verify) = self.spec.verify_ri.as_ref().filter(|_| self.runs(Phase::Work)) {
-            self.phase(Phase::Work, |log| self.run_spec(Phase::Work, verify, &wt, log)).await?;
+        if let Some(verify) = self
+            .spec
+            .verify_ri
+            .as_ref()
+            .filter(|_| self.runs(Phase::Work))
+        {
+            self.phase(Phase::Work, |log| {
+                self.run_spec(Phase::Work, verify, &wt, log)
+            })
+            .await?;
         }
         let commit = self
-            .phase(Phase::Commit, |log| self.snapshot_commit(&git, &snapshot, &wt, log))
+            .phase(Phase::Commit, |log| {
+                self.snapshot_commit(&git, &snapshot, &wt, log)
+            })
             .await?;
         self.send(StateChange::Commit {
             node: self.node,
             commit: commit.clone(),
         });
-        self.phase(Phase::MergeRi, |log| self.snapshot_merge(&git, &target, &commit, log))
-            .await?;
+        self.phase(Phase::MergeRi, |log| {
+            self.snapshot_merge(&git, &target, &commit, log)
+        })
+        .await?;
         if self.spec.cleans_up() {
             if let Err(e) = git.remove_worktree(&self.repo, &wt).await {
                 tracing::warn!(error = %e, "could not remove the snapshot worktree");
             }
-            self.send(StateChange::Worktree { node: self.node, path: None, base_commit: None });
+            self.send(StateChange::Worktree {
+                node: self.node,
+                path: None,
+                base_commit: None,
+            });
             if let Err(e) = git.delete_branch(&self.repo, &snapshot).await {
                 tracing::warn!(error = %e, "could not delete the snapshot branch");
             }
@@ -537,16 +667,29 @@ impl NodeRun {
     }
 
     /// Commits what `verifyRi` changed (if anything) onto the snapshot branch.
-    async fn snapshot_commit(&self, git: &Arc<dyn GitOperations>, snapshot: &str, wt: &Path, log: LogSink) -> PhaseResult<String> {
+    async fn snapshot_commit(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        snapshot: &str,
+        wt: &Path,
+        log: LogSink,
+    ) -> PhaseResult<String> {
         let p = Phase::Commit;
         let before = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
         let msg = format!("{} snapshot validation", self.ctx.options.commit_prefix);
-        match git.commit_all(wt, &msg).await.map_err(|e| NodeFailure::git(p, e))? {
+        match git
+            .commit_all(wt, &msg)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+        {
             Some(c) => {
                 git.update_branch(&self.repo, snapshot, &c, Some(&before))
                     .await
                     .map_err(|e| NodeFailure::git(p, e))?;
-                log.line(LogStream::System, &format!("verification changes committed: {c}"));
+                log.line(
+                    LogStream::System,
+                    &format!("verification changes committed: {c}"),
+                );
                 Ok(c)
             }
             None => Ok(before),
@@ -554,8 +697,17 @@ impl NodeRun {
     }
 
     /// The final merge: the validated snapshot onto the target branch.
-    async fn snapshot_merge(&self, git: &Arc<dyn GitOperations>, target: &str, commit: &str, log: LogSink) -> PhaseResult {
-        let msg = format!("{} merge plan {} into {target}", self.ctx.options.commit_prefix, self.spec.name);
+    async fn snapshot_merge(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        target: &str,
+        commit: &str,
+        log: LogSink,
+    ) -> PhaseResult {
+        let msg = format!(
+            "{} merge plan {} into {target}",
+            self.ctx.options.commit_prefix, self.spec.name
+        );
         let tip = git
             .merge_into_branch(&self.repo, target, commit, &msg, MergeStyle::FastForward)
             .await
@@ -566,15 +718,30 @@ impl NodeRun {
 
     /// Brings the snapshot worktree up: at the snapshot branch, with the target's new commits
     /// merged in when the target moved since the plan started.
-    async fn snapshot_fi(&self, git: &Arc<dyn GitOperations>, snapshot: &str, target: &str, wt: &Path, log: LogSink) -> PhaseResult {
+    async fn snapshot_fi(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        snapshot: &str,
+        target: &str,
+        wt: &Path,
+        log: LogSink,
+    ) -> PhaseResult {
         let p = Phase::MergeFi;
         let tip = git
             .branch_tip(&self.repo, snapshot)
             .await
             .map_err(|e| NodeFailure::git(p, e))?
-            .ok_or_else(|| NodeFailure::new(p, FailureReason::PhaseFailed, format!("snapshot branch `{snapshot}` is missing")))?;
+            .ok_or_else(|| {
+                NodeFailure::new(
+                    p,
+                    FailureReason::PhaseFailed,
+                    format!("snapshot branch `{snapshot}` is missing"),
+                )
+            })?;
         let existed = self.worktree.is_some() && wt.exists();
-        git.create_worktree(&self.repo, wt, &tip).await.map_err(|e| NodeFailure::git(p, e))?;
+        git.create_worktree(&self.repo, wt, &tip)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?;
         if !existed {
             self.send(StateChange::Worktree {
                 node: self.node,
@@ -586,12 +753,30 @@ impl NodeRun {
             .branch_tip(&self.repo, target)
             .await
             .map_err(|e| NodeFailure::git(p, e))?
-            .ok_or_else(|| NodeFailure::new(p, FailureReason::PhaseFailed, format!("target branch `{target}` is missing")))?;
+            .ok_or_else(|| {
+                NodeFailure::new(
+                    p,
+                    FailureReason::PhaseFailed,
+                    format!("target branch `{target}` is missing"),
+                )
+            })?;
         let head = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
-        if !git.is_ancestor(&self.repo, &target_tip, &head).await.map_err(|e| NodeFailure::git(p, e))? {
-            log.line(LogStream::System, &format!("{target} moved to {target_tip}; bringing the snapshot up to date"));
+        if !git
+            .is_ancestor(&self.repo, &target_tip, &head)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+        {
+            log.line(
+                LogStream::System,
+                &format!("{target} moved to {target_tip}; bringing the snapshot up to date"),
+            );
             let merged = git
-                .merge_into_worktree(wt, std::slice::from_ref(&target_tip), "[Plan] update snapshot from target", self.ctx.resolver.as_deref())
+                .merge_into_worktree(
+                    wt,
+                    std::slice::from_ref(&target_tip),
+                    "[Plan] update snapshot from target",
+                    self.ctx.resolver.as_deref(),
+                )
                 .await
                 .map_err(|e| NodeFailure::git(p, e))?;
             git.update_branch(&self.repo, snapshot, &merged, Some(&tip))

@@ -324,12 +324,19 @@ mod tests {
         let n = 50_000;
         let mut spec = PlanSpec::new("ring").isolation(Isolation::None);
         for i in 0..n {
-            spec = spec.job(job(format!("j{i:06}"), vec![format!("j{:06}", (i + 1) % n)]));
+            spec = spec.job(job(
+                format!("j{i:06}"),
+                vec![format!("j{:06}", (i + 1) % n)],
+            ));
         }
         let errors = PlanGraph::build(&spec).expect_err("cycle");
         assert_eq!(errors.0.len(), 1);
         let path = &errors.0[0].value;
-        assert!(path.starts_with("j000000 -> j000001 -> "), "{}", &path[..40]);
+        assert!(
+            path.starts_with("j000000 -> j000001 -> "),
+            "{}",
+            &path[..40]
+        );
         assert!(path.ends_with(" -> j000000"));
     }
 

@@ -80,5 +80,9 @@ pub fn load_plan_file(path: &Path) -> Result<PlanSpec> {
         path: path.to_owned(),
         source,
     })?;
-    parse_plan(&text, PlanFormat::from_path(path), &path.display().to_string())
+    parse_plan(
+        &text,
+        PlanFormat::from_path(path),
+        &path.display().to_string(),
+    )
 }

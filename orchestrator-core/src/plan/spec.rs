@@ -21,19 +21,39 @@ pub struct PlanSpec {
     /// The jobs; order is kept and gives every job its node index.
     pub jobs: Vec<JobSpec>,
     /// Revision the plan starts from (branch, tag or commit). Default: current branch, else `main`.
-    #[serde(default, alias = "base_branch", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "base_branch",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub base_branch: Option<String>,
     /// Branch that receives the validated result. Default: see SPEC §2.
-    #[serde(default, alias = "target_branch", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "target_branch",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub target_branch: Option<String>,
     /// Jobs of this plan running at once; `0` (or absent) defers to the global capacity.
-    #[serde(default, alias = "max_parallel", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "max_parallel",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub max_parallel: Option<u32>,
     /// Remove a job's worktree once its work has been consumed (default `true`).
-    #[serde(default, alias = "clean_up_successful_work", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "clean_up_successful_work",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub clean_up_successful_work: Option<bool>,
     /// Folders of the main checkout symlinked into every worktree (e.g. `node_modules`).
-    #[serde(default, alias = "additional_symlink_dirs", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        alias = "additional_symlink_dirs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub additional_symlink_dirs: Vec<String>,
     /// Create the plan paused: nothing starts until it is resumed.
     #[serde(default, alias = "start_paused", skip_serializing_if = "is_false")]
@@ -45,10 +65,18 @@ pub struct PlanSpec {
     #[serde(default, skip_serializing_if = "Env::is_empty")]
     pub env: Env,
     /// Plan chaining: start when the plan with this id has succeeded.
-    #[serde(default, alias = "resume_after_plan", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "resume_after_plan",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub resume_after_plan: Option<String>,
     /// Work run in every new worktree (e.g. `npm ci`).
-    #[serde(default, alias = "worktree_init", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        alias = "worktree_init",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub worktree_init: Vec<WorkSpec>,
     /// Where jobs run: their own worktrees (default) or the repository directory itself.
     #[serde(default, skip_serializing_if = "Isolation::is_default")]
@@ -167,10 +195,18 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     /// Base revision for a root job (overrides the plan's).
-    #[serde(default, alias = "base_branch", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "base_branch",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub base_branch: Option<String>,
     /// The job is expected to change nothing: an empty commit phase is a success.
-    #[serde(default, alias = "expects_no_changes", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        alias = "expects_no_changes",
+        skip_serializing_if = "is_false"
+    )]
     pub expects_no_changes: bool,
     /// Let an agent heal failed shell/process phases (default `true`).
     #[serde(default, alias = "auto_heal", skip_serializing_if = "Option::is_none")]
@@ -413,7 +449,11 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     /// Path of a file holding the instructions, relative to the repository.
-    #[serde(default, alias = "instructions_file", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "instructions_file",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub instructions_file: Option<String>,
     /// Agent to use: `copilot`, `claude`, `codex`, `gemini` or a host-registered name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -431,10 +471,18 @@ pub struct AgentSpec {
     #[serde(default, alias = "max_turns", skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
     /// Resume the job's previous session on later phases and retries (default `true`).
-    #[serde(default, alias = "resume_session", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "resume_session",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub resume_session: Option<bool>,
     /// Folders the agent may access besides the worktree.
-    #[serde(default, alias = "allowed_folders", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        alias = "allowed_folders",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub allowed_folders: Vec<String>,
     /// URLs or domain patterns the agent may fetch.
     #[serde(default, alias = "allowed_urls", skip_serializing_if = "Vec::is_empty")]
@@ -483,13 +531,21 @@ pub enum Effort {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OnFailure {
     /// Never auto-heal this phase.
-    #[serde(default, alias = "no_auto_heal", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "no_auto_heal",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub no_auto_heal: Option<bool>,
     /// Message shown with the failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// Phase a retry resumes from.
-    #[serde(default, alias = "resume_from_phase", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "resume_from_phase",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub resume_from_phase: Option<crate::state::Phase>,
 }
 
@@ -607,7 +663,10 @@ impl RawWork {
         match self.kind {
             WorkType::Shell => {
                 let allowed = ["command", "shell", "cwd"];
-                if let Some(f) = self.present(AGENT_ONLY).or(self.present(&["executable", "args"])) {
+                if let Some(f) = self
+                    .present(AGENT_ONLY)
+                    .or(self.present(&["executable", "args"]))
+                {
                     return Err(refuse("shell", &allowed, f));
                 }
                 Ok(WorkSpec::Shell(ShellSpec {
@@ -621,11 +680,16 @@ impl RawWork {
             }
             WorkType::Process => {
                 let allowed = ["executable", "args", "cwd"];
-                if let Some(f) = self.present(AGENT_ONLY).or(self.present(&["command", "shell"])) {
+                if let Some(f) = self
+                    .present(AGENT_ONLY)
+                    .or(self.present(&["command", "shell"]))
+                {
                     return Err(refuse("process", &allowed, f));
                 }
                 Ok(WorkSpec::Process(ProcessSpec {
-                    executable: self.executable.ok_or_else(|| E::missing_field("executable"))?,
+                    executable: self
+                        .executable
+                        .ok_or_else(|| E::missing_field("executable"))?,
                     args: self.args.unwrap_or_default(),
                     env: self.env.unwrap_or_default(),
                     cwd: self.cwd,

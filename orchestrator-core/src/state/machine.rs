@@ -175,7 +175,11 @@ impl PlanMachine {
 
     /// `scheduled -> running` and a new attempt (resuming from the retry's phase, if any).
     /// Returns the attempt number and the phase it starts from.
-    pub fn begin_attempt(&mut self, n: NodeIndex, at: Millis) -> Result<(u32, Option<Phase>), ApplyError> {
+    pub fn begin_attempt(
+        &mut self,
+        n: NodeIndex,
+        at: Millis,
+    ) -> Result<(u32, Option<Phase>), ApplyError> {
         self.transition(n, NodeStatus::Running, at)?;
         let resume_from = self.record.state.nodes[n].resume_from;
         self.record_change(StateChange::AttemptStarted {
@@ -183,7 +187,10 @@ impl PlanMachine {
             at,
             resume_from,
         })?;
-        Ok((self.record.state.nodes[n].attempts.len() as u32, resume_from))
+        Ok((
+            self.record.state.nodes[n].attempts.len() as u32,
+            resume_from,
+        ))
     }
 
     /// `running -> succeeded`; dependents whose dependencies all succeeded become ready.
@@ -207,7 +214,14 @@ impl PlanMachine {
         reason: FailureReason,
         phase: Option<Phase>,
     ) -> Result<(), ApplyError> {
-        self.end_attempt(n, AttemptStatus::Failed, at, Some(error), Some(reason), phase)?;
+        self.end_attempt(
+            n,
+            AttemptStatus::Failed,
+            at,
+            Some(error),
+            Some(reason),
+            phase,
+        )?;
         self.transition(n, NodeStatus::Failed, at)?;
         self.block_descendants(n, at)
     }
@@ -230,7 +244,14 @@ impl PlanMachine {
 
     /// `running -> canceled` (or `scheduled -> canceled`), ending the attempt as canceled.
     pub fn cancel_node(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
-        self.end_attempt(n, AttemptStatus::Canceled, at, Some("canceled".into()), Some(FailureReason::Canceled), None)?;
+        self.end_attempt(
+            n,
+            AttemptStatus::Canceled,
+            at,
+            Some("canceled".into()),
+            Some(FailureReason::Canceled),
+            None,
+        )?;
         self.transition(n, NodeStatus::Canceled, at)
     }
 
@@ -274,7 +295,12 @@ impl PlanMachine {
     /// Retries a failed node: the next attempt resumes from `resume_from`; descendants blocked
     /// only through it become pending again; the node is ready at once if its dependencies all
     /// succeeded.
-    pub fn retry(&mut self, n: NodeIndex, resume_from: Option<Phase>, at: Millis) -> Result<(), ApplyError> {
+    pub fn retry(
+        &mut self,
+        n: NodeIndex,
+        resume_from: Option<Phase>,
+        at: Millis,
+    ) -> Result<(), ApplyError> {
         let status = self.status_of(n);
         if status != NodeStatus::Failed {
             return Err(ApplyError::InvalidTransition {

@@ -535,7 +535,11 @@ impl PlanRecord {
                 a.error.clone_from(error);
                 a.failure_reason = *reason;
                 a.failed_phase = *failed_phase;
-                for p in a.phases.iter_mut().filter(|p| p.status == PhaseStatus::Running) {
+                for p in a
+                    .phases
+                    .iter_mut()
+                    .filter(|p| p.status == PhaseStatus::Running)
+                {
                     p.status = PhaseStatus::Canceled;
                     p.ended_at = Some(*at);
                 }

@@ -127,7 +127,10 @@ impl PlanStatus {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            PlanStatus::Succeeded | PlanStatus::Failed | PlanStatus::Canceled | PlanStatus::Archived
+            PlanStatus::Succeeded
+                | PlanStatus::Failed
+                | PlanStatus::Canceled
+                | PlanStatus::Archived
         )
     }
 

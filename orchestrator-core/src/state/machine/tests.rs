@@ -10,10 +10,18 @@ use crate::state::PhaseStatus;
 fn machine(jobs: &[(&str, &[&str])]) -> PlanMachine {
     let mut spec = PlanSpec::new("t").isolation(Isolation::None);
     for (id, deps) in jobs {
-        spec = spec.job(JobSpec::new(*id, "task", WorkSpec::shell("true")).depends_on(deps.iter().copied()));
+        spec = spec.job(
+            JobSpec::new(*id, "task", WorkSpec::shell("true")).depends_on(deps.iter().copied()),
+        );
     }
     let graph = PlanGraph::build(&spec).expect("valid test plan");
-    let record = PlanRecord::new(PlanId::random(), spec, PathBuf::from("/tmp"), graph.node_count(), 1);
+    let record = PlanRecord::new(
+        PlanId::random(),
+        spec,
+        PathBuf::from("/tmp"),
+        graph.node_count(),
+        1,
+    );
     PlanMachine::new(record, Arc::new(graph))
 }
 
@@ -73,14 +81,29 @@ fn invalid_transition_is_an_error_and_changes_nothing() {
     m.start(1, None, None, None).expect("start");
     let before = m.record().clone();
     // ddd is pending: it cannot be scheduled.
-    let err = m.schedule(3, 5).expect_err("pending -> scheduled must be rejected");
-    assert!(matches!(err, ApplyError::InvalidTransition { from: Pending, to: Scheduled, .. }), "{err}");
+    let err = m
+        .schedule(3, 5)
+        .expect_err("pending -> scheduled must be rejected");
+    assert!(
+        matches!(
+            err,
+            ApplyError::InvalidTransition {
+                from: Pending,
+                to: Scheduled,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(m.record(), &before);
     // succeeded is final.
     run(&mut m, 0);
     m.succeed(0, 4).expect("succeed");
     assert!(m.schedule(0, 5).is_err());
-    assert!(m.retry(0, None, 5).is_err(), "only failed nodes can be retried");
+    assert!(
+        m.retry(0, None, 5).is_err(),
+        "only failed nodes can be retried"
+    );
 }
 
 #[test]
@@ -117,14 +140,28 @@ fn failure_blocks_exactly_the_descendants() {
     ]);
     m.start(1, None, None, None).expect("start");
     run(&mut m, 0);
-    m.fail(0, 4, "boom".into(), FailureReason::PhaseFailed, Some(Phase::Work)).expect("fail");
+    m.fail(
+        0,
+        4,
+        "boom".into(),
+        FailureReason::PhaseFailed,
+        Some(Phase::Work),
+    )
+    .expect("fail");
     assert_eq!(statuses(&m), [Failed, Blocked, Blocked, Ready, Pending]);
     run(&mut m, 3);
     m.succeed(3, 5).expect("succeed");
     run(&mut m, 4);
     m.succeed(4, 6).expect("succeed");
-    assert_eq!(m.plan_status(), PlanStatus::Failed, "a mix of failed and succeeded is failed");
-    let attempt = m.record().state.nodes[0].last_attempt().expect("attempt").clone();
+    assert_eq!(
+        m.plan_status(),
+        PlanStatus::Failed,
+        "a mix of failed and succeeded is failed"
+    );
+    let attempt = m.record().state.nodes[0]
+        .last_attempt()
+        .expect("attempt")
+        .clone();
     assert_eq!(attempt.failure_reason, Some(FailureReason::PhaseFailed));
     assert_eq!(attempt.failed_phase, Some(Phase::Work));
     assert_eq!(attempt.error.as_deref(), Some("boom"));
@@ -135,7 +172,8 @@ fn scheduled_node_can_fail_at_startup() {
     let mut m = machine(&[("aaa", &[]), ("bbb", &["aaa"])]);
     m.start(1, None, None, None).expect("start");
     m.schedule(0, 2).expect("schedule");
-    m.fail(0, 3, "no runner".into(), FailureReason::StartupError, None).expect("fail");
+    m.fail(0, 3, "no runner".into(), FailureReason::StartupError, None)
+        .expect("fail");
     assert_eq!(statuses(&m), [Failed, Blocked]);
 }
 
@@ -146,19 +184,37 @@ fn retry_unblocks_descendants_and_resumes_from_phase() {
     run(&mut m, 0);
     m.succeed(0, 2).expect("succeed");
     run(&mut m, 1);
-    m.fail(1, 3, "x".into(), FailureReason::PhaseFailed, Some(Phase::Commit)).expect("fail");
+    m.fail(
+        1,
+        3,
+        "x".into(),
+        FailureReason::PhaseFailed,
+        Some(Phase::Commit),
+    )
+    .expect("fail");
     assert_eq!(m.status_of(3), Blocked);
     let resume = m.resume_phase_after_failure(1);
-    assert_eq!(resume, Some(Phase::Work), "a failed commit resumes from work");
+    assert_eq!(
+        resume,
+        Some(Phase::Work),
+        "a failed commit resumes from work"
+    );
     m.retry(1, resume, 4).expect("retry");
-    assert_eq!(statuses(&m)[1], Ready, "dependencies succeeded: ready at once");
+    assert_eq!(
+        statuses(&m)[1],
+        Ready,
+        "dependencies succeeded: ready at once"
+    );
     assert_eq!(statuses(&m)[3], Pending, "descendant unblocked");
     let (attempt, from) = {
         m.schedule(1, 5).expect("schedule");
         m.begin_attempt(1, 5).expect("begin")
     };
     assert_eq!((attempt, from), (2, Some(Phase::Work)));
-    assert_eq!(m.record().state.nodes[1].attempts[1].resumed_from, Some(Phase::Work));
+    assert_eq!(
+        m.record().state.nodes[1].attempts[1].resumed_from,
+        Some(Phase::Work)
+    );
 }
 
 #[test]
@@ -169,8 +225,10 @@ fn retry_keeps_descendants_blocked_by_another_failure() {
     m.succeed(0, 2).expect("succeed");
     run(&mut m, 1);
     run(&mut m, 2);
-    m.fail(1, 3, "x".into(), FailureReason::PhaseFailed, None).expect("fail");
-    m.fail(2, 3, "y".into(), FailureReason::PhaseFailed, None).expect("fail");
+    m.fail(1, 3, "x".into(), FailureReason::PhaseFailed, None)
+        .expect("fail");
+    m.fail(2, 3, "y".into(), FailureReason::PhaseFailed, None)
+        .expect("fail");
     m.retry(1, None, 4).expect("retry");
     assert_eq!(m.status_of(3), Blocked, "ccc still failed");
     m.retry(2, None, 4).expect("retry");
@@ -199,7 +257,11 @@ fn pause_and_resume_derive_plan_status() {
     assert_eq!(m.plan_status(), PlanStatus::Running);
     run(&mut m, 0);
     m.pause(2).expect("pause");
-    assert_eq!(m.plan_status(), PlanStatus::Pausing, "a job is still running");
+    assert_eq!(
+        m.plan_status(),
+        PlanStatus::Pausing,
+        "a job is still running"
+    );
     m.succeed(0, 3).expect("succeed");
     assert_eq!(m.plan_status(), PlanStatus::Paused);
     m.resume(4).expect("resume");
@@ -211,8 +273,12 @@ fn crashed_running_nodes_become_failed_attempts_and_are_requeued() {
     let mut m = machine(DIAMOND);
     m.start(1, None, None, None).expect("start");
     run(&mut m, 0);
-    m.record_change(StateChange::PhaseStarted { node: 0, phase: Phase::Postchecks, at: 3 })
-        .expect("phase");
+    m.record_change(StateChange::PhaseStarted {
+        node: 0,
+        phase: Phase::Postchecks,
+        at: 3,
+    })
+    .expect("phase");
     // Reload as a new process would.
     let record = m.record().clone();
     let graph = m.graph().clone();
@@ -234,12 +300,17 @@ fn outbox_replays_to_the_same_record() {
     run(&mut m, 0);
     m.succeed(0, 2).expect("succeed");
     run(&mut m, 1);
-    m.fail(1, 3, "x".into(), FailureReason::Timeout, Some(Phase::Work)).expect("fail");
+    m.fail(1, 3, "x".into(), FailureReason::Timeout, Some(Phase::Work))
+        .expect("fail");
     m.retry(1, Some(Phase::Work), 4).expect("retry");
     let mut replay = fresh;
     for (change, _) in m.drain_outbox() {
         replay.apply(&change).expect("replay");
     }
     assert_eq!(&replay, m.record());
-    assert_eq!(replay.state.counts(), m.counts(), "incremental counts match a recount");
+    assert_eq!(
+        replay.state.counts(),
+        m.counts(),
+        "incremental counts match a recount"
+    );
 }
