@@ -12,11 +12,14 @@ mod fxhash;
 pub mod git;
 pub mod ids;
 pub mod plan;
+pub mod render;
 pub mod repository;
 pub mod runner;
 pub mod state;
 
-pub use engine::{Orchestrator, OrchestratorBuilder, OrchestratorOptions, RetryRequest};
+pub use engine::{
+    ArchiveReport, Orchestrator, OrchestratorBuilder, OrchestratorOptions, RetryRequest,
+};
 pub use error::{Error, Result};
 pub use events::OrchestratorEvent;
 pub use git::{ConflictResolver, GitError, GitOperations};

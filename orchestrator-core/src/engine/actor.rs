@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::engine::orchestrator::{EngineCtx, Orchestrator, RetryRequest};
+use crate::engine::orchestrator::{ArchiveReport, EngineCtx, Orchestrator, RetryRequest};
 use crate::engine::pipeline::{NodeFailure, NodeRun};
 use crate::engine::queue::ReadyQueue;
 use crate::engine::resolve_job;
@@ -58,6 +58,12 @@ pub(crate) enum Command {
     },
     Snapshot {
         reply: Reply<PlanRecord>,
+    },
+    Recover {
+        reply: Reply<()>,
+    },
+    Archive {
+        reply: Reply<ArchiveReport>,
     },
     Close {
         reply: Reply<()>,
@@ -250,6 +256,14 @@ impl PlanActor {
             }
             Command::ForceFail { job, reply } => {
                 let r = self.force_fail(&job);
+                self.reply_after_turn(reply, r);
+            }
+            Command::Recover { reply } => {
+                let r = self.recover().await;
+                self.reply_after_turn(reply, r);
+            }
+            Command::Archive { reply } => {
+                let r = self.archive().await;
                 self.reply_after_turn(reply, r);
             }
             Command::Snapshot { reply } => {
@@ -525,6 +539,143 @@ impl PlanActor {
             self.spec = self.machine.record().spec.clone();
         }
         Ok(nodes.len())
+    }
+
+    /// SPEC §3 recovery: the target branch exists again (at the base if it was deleted), the
+    /// worktrees of succeeded jobs whose commits are still to be consumed are recreated, and
+    /// every failed, blocked or canceled job is pending again, with the plan paused.
+    async fn recover(&mut self) -> Result<()> {
+        let status = self.machine.plan_status();
+        if !matches!(status, PlanStatus::Failed | PlanStatus::Canceled) || self.active > 0 {
+            return Err(self.invalid(format!(
+                "only failed or canceled plans can be recovered; this one is {status}"
+            )));
+        }
+        if self.spec.isolation == Isolation::Worktree {
+            if let Some(git) = self.ctx.git.clone() {
+                let state = self.machine.record().state.clone();
+                let repo = &state.repo;
+                if let (Some(base), Some(target)) = (&state.base_commit, &state.target_branch) {
+                    if git.branch_tip(repo, target).await?.is_none() {
+                        git.update_branch(repo, target, base, None).await?;
+                    }
+                }
+                if let (Some(base), Some(snapshot)) = (&state.base_commit, &state.snapshot_branch) {
+                    if git.branch_tip(repo, snapshot).await?.is_none() {
+                        git.update_branch(repo, snapshot, base, None).await?;
+                    }
+                }
+                let graph = self.machine.graph().clone();
+                let root = self
+                    .ctx
+                    .options
+                    .worktree_root
+                    .clone()
+                    .unwrap_or_else(|| repo.join(".worktrees"));
+                for (n, node) in state.nodes.iter().enumerate() {
+                    let needed = node.status == NodeStatus::Succeeded
+                        && !graph.is_snapshot(n)
+                        && !graph.is_user_leaf(n)
+                        && graph
+                            .dependents(n)
+                            .any(|d| state.nodes[d].status != NodeStatus::Succeeded);
+                    if let (true, Some(commit)) = (needed, &node.commit) {
+                        let path = node
+                            .worktree
+                            .clone()
+                            .unwrap_or_else(|| root.join(node.id.short()));
+                        git.create_worktree(repo, &path, commit).await?;
+                        self.machine
+                            .record_change(StateChange::Worktree {
+                                node: n,
+                                path: Some(path),
+                                base_commit: Some(commit.clone()),
+                            })
+                            .map_err(|e| self.transition_error(e))?;
+                    }
+                }
+            }
+        }
+        self.machine
+            .recover(Self::at())
+            .map_err(|e| self.transition_error(e))
+    }
+
+    /// SPEC §3 archive: worktrees, the snapshot branch and the target branch (never the default
+    /// branch) are removed; state and logs are kept; the plan is marked archived.
+    async fn archive(&mut self) -> Result<ArchiveReport> {
+        let status = self.machine.plan_status();
+        if !matches!(
+            status,
+            PlanStatus::Succeeded | PlanStatus::Failed | PlanStatus::Canceled
+        ) || self.active > 0
+        {
+            return Err(self.invalid(format!(
+                "only ended plans (succeeded, failed, canceled) can be archived; this one is {status}"
+            )));
+        }
+        let mut report = ArchiveReport::default();
+        if let Some(git) = self.ctx.git.clone() {
+            let state = self.machine.record().state.clone();
+            let repo = &state.repo;
+            let root = self
+                .ctx
+                .options
+                .worktree_root
+                .clone()
+                .unwrap_or_else(|| repo.join(".worktrees"));
+            let mut paths: Vec<PathBuf> = state
+                .nodes
+                .iter()
+                .map(|n| root.join(n.id.short()))
+                .collect();
+            paths.push(root.join(format!("_snapshot-{}", self.id.short())));
+            paths.extend(state.nodes.iter().filter_map(|n| n.worktree.clone()));
+            paths.sort();
+            paths.dedup();
+            for (n, node) in state.nodes.iter().enumerate() {
+                if node.worktree.is_some() {
+                    self.machine
+                        .record_change(StateChange::Worktree {
+                            node: n,
+                            path: None,
+                            base_commit: None,
+                        })
+                        .map_err(|e| self.transition_error(e))?;
+                }
+            }
+            for path in paths {
+                if path.exists() {
+                    match git.remove_worktree(repo, &path).await {
+                        Ok(()) => report.worktrees_removed.push(path),
+                        Err(e) => report.warnings.push(format!("{}: {e}", path.display())),
+                    }
+                }
+            }
+            let default = git.default_branch(repo).await.ok();
+            for branch in [&state.snapshot_branch, &state.target_branch]
+                .into_iter()
+                .flatten()
+            {
+                if Some(branch) == default.as_ref() {
+                    report
+                        .warnings
+                        .push(format!("kept `{branch}`: it is the default branch"));
+                    continue;
+                }
+                if git.branch_tip(repo, branch).await?.is_none() {
+                    continue;
+                }
+                match git.delete_branch(repo, branch).await {
+                    Ok(()) => report.branches_deleted.push(branch.clone()),
+                    Err(e) => report.warnings.push(format!("kept `{branch}`: {e}")),
+                }
+            }
+        }
+        self.machine
+            .record_change(StateChange::Archived { at: Self::at() })
+            .map_err(|e| self.transition_error(e))?;
+        Ok(report)
     }
 
     async fn clear_worktree(&mut self, n: NodeIndex) -> Result<()> {

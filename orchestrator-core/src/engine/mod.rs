@@ -13,7 +13,7 @@ mod pipeline;
 mod queue;
 
 pub use builder::{OrchestratorBuilder, OrchestratorOptions};
-pub use orchestrator::{Orchestrator, RetryRequest};
+pub use orchestrator::{ArchiveReport, Orchestrator, RetryRequest};
 
 use crate::ids::NodeIndex;
 use crate::plan::{PlanGraph, SNAPSHOT_PRODUCER_ID};

@@ -45,6 +45,19 @@ pub struct Orchestrator {
     plans: Arc<Mutex<HashMap<PlanId, PlanHandle>>>,
 }
 
+/// What [`Orchestrator::archive`] removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ArchiveReport {
+    /// Worktrees removed.
+    pub worktrees_removed: Vec<PathBuf>,
+    /// Branches deleted.
+    pub branches_deleted: Vec<String>,
+    /// What could not be removed, and why (archiving goes on past these).
+    pub warnings: Vec<String>,
+}
+
 /// What [`Orchestrator::retry`] retries and how.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -264,6 +277,67 @@ impl Orchestrator {
         let job = job.to_owned();
         self.ask(id, |reply| Command::ForceFail { job, reply })
             .await
+    }
+
+    /// Recovers a failed or canceled plan (SPEC §3): the target branch exists again, worktrees
+    /// of succeeded jobs still to be consumed are recreated at their commits, failed, blocked and
+    /// canceled jobs are pending again, and the plan is left paused for [`Orchestrator::resume`].
+    pub async fn recover(&self, id: &PlanId) -> Result<()> {
+        self.ask(id, |reply| Command::Recover { reply }).await
+    }
+
+    /// Archives an ended plan: removes its worktrees, snapshot and target branches (never the
+    /// default branch), keeps its state and logs, and marks it archived.
+    pub async fn archive(&self, id: &PlanId) -> Result<ArchiveReport> {
+        self.ask(id, |reply| Command::Archive { reply }).await
+    }
+
+    /// Removes worktree folders under the worktree root of `repo` that belong to no plan in the
+    /// store (left by crashes). Returns what was removed. Nothing is removed while a stored plan
+    /// cannot be read, since its worktrees could not be told apart.
+    pub async fn remove_orphan_worktrees(&self, repo: &std::path::Path) -> Result<Vec<PathBuf>> {
+        let Some(git) = self.ctx.git.clone() else {
+            return Ok(Vec::new());
+        };
+        let listing = self.ctx.repository.list().await?;
+        if let Some((plan, e)) = listing.damaged.first() {
+            tracing::warn!(%plan, error = %e, "not removing orphan worktrees: a plan cannot be read");
+            return Ok(Vec::new());
+        }
+        let mut known = std::collections::HashSet::new();
+        for summary in &listing.plans {
+            let record = match self.ctx.repository.load(&summary.plan_id).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(plan = %summary.plan_id, error = %e, "not removing orphan worktrees");
+                    return Ok(Vec::new());
+                }
+            };
+            known.insert(format!("_snapshot-{}", record.state.id.short()));
+            known.extend(record.state.nodes.iter().map(|n| n.id.short().to_owned()));
+        }
+        let root = self
+            .ctx
+            .options
+            .worktree_root
+            .clone()
+            .unwrap_or_else(|| repo.join(".worktrees"));
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let mut removed = Vec::new();
+        for wt in git.list_worktrees(repo).await? {
+            let canonical = std::fs::canonicalize(&wt).unwrap_or_else(|_| wt.clone());
+            let Ok(rest) = canonical.strip_prefix(&root) else {
+                continue;
+            };
+            let Some(name) = rest.iter().next().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if rest.iter().count() == 1 && !known.contains(name) {
+                git.remove_worktree(repo, &wt).await?;
+                removed.push(wt);
+            }
+        }
+        Ok(removed)
     }
 
     /// A snapshot of the plan's record.

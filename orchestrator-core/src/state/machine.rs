@@ -367,6 +367,15 @@ impl PlanMachine {
             .map(Phase::retry_from)
     }
 
+    /// Recovers a failed or canceled plan: failed, blocked and canceled nodes become pending
+    /// (then ready where their dependencies succeeded) and the plan is left paused.
+    pub fn recover(&mut self, at: Millis) -> Result<(), ApplyError> {
+        self.record_change(StateChange::Recovered { at })?;
+        self.counts = self.record.state.counts();
+        self.rebuild_waiting();
+        self.promote_all(at)
+    }
+
     /// Pauses: nothing new starts.
     pub fn pause(&mut self, at: Millis) -> Result<(), ApplyError> {
         if !self.record.state.paused {

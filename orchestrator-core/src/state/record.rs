@@ -228,6 +228,12 @@ pub enum StateChange {
         /// Time.
         at: Millis,
     },
+    /// Recovery of a failed or canceled plan: every failed, blocked or canceled node is pending
+    /// again (attempt history kept) and the plan is paused, waiting for a resume.
+    Recovered {
+        /// Time.
+        at: Millis,
+    },
     /// Scaffolding finished: the plan is runnable.
     Finalized {
         /// Time.
@@ -448,6 +454,21 @@ impl PlanRecord {
             StateChange::Canceled { .. } => self.state.canceled = true,
             StateChange::Archived { .. } => self.state.archived = true,
             StateChange::Finalized { .. } => self.state.scaffolding = false,
+            StateChange::Recovered { .. } => {
+                let s = &mut self.state;
+                s.canceled = false;
+                s.paused = true;
+                s.ended_at = None;
+                for n in &mut s.nodes {
+                    if matches!(
+                        n.status,
+                        NodeStatus::Failed | NodeStatus::Blocked | NodeStatus::Canceled
+                    ) {
+                        n.status = NodeStatus::Pending;
+                        n.resume_from = None;
+                    }
+                }
+            }
             StateChange::Ended { at } => self.state.ended_at = Some(*at),
             StateChange::Node { node, status, .. } => {
                 let n = node_mut(&mut self.state, *node)?;

@@ -314,3 +314,28 @@ fn outbox_replays_to_the_same_record() {
         "incremental counts match a recount"
     );
 }
+
+#[test]
+fn recovery_makes_failed_blocked_and_canceled_nodes_pending_and_pauses() {
+    let mut m = machine(&[("aaa", &[]), ("bbb", &["aaa"]), ("ccc", &[]), ("ddd", &[])]);
+    m.start(1, None, None, None).expect("start");
+    run(&mut m, 0);
+    m.fail(
+        0,
+        2,
+        "x".into(),
+        FailureReason::PhaseFailed,
+        Some(Phase::Work),
+    )
+    .expect("fail");
+    run(&mut m, 2);
+    m.succeed(2, 3).expect("succeed");
+    m.cancel(4).expect("cancel");
+    assert_eq!(statuses(&m), [Failed, Blocked, Succeeded, Canceled]);
+    m.recover(5).expect("recover");
+    assert_eq!(statuses(&m), [Ready, Pending, Succeeded, Ready]);
+    assert_eq!(m.plan_status(), PlanStatus::Paused);
+    assert!(!m.record().state.canceled);
+    assert_eq!(m.counts(), m.record().state.counts());
+    assert_eq!(m.record().state.nodes[0].attempts.len(), 1, "history kept");
+}
