@@ -2,7 +2,7 @@
 //! store, `isolation: "none"`; also a chain (each node depends on the previous one).
 //!
 //! ```text
-//! cargo run --release --example engine_bench -- --nodes 100000 [--chain 10000] [--capacity 256]
+//! cargo run --release --example engine_bench -- --nodes 100000 [--chain 10000] [--capacity 256] [--current-thread]
 //! ```
 //! The last line is `nodes=<n> seconds=<s> nodes_per_sec=<r>` for the random DAG; the time
 //! covers validation, storing the plan, and running it to the end.
@@ -47,10 +47,17 @@ fn main() {
     let nodes = arg(&args, "--nodes").unwrap_or(100_000);
     let chain = arg(&args, "--chain").unwrap_or(10_000);
     let capacity = arg(&args, "--capacity").unwrap_or(256);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let current_thread = args.iter().any(|a| a == "--current-thread");
+    let rt = if current_thread {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    }
+    .expect("tokio runtime");
     rt.block_on(async {
         if chain > 0 {
             let (_, secs) = run(synthetic::chain(chain, "true"), capacity).await;

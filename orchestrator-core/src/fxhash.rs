@@ -43,7 +43,13 @@ impl Hasher for FxHasher {
     }
 
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply leaves the low bits depending only on the low input bits, and hashbrown
+        // picks buckets by low bits: ids sharing a prefix (`n0000001`, `n0000002`) would all
+        // collide. A splitmix64 finalizer spreads every input bit over the whole word.
+        let mut h = self.0;
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^ (h >> 31)
     }
 }
 
@@ -53,6 +59,20 @@ pub(crate) type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_with_a_common_prefix_spread_over_buckets() {
+        use std::hash::BuildHasher;
+        let b = BuildHasherDefault::<FxHasher>::default();
+        let low: std::collections::HashSet<u64> = (0..1000)
+            .map(|i| b.hash_one(format!("n{i:07}")) & 0xfff)
+            .collect();
+        assert!(
+            low.len() > 700,
+            "only {} distinct low-bit patterns",
+            low.len()
+        );
+    }
 
     #[test]
     fn distinct_keys_stay_distinct() {
