@@ -44,6 +44,32 @@ pub struct WorkContext {
     pub session_id: Option<String>,
 }
 
+impl WorkContext {
+    /// A context for running a spec outside any plan (tests, doctests, tools): phase `work`,
+    /// attempt 1, an empty environment overlay, a fresh cancellation token and a detached log.
+    ///
+    /// ```
+    /// let ctx = orchestrator_core::WorkContext::detached(std::env::temp_dir());
+    /// assert_eq!(ctx.attempt, 1);
+    /// ```
+    pub fn detached(dir: impl Into<PathBuf>) -> Self {
+        WorkContext {
+            plan_id: PlanId::from("detached"),
+            node: 0,
+            node_id: NodeId::from("detached"),
+            producer_id: "detached".into(),
+            task: "detached".into(),
+            phase: Phase::Work,
+            attempt: 1,
+            dir: dir.into(),
+            env: Env::new(),
+            cancel: CancellationToken::new(),
+            log: LogSink::detached(),
+            session_id: None,
+        }
+    }
+}
+
 /// What a successful run reports back.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -127,7 +127,7 @@ impl PlanRepository for InMemoryPlanRepository {
             .values()
             .map(|s| (s.seq, PlanSummary::of(&s.record)))
             .collect();
-        plans.sort_by(|a, b| (b.1.created_at, b.0).cmp(&(a.1.created_at, a.0)));
+        plans.sort_by_key(|(seq, s)| std::cmp::Reverse((s.created_at, *seq)));
         Ok(PlanListing {
             plans: plans.into_iter().map(|(_, s)| s).collect(),
             damaged: Vec::new(),
@@ -171,9 +171,7 @@ impl PlanRepository for InMemoryPlanRepository {
             .plans
             .get_mut(plan)
             .ok_or_else(|| StoreError::NotFound(plan.clone()))?;
-        stored
-            .specs
-            .insert((node.clone(), attempt), specs.clone());
+        stored.specs.insert((node.clone(), attempt), specs.clone());
         Ok(())
     }
 
@@ -238,5 +236,15 @@ impl PlanRepository for InMemoryPlanRepository {
             Some(n) => tail_lines(&out, n).to_owned(),
             None => out,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InMemoryPlanRepository;
+
+    #[tokio::test]
+    async fn conformance() {
+        crate::conformance::repository::run_all(|| async { InMemoryPlanRepository::new() }).await;
     }
 }

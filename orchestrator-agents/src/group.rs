@@ -1,0 +1,181 @@
+//! The process group a supervised child leads, so that signals reach its whole tree.
+//!
+//! On Unix every supervised child is started as the leader of a new process group; its children
+//! and grandchildren stay in that group unless they deliberately leave it (`setsid`, daemons).
+//! Elsewhere there is no group: only the child itself can be killed.
+
+use std::time::Duration;
+
+use tokio::process::Child;
+use tokio::time::Instant;
+
+/// How often a group is checked while waiting for it to empty.
+const POLL: Duration = Duration::from_millis(10);
+
+/// The process group of one supervised child.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Group {
+    /// Group id (the leader's pid); `None` when unknown or not on Unix.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pgid: Option<i32>,
+}
+
+impl Group {
+    /// The group `child` leads; call right after spawning (before the child is reaped).
+    pub(crate) fn of(child: &Child) -> Self {
+        // Never 0 or 1: `killpg(0)` would signal our own group, and 1 is init.
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .filter(|&id| id > 1);
+        Group { pgid }
+    }
+
+    /// Asks every process of the group to stop (SIGTERM). False when there is no group to signal.
+    pub(crate) fn terminate(&self) -> bool {
+        self.signal(imp::TERM)
+    }
+
+    /// Kills every process of the group (SIGKILL).
+    pub(crate) fn kill(&self) -> bool {
+        self.signal(imp::KILL)
+    }
+
+    fn signal(&self, sig: imp::Sig) -> bool {
+        self.pgid.is_some_and(|pgid| imp::signal(pgid, sig))
+    }
+
+    /// Whether any process of the group still runs (zombies waiting to be reaped do not count).
+    pub(crate) fn is_alive(&self) -> bool {
+        self.pgid.is_some_and(imp::has_live_member)
+    }
+
+    /// Waits until the group is gone or `deadline` passes; true when it is gone.
+    pub(crate) async fn wait_gone(&self, deadline: Instant) -> bool {
+        loop {
+            if !self.is_alive() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))).await;
+        }
+    }
+}
+
+/// Kills the group with SIGKILL when dropped while armed: if the future supervising a child is
+/// dropped midway (its caller gave up), the child's tree does not outlive it.
+#[derive(Debug)]
+pub(crate) struct KillOnDrop {
+    group: Group,
+    armed: bool,
+}
+
+impl KillOnDrop {
+    pub(crate) fn new(group: Group) -> Self {
+        KillOnDrop { group, armed: true }
+    }
+
+    /// The group has been dealt with; dropping does nothing.
+    pub(crate) fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            self.group.kill();
+        }
+    }
+}
+
+#[cfg(unix)]
+mod imp {
+    use nix::errno::Errno;
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+
+    pub(super) type Sig = Signal;
+    pub(super) const TERM: Sig = Signal::SIGTERM;
+    pub(super) const KILL: Sig = Signal::SIGKILL;
+
+    pub(super) fn signal(pgid: i32, sig: Sig) -> bool {
+        killpg(Pid::from_raw(pgid), sig).is_ok()
+    }
+
+    pub(super) fn has_live_member(pgid: i32) -> bool {
+        match killpg(Pid::from_raw(pgid), None) {
+            Ok(()) => live_member_on_disk(pgid),
+            // ESRCH: no such group; EPERM: the id now belongs to someone else's processes.
+            Err(Errno::ESRCH | Errno::EPERM) => false,
+            Err(_) => true,
+        }
+    }
+
+    /// The group exists; on Linux, look closer: it may hold only zombies whose parent never
+    /// reaps them (orphans under an init that does not reap, as in some containers).
+    #[cfg(target_os = "linux")]
+    fn live_member_on_disk(pgid: i32) -> bool {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return true;
+        };
+        entries.flatten().any(|entry| {
+            let is_pid = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+            if !is_pid {
+                return false;
+            }
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                return false;
+            };
+            parse_stat(&stat)
+                .is_some_and(|(state, pgrp)| pgrp == pgid && !matches!(state, 'Z' | 'X'))
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn live_member_on_disk(_pgid: i32) -> bool {
+        true
+    }
+
+    /// State and process group from `/proc/<pid>/stat` (`pid (comm) S ppid pgrp ...`; `comm`
+    /// may itself contain spaces and parentheses, hence the last `)`).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(super) fn parse_stat(stat: &str) -> Option<(char, i32)> {
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let mut fields = rest.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let _ppid = fields.next()?;
+        let pgrp = fields.next()?.parse().ok()?;
+        Some((state, pgrp))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn parses_proc_stat() {
+            let stat = "4242 (my (odd) name) S 1 4200 4200 0 -1 4194560";
+            assert_eq!(super::parse_stat(stat), Some(('S', 4200)));
+            assert_eq!(super::parse_stat("garbage"), None);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    pub(super) type Sig = ();
+    pub(super) const TERM: Sig = ();
+    pub(super) const KILL: Sig = ();
+
+    pub(super) fn signal(_pgid: i32, _sig: Sig) -> bool {
+        false
+    }
+
+    pub(super) fn has_live_member(_pgid: i32) -> bool {
+        false
+    }
+}

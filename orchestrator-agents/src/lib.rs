@@ -1,0 +1,34 @@
+//! # orchestrator-agents
+//!
+//! Work runners that start programs, and the process supervision they share:
+//!
+//! - [`ShellRunner`] runs `shell` work (`sh -c`, `bash -c`, `pwsh`, `powershell`, `cmd /C`);
+//!   [`ProcessRunner`] runs `process` work (an executable and its arguments, no shell).
+//!   Register them with `Orchestrator::builder().runner("shell", ShellRunner::new())
+//!   .runner("process", ProcessRunner::new())`.
+//! - [`Supervisor`] runs one [`Invocation`] in its own process group, streams its output line
+//!   by line to the phase log, and on timeout or cancellation stops the whole process tree
+//!   (SIGTERM, grace, SIGKILL). Agent CLI runners are built on it.
+//! - [`ChildEnv`] builds a child's environment: the host's minus [`REMOVED_ENV_VARS`], then the
+//!   plan/job and spec layers with `$VAR` expansion.
+//! - [`resolve_cwd`] keeps a spec's `cwd` inside the job directory.
+//!
+//! Only a `shell` spec's `command` is ever given to a shell; env values, `cwd` and process
+//! arguments are never interpreted by one.
+//!
+//! Process groups are a Unix feature: elsewhere, stopping a run kills the main process only.
+
+pub mod env;
+mod error;
+mod group;
+mod lines;
+mod runners;
+mod supervise;
+mod workdir;
+
+pub use env::{ChildEnv, REMOVED_ENV_VARS};
+pub use error::Error;
+pub use lines::LineObserver;
+pub use runners::{ProcessRunner, ShellRunner};
+pub use supervise::{Ending, Invocation, Outcome, Supervisor, SupervisorOptions};
+pub use workdir::resolve_cwd;
