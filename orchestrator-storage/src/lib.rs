@@ -1,1 +1,36 @@
-//! File store (work in progress).
+//! # orchestrator-storage
+//!
+//! [`FsPlanRepository`], the default [`PlanRepository`](orchestrator_core::PlanRepository):
+//! plans as files under a folder (the CLI uses `<repo>/.orchestrator`), with atomic writes,
+//! an append-only checksummed journal per plan compacted into snapshots, per-plan
+//! process locks, per-attempt specs, and rotated phase logs.
+//!
+//! ```
+//! use orchestrator_core::PlanRepository;
+//! use orchestrator_storage::{Durability, FsOptions, FsPlanRepository};
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = FsPlanRepository::with_options(
+//!     dir.path(),
+//!     FsOptions::default().durability(Durability::Full),
+//! );
+//! assert!(store.list().await.unwrap().plans.is_empty());
+//! # });
+//! ```
+
+mod fsutil;
+mod journal;
+mod layout;
+mod live;
+mod lock;
+mod logs;
+mod options;
+mod repo;
+mod schema;
+mod snapshot;
+mod specs;
+mod stats;
+
+pub use options::{Compaction, Durability, FsOptions};
+pub use repo::FsPlanRepository;
+pub use stats::IoStats;

@@ -549,6 +549,7 @@ impl PlanRecord {
                 failed_phase,
             } => {
                 let n = node_mut(&mut self.state, *node)?;
+                running_attempt(n, *node, "attempt_ended")?;
                 n.error.clone_from(error);
                 let a = running_attempt(n, *node, "attempt_ended")?;
                 a.status = *status;

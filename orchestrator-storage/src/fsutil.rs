@@ -1,0 +1,198 @@
+//! Small file-system helpers: errors with context, atomic writes, folder syncs, file identity.
+
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use orchestrator_core::StoreError;
+
+use crate::stats::{Account, Counters};
+
+/// Wraps an I/O error with what was being done and where.
+pub(crate) fn io_err(operation: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError {
+    let path = path.to_path_buf();
+    move |source| StoreError::Io {
+        operation,
+        path,
+        source,
+    }
+}
+
+/// A damaged-file error naming the file.
+pub(crate) fn corrupt(path: &Path, message: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// A name for a temporary file or folder, unique within this machine.
+pub(crate) fn unique_suffix() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Flushes a folder so that renames and creations inside it survive a power loss.
+pub(crate) fn sync_dir(dir: &Path, counters: &Counters) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        counters.fsync();
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err("sync folder", dir))
+    }
+    #[cfg(not(unix))]
+    {
+        // Folders cannot be opened (and need no flush) on Windows.
+        let _ = (dir, counters);
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to a temporary file next to `path`, flushes it when `sync`, and renames it
+/// over `path`. Readers see the old content or the new, never a mix. The caller syncs the
+/// folder (once for several files) when the rename itself must be durable.
+pub(crate) fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+    counters: &Counters,
+    account: Account,
+) -> Result<(), StoreError> {
+    let tmp = tmp_path(path);
+    let result = write_new(&tmp, bytes, sync, counters, account)
+        .and_then(|()| fs::rename(&tmp, path).map_err(io_err("rename into place", path)));
+    if result.is_err() {
+        // Best effort: a leftover temporary file is harmless and removed by later cleanups.
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Creates (or truncates) `path` with `bytes`, flushed when `sync`.
+pub(crate) fn write_new(
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+    counters: &Counters,
+    account: Account,
+) -> Result<(), StoreError> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(io_err("create", path))?;
+    file.write_all(bytes).map_err(io_err("write", path))?;
+    counters.wrote(account, bytes.len());
+    if sync {
+        counters.fsync();
+        file.sync_all().map_err(io_err("flush", path))?;
+    }
+    Ok(())
+}
+
+/// `<path>.tmp-<unique>`.
+pub(crate) fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".tmp-{}", unique_suffix()));
+    PathBuf::from(name)
+}
+
+/// Whether a file name is one of our temporary files.
+pub(crate) fn is_tmp_name(name: &str) -> bool {
+    name.contains(".tmp-")
+}
+
+/// Reads a file, `None` if it does not exist.
+pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err("read", path)(e)),
+    }
+}
+
+/// Removes a file; a missing file is fine.
+pub(crate) fn remove_if_exists(path: &Path) -> Result<(), StoreError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err("remove", path)(e)),
+        _ => Ok(()),
+    }
+}
+
+/// What identifies one version of a file: replaced files (atomic rename) get a new identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+}
+
+impl FileId {
+    pub(crate) fn of(meta: &Metadata) -> FileId {
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        FileId {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode,
+        }
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// The identity of the file at `path`, `None` if there is none.
+pub(crate) fn file_id(path: &Path) -> Result<Option<FileId>, StoreError> {
+    match fs::metadata(path) {
+        Ok(meta) => Ok(Some(FileId::of(&meta))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err("inspect", path)(e)),
+    }
+}
+
+/// The length of the file at `path`, `None` if there is none.
+pub(crate) fn file_len(path: &Path) -> Result<Option<u64>, StoreError> {
+    Ok(file_id(path)?.map(|id| id.len))
+}
+
+/// Runs `a` and `b`, on two threads when `parallel` (on one if no thread can be started).
+pub(crate) fn both<A, B>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B,
+) -> Result<(A, B), String>
+where
+    A: Send,
+{
+    if !parallel {
+        return Ok((a(), b()));
+    }
+    let a = std::sync::Mutex::new(Some(a));
+    let take_a = || a.lock().unwrap_or_else(|e| e.into_inner()).take();
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("orchestrator-store-decode".into())
+            .spawn_scoped(scope, || take_a().map(|f| f()));
+        let b = b();
+        let a = match spawned {
+            Ok(handle) => handle
+                .join()
+                .map_err(|_| "a decoding thread panicked".to_string())?,
+            Err(_) => take_a().map(|f| f()),
+        };
+        a.map(|a| (a, b))
+            .ok_or_else(|| "a decoding step did not run".to_string())
+    })
+}

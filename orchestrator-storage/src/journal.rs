@@ -1,0 +1,257 @@
+//! The journal file: a header, then one checksummed, length-prefixed record per `append`.
+//!
+//! ```text
+//! header  "ORCHJRNL" | schema version u32 LE | generation u64 LE | crc32 of the 20 bytes before
+//! record  payload length u32 LE | crc32 of the payload u32 LE | payload (JSON array of changes)
+//! ```
+//!
+//! A record is written with one `write` and flushed before `append` returns. After a crash the
+//! last record may be torn (short, or with a bad checksum): reading stops there, so a reader
+//! sees every batch completely or not at all, and the next writer truncates the torn bytes.
+//! A bad record that is followed by a good one is not a torn write but damage, and is
+//! reported as such.
+
+use std::path::Path;
+
+use orchestrator_core::state::{StateChange, SCHEMA_VERSION};
+use orchestrator_core::StoreError;
+use serde_json::Value;
+
+use crate::fsutil::corrupt;
+use crate::schema;
+
+const MAGIC: &[u8; 8] = b"ORCHJRNL";
+/// Bytes in the header.
+pub(crate) const HEADER_LEN: u64 = 24;
+const RECORD_HEAD: usize = 8;
+
+/// The header of a journal of `generation`, at the current schema version.
+pub(crate) fn header(generation: u64) -> [u8; HEADER_LEN as usize] {
+    let mut h = [0u8; HEADER_LEN as usize];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&SCHEMA_VERSION.to_le_bytes());
+    h[12..20].copy_from_slice(&generation.to_le_bytes());
+    let crc = crc32fast::hash(&h[..20]);
+    h[20..].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// One record holding `changes`.
+pub(crate) fn encode(changes: &[StateChange]) -> Result<Vec<u8>, String> {
+    let mut buf = vec![0u8; RECORD_HEAD];
+    serde_json::to_writer(&mut buf, changes).map_err(|e| e.to_string())?;
+    let payload_len = buf.len() - RECORD_HEAD;
+    let len = u32::try_from(payload_len)
+        .map_err(|_| format!("a batch of {payload_len} bytes is too large for one record"))?;
+    let crc = crc32fast::hash(&buf[RECORD_HEAD..]);
+    buf[..4].copy_from_slice(&len.to_le_bytes());
+    buf[4..8].copy_from_slice(&crc.to_le_bytes());
+    Ok(buf)
+}
+
+/// What a journal holds.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    /// Schema version of its records.
+    pub(crate) version: u32,
+    /// The batches, in order.
+    pub(crate) batches: Vec<Vec<StateChange>>,
+    /// Bytes up to the end of the last whole record (the header included).
+    pub(crate) valid_len: u64,
+}
+
+impl Scan {
+    /// A journal that does not exist yet.
+    pub(crate) fn missing() -> Scan {
+        Scan {
+            version: SCHEMA_VERSION,
+            batches: Vec::new(),
+            valid_len: 0,
+        }
+    }
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+    Some(u32::from_le_bytes(b))
+}
+
+/// A whole record at `at` with a good checksum: its payload's range.
+fn record_at(bytes: &[u8], at: usize) -> Option<(usize, usize, bool)> {
+    let len = u32_at(bytes, at)? as usize;
+    let crc = u32_at(bytes, at + 4)?;
+    let start = at + RECORD_HEAD;
+    let payload = bytes.get(start..start.checked_add(len)?)?;
+    Some((start, start + len, crc32fast::hash(payload) == crc))
+}
+
+/// Reads a journal of `generation` read from `path`. A zero-length file counts as missing.
+pub(crate) fn scan(bytes: &[u8], generation: u64, path: &Path) -> Result<Scan, StoreError> {
+    if bytes.is_empty() {
+        return Ok(Scan::missing());
+    }
+    let head = bytes
+        .get(..HEADER_LEN as usize)
+        .ok_or_else(|| corrupt(path, "truncated journal header"))?;
+    if &head[..8] != MAGIC {
+        return Err(corrupt(path, "not a journal file (bad magic bytes)"));
+    }
+    if u32_at(head, 20) != Some(crc32fast::hash(&head[..20])) {
+        return Err(corrupt(path, "journal header checksum mismatch"));
+    }
+    let version = u32_at(head, 8).unwrap_or(0);
+    schema::check(version, path)?;
+    let mut stored_gen = [0u8; 8];
+    stored_gen.copy_from_slice(&head[12..20]);
+    let stored_gen = u64::from_le_bytes(stored_gen);
+    if stored_gen != generation {
+        return Err(corrupt(
+            path,
+            format!("journal of generation {stored_gen} where {generation} was expected"),
+        ));
+    }
+    let mut scan = Scan {
+        version,
+        batches: Vec::new(),
+        valid_len: HEADER_LEN,
+    };
+    let mut at = HEADER_LEN as usize;
+    while at < bytes.len() {
+        match record_at(bytes, at) {
+            Some((start, end, true)) => {
+                let batch = decode_batch(&bytes[start..end], version).map_err(|e| {
+                    corrupt(
+                        path,
+                        format!("record {} at byte {at}: {e}", scan.batches.len() + 1),
+                    )
+                })?;
+                scan.batches.push(batch);
+                at = end;
+                scan.valid_len = end as u64;
+            }
+            Some((_, end, false)) if matches!(record_at(bytes, end), Some((_, _, true))) => {
+                return Err(corrupt(
+                    path,
+                    format!(
+                        "record {} at byte {at} has a bad checksum and is followed by more records",
+                        scan.batches.len() + 1
+                    ),
+                ));
+            }
+            // A torn last record: the batch it held was never acknowledged.
+            _ => break,
+        }
+    }
+    Ok(scan)
+}
+
+fn decode_batch(payload: &[u8], version: u32) -> Result<Vec<StateChange>, String> {
+    if version == SCHEMA_VERSION {
+        return serde_json::from_slice(payload).map_err(|e| e.to_string());
+    }
+    let values: Vec<Value> = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+    values
+        .into_iter()
+        .map(|v| {
+            let v = schema::upgrade_change(v, version)?;
+            serde_json::from_value(v).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(i: u64) -> StateChange {
+        StateChange::Paused { at: i }
+    }
+
+    fn journal(batches: &[Vec<StateChange>]) -> Vec<u8> {
+        let mut bytes = header(3).to_vec();
+        for b in batches {
+            bytes.extend(encode(b).unwrap_or_default());
+        }
+        bytes
+    }
+
+    #[test]
+    fn round_trips_batches() {
+        let batches = vec![vec![change(1)], vec![change(2), change(3)], vec![]];
+        let bytes = journal(&batches);
+        let scan = scan(&bytes, 3, Path::new("j")).map_err(|e| e.to_string());
+        let scan = scan.unwrap_or_default();
+        assert_eq!(scan.batches, batches);
+        assert_eq!(scan.valid_len, bytes.len() as u64);
+    }
+
+    #[test]
+    fn every_torn_tail_reads_as_a_prefix() {
+        let batches = vec![vec![change(1)], vec![change(2), change(3)], vec![change(4)]];
+        let bytes = journal(&batches);
+        let ends: Vec<usize> = {
+            let mut v = vec![HEADER_LEN as usize];
+            for b in &batches {
+                v.push(v[v.len() - 1] + encode(b).map(|r| r.len()).unwrap_or(0));
+            }
+            v
+        };
+        for cut in HEADER_LEN as usize..=bytes.len() {
+            let got = scan(&bytes[..cut], 3, Path::new("j"));
+            let Ok(got) = got else {
+                panic!("cut at {cut}: {got:?}");
+            };
+            let whole = ends.iter().filter(|&&e| e <= cut).count() - 1;
+            assert_eq!(got.batches, batches[..whole], "cut at {cut}");
+            assert_eq!(got.valid_len as usize, ends[whole], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_flipped_bit_in_the_last_record_is_a_torn_tail() {
+        let mut bytes = journal(&[vec![change(1)], vec![change(2)]]);
+        let last = bytes.len() - 2;
+        bytes[last] ^= 0x40;
+        let got = scan(&bytes, 3, Path::new("j")).map(|s| s.batches.len());
+        assert_eq!(got.ok(), Some(1));
+    }
+
+    #[test]
+    fn damage_before_good_records_is_reported() {
+        let mut bytes = journal(&[vec![change(1)], vec![change(2)]]);
+        bytes[HEADER_LEN as usize + 10] ^= 0x40;
+        match scan(&bytes, 3, Path::new("/p/j.log")) {
+            Err(StoreError::Corrupt { path, message }) => {
+                assert_eq!(path, Path::new("/p/j.log"));
+                assert!(message.contains("bad checksum"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_headers_are_reported() {
+        let good = journal(&[]);
+        let mut magic = good.clone();
+        magic[0] = b'X';
+        let mut crc = good.clone();
+        crc[13] ^= 1;
+        for (bytes, gen, expect) in [
+            (&good[..10], 3, "truncated journal header"),
+            (&magic[..], 3, "bad magic"),
+            (&crc[..], 3, "checksum"),
+            (&good[..], 4, "generation 3 where 4"),
+        ] {
+            match scan(bytes, gen, Path::new("j")) {
+                Err(StoreError::Corrupt { message, .. }) => {
+                    assert!(message.contains(expect), "{message}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            scan(&[], 3, Path::new("j")).map(|s| s.valid_len).ok(),
+            Some(0)
+        );
+    }
+}

@@ -1,0 +1,350 @@
+//! One plan's state files: reading them (snapshot + journal replay), appending to the
+//! journal, and compacting the journal into a new snapshot.
+//!
+//! Crash safety of compaction, generation `g` to `g + 1`:
+//! 1. write `journal-(g+1).log` holding only a header (temporary file, flush, rename);
+//! 2. write `plan.json` naming generation `g + 1` (temporary file, flush, rename);
+//! 3. flush the folder, then remove `journal-g.log`.
+//!
+//! The snapshot names the one journal whose records follow it, so a crash before step 2 leaves
+//! generation `g` whole (the new empty journal is ignored and cleaned up later), and a crash
+//! after it leaves generation `g + 1` whole (the old journal is ignored). Nothing is lost and
+//! nothing is applied twice.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+
+use orchestrator_core::state::{PlanRecord, StateChange, SCHEMA_VERSION};
+use orchestrator_core::{PlanId, StoreError};
+
+use crate::fsutil::{
+    both, corrupt, file_id, file_len, io_err, is_tmp_name, read_if_exists, sync_dir, write_atomic,
+    FileId,
+};
+use crate::journal::{self, HEADER_LEN};
+use crate::layout::{journal_generation, PlanPaths};
+use crate::options::{Durability, FsOptions};
+use crate::snapshot;
+use crate::stats::{Account, Counters};
+
+/// What a store operation on one plan needs.
+pub(crate) struct Ctx<'a> {
+    pub(crate) plan: &'a PlanId,
+    pub(crate) paths: &'a PlanPaths,
+    pub(crate) options: &'a FsOptions,
+    pub(crate) counters: &'a Counters,
+}
+
+impl Ctx<'_> {
+    fn sync(&self) -> bool {
+        self.options.durability == Durability::Full
+    }
+}
+
+/// A plan as this process last saw it on disk, plus what appending to it needs.
+#[derive(Debug)]
+pub(crate) struct Live {
+    /// The record with every journal record applied.
+    pub(crate) record: PlanRecord,
+    /// Nanosecond creation stamp (orders plans created in the same millisecond).
+    pub(crate) created_ns: u64,
+    generation: u64,
+    snapshot_id: FileId,
+    snapshot_version: u32,
+    /// Length of the journal file when last seen (0: missing).
+    journal_len: u64,
+    /// Bytes of whole records (and header) in it.
+    journal_valid: u64,
+    journal_records: u64,
+    journal_version: u32,
+    appender: Option<File>,
+    cleaned: bool,
+}
+
+/// Journals larger than this decode on their own thread while the snapshot decodes.
+const PARALLEL_JOURNAL_BYTES: usize = 64 * 1024;
+
+/// Reading a plan races with compactions in other processes; this many tries before giving up.
+const READ_TRIES: usize = 20;
+
+impl Live {
+    /// The state of a plan just created with `record` (snapshot generation 0, empty journal).
+    pub(crate) fn created(
+        ctx: &Ctx<'_>,
+        record: PlanRecord,
+        created_ns: u64,
+    ) -> Result<Live, StoreError> {
+        let path = ctx.paths.snapshot();
+        let snapshot_id = file_id(&path)?.ok_or_else(|| corrupt(&path, "missing after create"))?;
+        Ok(Live {
+            record,
+            created_ns,
+            generation: 0,
+            snapshot_id,
+            snapshot_version: SCHEMA_VERSION,
+            journal_len: HEADER_LEN,
+            journal_valid: HEADER_LEN,
+            journal_records: 0,
+            journal_version: SCHEMA_VERSION,
+            appender: None,
+            cleaned: true,
+        })
+    }
+
+    /// Reads a plan from disk: its snapshot with its journal replayed.
+    pub(crate) fn read(ctx: &Ctx<'_>) -> Result<Live, StoreError> {
+        let path = ctx.paths.snapshot();
+        for _ in 0..READ_TRIES {
+            let mut file = match File::open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(if ctx.paths.dir.is_dir() {
+                        corrupt(&path, "missing: the plan folder has no snapshot")
+                    } else {
+                        StoreError::NotFound(ctx.plan.clone())
+                    });
+                }
+                Err(e) => return Err(io_err("open", &path)(e)),
+            };
+            let meta = file.metadata().map_err(io_err("inspect", &path))?;
+            let snapshot_id = FileId::of(&meta);
+            let mut bytes = Vec::with_capacity(meta.len() as usize);
+            file.read_to_end(&mut bytes)
+                .map_err(io_err("read", &path))?;
+            drop(file);
+            let envelope = snapshot::open(&bytes, &path)?;
+            let generation = envelope.generation;
+            let jpath = ctx.paths.journal(generation);
+            let jbytes = read_if_exists(&jpath)?.unwrap_or_default();
+            // A compaction elsewhere may have replaced the snapshot and removed this journal
+            // while we read: then read again.
+            if file_id(&path)? != Some(snapshot_id) {
+                continue;
+            }
+            let (created_ns, version) = (envelope.created_ns, envelope.version);
+            // The journal decodes while the snapshot does.
+            let (scan, record) = both(
+                jbytes.len() > PARALLEL_JOURNAL_BYTES,
+                || journal::scan(&jbytes, generation, &jpath),
+                || envelope.decode(&path),
+            )
+            .map_err(|message| corrupt(&path, message))?;
+            let (scan, mut record) = (scan?, record?);
+            if &record.state.id != ctx.plan {
+                return Err(corrupt(
+                    &path,
+                    format!("holds plan {} instead of {}", record.state.id, ctx.plan),
+                ));
+            }
+            for (i, batch) in scan.batches.iter().enumerate() {
+                for change in batch {
+                    record.apply(change).map_err(|e| {
+                        corrupt(&jpath, format!("record {} does not apply: {e}", i + 1))
+                    })?;
+                }
+            }
+            return Ok(Live {
+                record,
+                created_ns,
+                generation,
+                snapshot_id,
+                snapshot_version: version,
+                journal_len: jbytes.len() as u64,
+                journal_valid: scan.valid_len,
+                journal_records: scan.batches.len() as u64,
+                journal_version: scan.version,
+                appender: None,
+                cleaned: false,
+            });
+        }
+        Err(io_err("read", &path)(io::Error::new(
+            io::ErrorKind::Interrupted,
+            "the plan kept changing while it was read",
+        )))
+    }
+
+    /// Whether the files on disk are still exactly what this state was built from.
+    pub(crate) fn is_current(&self, ctx: &Ctx<'_>) -> Result<bool, StoreError> {
+        if file_id(&ctx.paths.snapshot())? != Some(self.snapshot_id) {
+            return Ok(false);
+        }
+        let len = file_len(&ctx.paths.journal(self.generation))?.unwrap_or(0);
+        Ok(len == self.journal_len)
+    }
+
+    /// Appends `changes` (the caller holds the plan's write lock and has checked
+    /// [`Live::is_current`]). Applies them in order and writes the ones that apply as one
+    /// record. On `Err`, this state may no longer match the disk: drop it.
+    pub(crate) fn append(
+        &mut self,
+        ctx: &Ctx<'_>,
+        changes: &[StateChange],
+    ) -> Result<(), StoreError> {
+        self.prepare_journal(ctx)?;
+        let mut applied = 0;
+        let mut rejection = None;
+        for change in changes {
+            match self.record.apply(change) {
+                Ok(()) => applied += 1,
+                Err(e) => {
+                    rejection = Some(e);
+                    break;
+                }
+            }
+        }
+        if applied > 0 {
+            let bytes =
+                journal::encode(&changes[..applied]).map_err(|message| StoreError::Rejected {
+                    plan: ctx.plan.clone(),
+                    message,
+                })?;
+            let path = ctx.paths.journal(self.generation);
+            let file = self.appender(ctx)?;
+            file.write_all(&bytes).map_err(io_err("append to", &path))?;
+            ctx.counters.wrote(Account::Journal, bytes.len());
+            if ctx.sync() {
+                ctx.counters.fsync();
+                file.sync_data().map_err(io_err("flush", &path))?;
+            }
+            ctx.counters.appended(applied);
+            self.journal_len += bytes.len() as u64;
+            self.journal_valid = self.journal_len;
+            self.journal_records += 1;
+        }
+        if let Some(e) = rejection {
+            return Err(StoreError::Rejected {
+                plan: ctx.plan.clone(),
+                message: e.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether the journal should be folded into a new snapshot now.
+    pub(crate) fn compaction_due(&self, ctx: &Ctx<'_>) -> bool {
+        ctx.options.compaction.is_due(
+            self.journal_len.saturating_sub(HEADER_LEN),
+            self.journal_records,
+            self.snapshot_id.len(),
+        )
+    }
+
+    /// Makes the journal ready for appending: upgrades an old schema by compacting, creates a
+    /// missing journal, cuts a torn tail, removes leftovers of interrupted compactions.
+    fn prepare_journal(&mut self, ctx: &Ctx<'_>) -> Result<(), StoreError> {
+        if self.snapshot_version < SCHEMA_VERSION || self.journal_version < SCHEMA_VERSION {
+            self.compact(ctx)?;
+        }
+        if !self.cleaned {
+            self.remove_leftovers(ctx);
+            self.cleaned = true;
+        }
+        let path = ctx.paths.journal(self.generation);
+        if self.journal_len == 0 {
+            write_atomic(
+                &path,
+                &journal::header(self.generation),
+                ctx.sync(),
+                ctx.counters,
+                Account::Journal,
+            )?;
+            if ctx.sync() {
+                sync_dir(&ctx.paths.dir, ctx.counters)?;
+            }
+            self.appender = None;
+            self.journal_len = HEADER_LEN;
+            self.journal_valid = HEADER_LEN;
+        }
+        if self.journal_valid < self.journal_len {
+            tracing::warn!(
+                plan = %ctx.plan,
+                journal = %path.display(),
+                bytes = self.journal_len - self.journal_valid,
+                "cutting the torn last record of a journal (a write was interrupted)"
+            );
+            let valid = self.journal_valid;
+            let file = self.appender(ctx)?;
+            file.set_len(valid).map_err(io_err("truncate", &path))?;
+            if ctx.sync() {
+                ctx.counters.fsync();
+                file.sync_all().map_err(io_err("flush", &path))?;
+            }
+            self.journal_len = valid;
+        }
+        Ok(())
+    }
+
+    fn appender(&mut self, ctx: &Ctx<'_>) -> Result<&mut File, StoreError> {
+        let file = match self.appender.take() {
+            Some(f) => f,
+            None => {
+                let path = ctx.paths.journal(self.generation);
+                OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .map_err(io_err("open", &path))?
+            }
+        };
+        Ok(self.appender.insert(file))
+    }
+
+    /// Folds the journal into a new snapshot (see the module documentation for the order).
+    pub(crate) fn compact(&mut self, ctx: &Ctx<'_>) -> Result<(), StoreError> {
+        let next = self.generation + 1;
+        let sync = ctx.sync();
+        write_atomic(
+            &ctx.paths.journal(next),
+            &journal::header(next),
+            sync,
+            ctx.counters,
+            Account::Journal,
+        )?;
+        let bytes = snapshot::encode(&self.record, next, self.created_ns).map_err(|e| {
+            StoreError::Rejected {
+                plan: ctx.plan.clone(),
+                message: format!("cannot serialize the plan: {e}"),
+            }
+        })?;
+        let path = ctx.paths.snapshot();
+        write_atomic(&path, &bytes, sync, ctx.counters, Account::Snapshot)?;
+        if sync {
+            sync_dir(&ctx.paths.dir, ctx.counters)?;
+        }
+        let old = ctx.paths.journal(self.generation);
+        if let Err(e) = fs::remove_file(&old) {
+            if e.kind() != io::ErrorKind::NotFound {
+                tracing::warn!(journal = %old.display(), error = %e, "cannot remove a compacted journal");
+            }
+        }
+        ctx.counters.compacted();
+        self.generation = next;
+        self.snapshot_id =
+            file_id(&path)?.ok_or_else(|| corrupt(&path, "missing after compaction"))?;
+        self.snapshot_version = SCHEMA_VERSION;
+        self.journal_len = HEADER_LEN;
+        self.journal_valid = HEADER_LEN;
+        self.journal_records = 0;
+        self.journal_version = SCHEMA_VERSION;
+        self.appender = None;
+        Ok(())
+    }
+
+    /// Removes journals of other generations and temporary files left by interrupted writes.
+    /// Only called under the write lock, when no other writer can be mid-way.
+    fn remove_leftovers(&self, ctx: &Ctx<'_>) {
+        let Ok(entries) = fs::read_dir(&ctx.paths.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let stale_journal = journal_generation(name).is_some_and(|g| g != self.generation);
+            if stale_journal || is_tmp_name(name) {
+                let path = entry.path();
+                if let Err(e) = fs::remove_file(&path) {
+                    tracing::debug!(file = %path.display(), error = %e, "cannot remove a leftover file");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,592 @@
+//! [`FsPlanRepository`]: the default, file-based [`PlanRepository`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use orchestrator_core::repository::{
+    AttemptSpecs, Lease, LogKey, LogQuery, PlanListing, PlanRepository, PlanSummary,
+};
+use orchestrator_core::state::{PlanRecord, StateChange};
+use orchestrator_core::{NodeId, PlanId, StoreError};
+
+use crate::fsutil::{io_err, sync_dir, unique_suffix, write_new};
+use crate::journal;
+use crate::layout::{is_safe_component, PlanPaths, CREATE_PREFIX, DELETED_PREFIX, SNAPSHOT};
+use crate::live::{Ctx, Live};
+use crate::lock::{acquire_owner, HeldLeases, WriteLock};
+use crate::options::{Durability, FsOptions};
+use crate::stats::{Account, Counters, IoStats};
+use crate::{logs, snapshot, specs};
+
+/// The default store: plans as files under a root folder (the CLI uses `<repo>/.orchestrator`).
+///
+/// Layout (SPEC §4), under `<root>/plans/<planId>/`: `plan.json` (a snapshot of the plan with
+/// its schema version), `journal-<n>.log` (the changes appended since, as checksummed
+/// records), `specs/<nodeId>/attempts/<n>/` and `logs/<nodeId>/<attempt>/<phase>.log`.
+///
+/// - Every change is appended to the journal with one write and (with [`Durability::Full`],
+///   the default) one flush: a transition costs O(size of the change), whatever the plan's
+///   size. The journal is folded into a new snapshot from time to time (see
+///   [`crate::Compaction`]). Every file is replaced atomically, and a crash at any point
+///   leaves a readable plan holding a prefix of the appended batches, each whole.
+/// - [`load`](PlanRepository::load) reads the files (it reuses this handle's copy only when
+///   the files have not changed since), so changes made by other processes are seen.
+/// - [`acquire`](PlanRepository::acquire) takes an advisory lock that the operating system
+///   releases if the process dies; a second process gets [`StoreError::Locked`] naming the
+///   holder's pid. [`delete`](PlanRepository::delete) of a plan that someone else holds is
+///   refused the same way.
+/// - Logs are rotated when they reach [`FsOptions::log_max_bytes`] (one old file is kept).
+///
+/// Cloning shares the handle (and its cache). All file work runs on tokio's blocking pool.
+///
+/// ```
+/// use orchestrator_core::ids::PlanId;
+/// use orchestrator_core::plan::{JobSpec, PlanGraph, PlanSpec, WorkSpec};
+/// use orchestrator_core::state::{NodeStatus, PlanRecord, StateChange};
+/// use orchestrator_core::PlanRepository;
+/// use orchestrator_storage::FsPlanRepository;
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = tempfile::tempdir().unwrap();
+/// let store = FsPlanRepository::new(dir.path().join(".orchestrator"));
+///
+/// let spec = PlanSpec::new("demo").job(JobSpec::new("build", "Build", WorkSpec::shell("make")));
+/// let nodes = PlanGraph::build(&spec).unwrap().node_count();
+/// let plan = PlanRecord::new(PlanId::random(), spec, dir.path().into(), nodes, 0);
+/// store.create(&plan).await.unwrap();
+///
+/// let ready = StateChange::Node { node: 0, status: NodeStatus::Ready, at: 1 };
+/// store.append(&plan.state.id, &[ready]).await.unwrap();
+///
+/// let loaded = store.load(&plan.state.id).await.unwrap();
+/// assert_eq!(loaded.state.nodes[0].status, NodeStatus::Ready);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct FsPlanRepository {
+    inner: Arc<Inner>,
+}
+
+type Slot = Arc<Mutex<Option<Live>>>;
+
+struct Inner {
+    root: PathBuf,
+    plans: PathBuf,
+    options: FsOptions,
+    /// This handle's view of each plan it has used; `None` until read or after a failure.
+    slots: Mutex<HashMap<PlanId, Slot>>,
+    held: HeldLeases,
+    /// Serializes log appends so that rotations do not race.
+    logs: Mutex<()>,
+    counters: Counters,
+}
+
+impl fmt::Debug for FsPlanRepository {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FsPlanRepository")
+            .field("root", &self.inner.root)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Poisoning only means a thread panicked while holding the lock; every slot write
+    // replaces the whole value, so the data is never half-updated.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A nanosecond stamp that strictly increases within this process.
+fn creation_stamp() -> u64 {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut last = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(last + 1);
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(actual) => last = actual,
+        }
+    }
+}
+
+/// Runs blocking file work off the async threads.
+async fn blocking<T, F>(f: F) -> Result<T, StoreError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, StoreError> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result,
+        Err(e) => Err(StoreError::Io {
+            operation: "run a store task",
+            path: PathBuf::new(),
+            source: io::Error::other(e.to_string()),
+        }),
+    }
+}
+
+/// A folder of a create that was interrupted: creates take milliseconds, so one left for ten
+/// minutes belongs to a process that died.
+fn is_stale_create(name: &str, entry: &fs::DirEntry) -> bool {
+    name.starts_with(CREATE_PREFIX)
+        && entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(600))
+}
+
+fn rejected_node(plan: &PlanId, node: &NodeId) -> StoreError {
+    StoreError::Rejected {
+        plan: plan.clone(),
+        message: format!("node id {node:?} cannot be used as a folder name"),
+    }
+}
+
+impl FsPlanRepository {
+    /// A store rooted at `root` with default options. Nothing is created until a plan is.
+    ///
+    /// ```
+    /// use orchestrator_storage::FsPlanRepository;
+    /// let store = FsPlanRepository::new("/tmp/my-repo/.orchestrator");
+    /// assert!(store.root().ends_with(".orchestrator"));
+    /// ```
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self::with_options(root, FsOptions::default())
+    }
+
+    /// A store rooted at `root` with `options`.
+    ///
+    /// ```
+    /// use orchestrator_storage::{Durability, FsOptions, FsPlanRepository};
+    /// let store = FsPlanRepository::with_options(
+    ///     "/tmp/my-repo/.orchestrator",
+    ///     FsOptions::default().durability(Durability::Flush),
+    /// );
+    /// assert_eq!(store.options().durability, Durability::Flush);
+    /// ```
+    pub fn with_options(root: impl Into<PathBuf>, options: FsOptions) -> Self {
+        let root = root.into();
+        FsPlanRepository {
+            inner: Arc::new(Inner {
+                plans: root.join("plans"),
+                root,
+                options,
+                slots: Mutex::new(HashMap::new()),
+                held: HeldLeases::default(),
+                logs: Mutex::new(()),
+                counters: Counters::default(),
+            }),
+        }
+    }
+
+    /// The root folder.
+    ///
+    /// ```
+    /// use orchestrator_storage::FsPlanRepository;
+    /// assert_eq!(FsPlanRepository::new("/x").root(), std::path::Path::new("/x"));
+    /// ```
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The options in force.
+    ///
+    /// ```
+    /// use orchestrator_storage::{FsOptions, FsPlanRepository};
+    /// assert_eq!(FsPlanRepository::new("/x").options(), &FsOptions::default());
+    /// ```
+    pub fn options(&self) -> &FsOptions {
+        &self.inner.options
+    }
+
+    /// The folder holding a plan's files (whether or not it exists), or `None` for an id that
+    /// cannot be a folder name.
+    ///
+    /// ```
+    /// use orchestrator_core::PlanId;
+    /// use orchestrator_storage::FsPlanRepository;
+    /// let store = FsPlanRepository::new("/r");
+    /// let dir = store.plan_dir(&PlanId::from("abc")).unwrap();
+    /// assert_eq!(dir, std::path::Path::new("/r/plans/abc"));
+    /// assert!(store.plan_dir(&PlanId::from("../etc")).is_none());
+    /// ```
+    pub fn plan_dir(&self, plan: &PlanId) -> Option<PathBuf> {
+        PlanPaths::of(&self.inner.plans, plan).map(|p| p.dir)
+    }
+
+    /// What this store (and its clones) has written so far.
+    ///
+    /// ```
+    /// use orchestrator_storage::FsPlanRepository;
+    /// let stats = FsPlanRepository::new("/x").io_stats();
+    /// assert_eq!(stats.state_bytes_written(), 0);
+    /// ```
+    pub fn io_stats(&self) -> IoStats {
+        self.inner.counters.snapshot()
+    }
+}
+
+impl Inner {
+    fn paths(&self, plan: &PlanId) -> Result<PlanPaths, StoreError> {
+        PlanPaths::of(&self.plans, plan).ok_or_else(|| StoreError::NotFound(plan.clone()))
+    }
+
+    /// Paths of an existing plan.
+    fn existing(&self, plan: &PlanId) -> Result<PlanPaths, StoreError> {
+        let paths = self.paths(plan)?;
+        if !paths.dir.is_dir() {
+            return Err(StoreError::NotFound(plan.clone()));
+        }
+        Ok(paths)
+    }
+
+    fn ctx<'a>(&'a self, plan: &'a PlanId, paths: &'a PlanPaths) -> Ctx<'a> {
+        Ctx {
+            plan,
+            paths,
+            options: &self.options,
+            counters: &self.counters,
+        }
+    }
+
+    fn slot(&self, plan: &PlanId) -> Slot {
+        lock(&self.slots).entry(plan.clone()).or_default().clone()
+    }
+
+    fn sync(&self) -> bool {
+        self.options.durability == Durability::Full
+    }
+
+    fn create(&self, plan: &PlanRecord) -> Result<(), StoreError> {
+        let id = &plan.state.id;
+        let paths = PlanPaths::of(&self.plans, id).ok_or_else(|| StoreError::Rejected {
+            plan: id.clone(),
+            message: "the plan id cannot be used as a folder name".into(),
+        })?;
+        if paths.dir.exists() {
+            return Err(StoreError::AlreadyExists(id.clone()));
+        }
+        fs::create_dir_all(&self.plans).map_err(io_err("create folder", &self.plans))?;
+        // Everything is written into a hidden folder that is then renamed into place, so a
+        // plan folder always holds a whole plan.
+        let tmp = self
+            .plans
+            .join(format!("{CREATE_PREFIX}{id}-{}", unique_suffix()));
+        let result = self.write_new_plan(&tmp, plan);
+        let created_ns = match result {
+            Ok(ns) => ns,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+        };
+        if let Err(e) = fs::rename(&tmp, &paths.dir) {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(if paths.dir.exists() {
+                StoreError::AlreadyExists(id.clone())
+            } else {
+                io_err("move into place", &paths.dir)(e)
+            });
+        }
+        if self.sync() {
+            sync_dir(&self.plans, &self.counters)?;
+        }
+        // The plan is created; without its file identity it is just not cached.
+        if let Ok(live) = Live::created(&self.ctx(id, &paths), plan.clone(), created_ns) {
+            *lock(&self.slot(id)) = Some(live);
+        }
+        Ok(())
+    }
+
+    fn write_new_plan(&self, dir: &Path, plan: &PlanRecord) -> Result<u64, StoreError> {
+        fs::create_dir(dir).map_err(io_err("create folder", dir))?;
+        let created_ns = creation_stamp();
+        let snapshot = snapshot::encode(plan, 0, created_ns).map_err(|e| StoreError::Rejected {
+            plan: plan.state.id.clone(),
+            message: format!("cannot serialize the plan: {e}"),
+        })?;
+        let (sync, c) = (self.sync(), &self.counters);
+        let probe = PlanPaths {
+            dir: dir.to_path_buf(),
+        };
+        write_new(&probe.snapshot(), &snapshot, sync, c, Account::Snapshot)?;
+        write_new(
+            &probe.journal(0),
+            &journal::header(0),
+            sync,
+            c,
+            Account::Journal,
+        )?;
+        write_new(&probe.write_lock(), b"", false, c, Account::Other)?;
+        write_new(&probe.owner_lock(), b"", false, c, Account::Other)?;
+        if sync {
+            sync_dir(dir, c)?;
+        }
+        Ok(created_ns)
+    }
+
+    /// Reads a plan from disk; a plan that does not exist is forgotten by this handle.
+    fn read(&self, ctx: &Ctx<'_>) -> Result<Live, StoreError> {
+        let read = Live::read(ctx);
+        if let Err(StoreError::NotFound(_)) = &read {
+            lock(&self.slots).remove(ctx.plan);
+        }
+        read
+    }
+
+    fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {
+        let paths = self.paths(plan)?;
+        if changes.is_empty() {
+            return self.existing(plan).map(|_| ());
+        }
+        let ctx = self.ctx(plan, &paths);
+        let slot = self.slot(plan);
+        let mut slot = lock(&slot);
+        let _write = WriteLock::acquire(&paths.write_lock(), plan)?;
+        let mut live = match slot.take() {
+            Some(live) if live.is_current(&ctx)? => live,
+            _ => self.read(&ctx)?,
+        };
+        live.append(&ctx, changes)?;
+        if live.compaction_due(&ctx) {
+            // The changes are already durable: a failed compaction is only reported, and
+            // the next append reads the plan afresh.
+            if let Err(e) = live.compact(&ctx) {
+                tracing::warn!(plan = %plan, error = %e, "journal compaction failed");
+                return Ok(());
+            }
+        }
+        *slot = Some(live);
+        Ok(())
+    }
+
+    /// The plan as on disk, with its creation stamp; `remember` keeps it in this handle.
+    fn load(&self, plan: &PlanId, remember: bool) -> Result<(PlanRecord, u64), StoreError> {
+        let paths = self.paths(plan)?;
+        let ctx = self.ctx(plan, &paths);
+        let slot = if remember {
+            Some(self.slot(plan))
+        } else {
+            lock(&self.slots).get(plan).cloned()
+        };
+        let Some(slot) = slot else {
+            let live = Live::read(&ctx)?;
+            return Ok((live.record, live.created_ns));
+        };
+        let mut slot = lock(&slot);
+        if let Some(live) = slot.as_ref() {
+            if live.is_current(&ctx)? {
+                return Ok((live.record.clone(), live.created_ns));
+            }
+        }
+        *slot = None;
+        let live = self.read(&ctx)?;
+        let out = (live.record.clone(), live.created_ns);
+        if remember {
+            *slot = Some(live);
+        }
+        Ok(out)
+    }
+
+    fn list(&self) -> Result<PlanListing, StoreError> {
+        let entries = match fs::read_dir(&self.plans) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(PlanListing::default()),
+            Err(e) => return Err(io_err("list", &self.plans)(e)),
+        };
+        let mut plans = Vec::new();
+        let mut damaged = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_err("list", &self.plans))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if name.starts_with(DELETED_PREFIX) || is_stale_create(&name, &entry) {
+                // Left by a delete or a create that was interrupted.
+                let _ = fs::remove_dir_all(entry.path());
+                continue;
+            }
+            if !is_safe_component(&name) || !entry.path().is_dir() {
+                continue;
+            }
+            let id = PlanId::from(name);
+            match self.load(&id, false) {
+                Ok((record, created_ns)) => plans.push((PlanSummary::of(&record), created_ns)),
+                // Deleted while we listed.
+                Err(StoreError::NotFound(_)) => {}
+                Err(e) => damaged.push((id, e)),
+            }
+        }
+        plans.sort_by(|(a, a_ns), (b, b_ns)| {
+            (b.created_at, b_ns, &b.plan_id).cmp(&(a.created_at, a_ns, &a.plan_id))
+        });
+        damaged.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut listing = PlanListing::default();
+        listing.plans = plans.into_iter().map(|(s, _)| s).collect();
+        listing.damaged = damaged;
+        Ok(listing)
+    }
+
+    fn delete(&self, plan: &PlanId) -> Result<(), StoreError> {
+        let paths = self.existing(plan)?;
+        let mine = lock(&self.held).contains(plan);
+        // Someone else running the plan keeps it; our own lease does not.
+        let _owner = if mine {
+            None
+        } else {
+            Some(acquire_owner(&paths.owner_lock(), plan, &self.held)?)
+        };
+        let slot = self.slot(plan);
+        let mut slot = lock(&slot);
+        let _write = WriteLock::acquire(&paths.write_lock(), plan)?;
+        // Renaming first makes the plan disappear at once, even if removing its files fails
+        // half-way; leftovers are removed by a later `list`.
+        let grave = self
+            .plans
+            .join(format!("{DELETED_PREFIX}{plan}-{}", unique_suffix()));
+        fs::rename(&paths.dir, &grave).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => StoreError::NotFound(plan.clone()),
+            _ => io_err("move away", &paths.dir)(e),
+        })?;
+        *slot = None;
+        lock(&self.slots).remove(plan);
+        if self.sync() {
+            sync_dir(&self.plans, &self.counters)?;
+        }
+        if let Err(e) = fs::remove_dir_all(&grave) {
+            tracing::warn!(folder = %grave.display(), error = %e, "cannot remove a deleted plan's files");
+        }
+        Ok(())
+    }
+
+    fn acquire(&self, plan: &PlanId) -> Result<Lease, StoreError> {
+        let paths = self.existing(plan)?;
+        if !paths.dir.join(SNAPSHOT).is_file() {
+            return Err(StoreError::NotFound(plan.clone()));
+        }
+        acquire_owner(&paths.owner_lock(), plan, &self.held)
+    }
+
+    fn node_paths(&self, plan: &PlanId, node: &NodeId) -> Result<PlanPaths, StoreError> {
+        let paths = self.existing(plan)?;
+        if !is_safe_component(node.as_str()) {
+            return Err(rejected_node(plan, node));
+        }
+        Ok(paths)
+    }
+}
+
+#[async_trait]
+impl PlanRepository for FsPlanRepository {
+    async fn create(&self, plan: &PlanRecord) -> Result<(), StoreError> {
+        let inner = self.inner.clone();
+        let plan = plan.clone();
+        blocking(move || inner.create(&plan)).await
+    }
+
+    async fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {
+        let inner = self.inner.clone();
+        let (plan, changes) = (plan.clone(), changes.to_vec());
+        blocking(move || inner.append(&plan, &changes)).await
+    }
+
+    async fn load(&self, plan: &PlanId) -> Result<PlanRecord, StoreError> {
+        let inner = self.inner.clone();
+        let plan = plan.clone();
+        blocking(move || inner.load(&plan, true).map(|(r, _)| r)).await
+    }
+
+    async fn list(&self) -> Result<PlanListing, StoreError> {
+        let inner = self.inner.clone();
+        blocking(move || inner.list()).await
+    }
+
+    async fn delete(&self, plan: &PlanId) -> Result<(), StoreError> {
+        let inner = self.inner.clone();
+        let plan = plan.clone();
+        blocking(move || inner.delete(&plan)).await
+    }
+
+    async fn acquire(&self, plan: &PlanId) -> Result<Lease, StoreError> {
+        let inner = self.inner.clone();
+        let plan = plan.clone();
+        blocking(move || inner.acquire(&plan)).await
+    }
+
+    async fn save_attempt_specs(
+        &self,
+        plan: &PlanId,
+        node: &NodeId,
+        attempt: u32,
+        attempt_specs: &AttemptSpecs,
+    ) -> Result<(), StoreError> {
+        let inner = self.inner.clone();
+        let (plan, node, attempt_specs) = (plan.clone(), node.clone(), attempt_specs.clone());
+        blocking(move || {
+            let paths = inner.node_paths(&plan, &node)?;
+            specs::save(
+                &paths.attempt_specs(&node, attempt),
+                &attempt_specs,
+                &inner.counters,
+            )
+        })
+        .await
+    }
+
+    async fn load_attempt_specs(
+        &self,
+        plan: &PlanId,
+        node: &NodeId,
+        attempt: u32,
+    ) -> Result<AttemptSpecs, StoreError> {
+        let inner = self.inner.clone();
+        let (plan, node) = (plan.clone(), node.clone());
+        blocking(move || {
+            let paths = inner.node_paths(&plan, &node)?;
+            specs::load(&paths.attempt_specs(&node, attempt))
+        })
+        .await
+    }
+
+    async fn append_log(&self, key: &LogKey, text: &str) -> Result<(), StoreError> {
+        let inner = self.inner.clone();
+        let (key, text) = (key.clone(), text.to_owned());
+        blocking(move || {
+            let paths = inner.node_paths(&key.plan, &key.node)?;
+            let _serial = lock(&inner.logs);
+            logs::append(
+                &paths.log(&key.node, key.attempt, key.phase),
+                &text,
+                inner.options.log_max_bytes,
+                &inner.counters,
+            )
+        })
+        .await
+    }
+
+    async fn read_log(
+        &self,
+        plan: &PlanId,
+        node: &NodeId,
+        query: LogQuery,
+    ) -> Result<String, StoreError> {
+        let inner = self.inner.clone();
+        let (plan, node) = (plan.clone(), node.clone());
+        blocking(move || {
+            let paths = inner.node_paths(&plan, &node)?;
+            logs::read(&paths.node_logs(&node), query)
+        })
+        .await
+    }
+}

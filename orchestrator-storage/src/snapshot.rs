@@ -1,0 +1,158 @@
+//! The snapshot file (`plan.json`): the plan record as of the start of a journal generation.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use orchestrator_core::plan::PlanSpec;
+use orchestrator_core::state::{PlanRecord, PlanState, SCHEMA_VERSION};
+use orchestrator_core::StoreError;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::fsutil::{both, corrupt};
+use crate::schema;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvelopeOut<'a> {
+    schema_version: u32,
+    generation: u64,
+    created_ns: u64,
+    record: &'a PlanRecord,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvelopeIn<R> {
+    schema_version: u32,
+    generation: u64,
+    #[serde(default)]
+    created_ns: u64,
+    record: R,
+}
+
+/// Serializes a snapshot at the current schema version.
+pub(crate) fn encode(
+    record: &PlanRecord,
+    generation: u64,
+    created_ns: u64,
+) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&EnvelopeOut {
+        schema_version: SCHEMA_VERSION,
+        generation,
+        created_ns,
+        record,
+    })
+}
+
+/// A snapshot whose envelope has been read and whose record is not decoded yet.
+pub(crate) struct Envelope<'a> {
+    /// The journal generation whose changes follow this snapshot.
+    pub(crate) generation: u64,
+    /// Creation time in nanoseconds (orders plans created in the same millisecond).
+    pub(crate) created_ns: u64,
+    /// The schema version the file was written with.
+    pub(crate) version: u32,
+    body: Body<'a>,
+}
+
+enum Body<'a> {
+    /// The current schema: the two halves, still as JSON text.
+    Current {
+        spec: &'a RawValue,
+        state: &'a RawValue,
+    },
+    /// An older schema, to upgrade.
+    Older(Value),
+}
+
+#[derive(Deserialize)]
+struct RawRecord<'a> {
+    #[serde(borrow)]
+    spec: &'a RawValue,
+    #[serde(borrow)]
+    state: &'a RawValue,
+}
+
+/// Reads the envelope of a snapshot read from `path` (a quick pass over the text that finds
+/// truncation, garbage and unsupported versions).
+pub(crate) fn open<'a>(bytes: &'a [u8], path: &Path) -> Result<Envelope<'a>, StoreError> {
+    let raw = serde_json::from_slice::<EnvelopeIn<RawRecord<'a>>>(bytes);
+    if let Ok(env) = &raw {
+        if env.schema_version == SCHEMA_VERSION {
+            return Ok(Envelope {
+                generation: env.generation,
+                created_ns: env.created_ns,
+                version: env.schema_version,
+                body: Body::Current {
+                    spec: env.record.spec,
+                    state: env.record.state,
+                },
+            });
+        }
+    }
+    // Otherwise find out which version it is to give the right error, or to upgrade it.
+    let env = serde_json::from_slice::<EnvelopeIn<Value>>(bytes).map_err(|e| {
+        let what = if e.is_eof() {
+            "truncated plan snapshot"
+        } else {
+            "not a plan snapshot"
+        };
+        corrupt(path, format!("{what}: {e}"))
+    })?;
+    schema::check(env.schema_version, path)?;
+    if env.schema_version == SCHEMA_VERSION {
+        let message = match raw {
+            Err(e) => format!("invalid plan record: {e}"),
+            Ok(_) => "invalid plan record".to_string(),
+        };
+        return Err(corrupt(path, message));
+    }
+    Ok(Envelope {
+        generation: env.generation,
+        created_ns: env.created_ns,
+        version: env.schema_version,
+        body: Body::Older(env.record),
+    })
+}
+
+/// Above this many bytes, the two halves of a record are decoded on two threads.
+const PARALLEL_BYTES: usize = 256 * 1024;
+
+impl Envelope<'_> {
+    /// Decodes the record, upgrading an older schema.
+    pub(crate) fn decode(self, path: &Path) -> Result<PlanRecord, StoreError> {
+        let invalid = |half: &str, e: serde_json::Error| {
+            corrupt(path, format!("invalid plan record: {half}: {e}"))
+        };
+        match self.body {
+            Body::Current { spec, state } => {
+                let parallel = spec.get().len() + state.get().len() > PARALLEL_BYTES;
+                let (spec, state) = both(
+                    parallel,
+                    || serde_json::from_str::<PlanSpec>(spec.get()),
+                    || serde_json::from_str::<PlanState>(state.get()),
+                )
+                .map_err(|message| corrupt(path, message))?;
+                Ok(PlanRecord {
+                    spec: Arc::new(spec.map_err(|e| invalid("spec", e))?),
+                    state: state.map_err(|e| invalid("state", e))?,
+                })
+            }
+            Body::Older(value) => {
+                let value =
+                    schema::upgrade_record(value, self.version).map_err(|e| corrupt(path, e))?;
+                serde_json::from_value(value).map_err(|e| {
+                    corrupt(
+                        path,
+                        format!(
+                            "plan record of schema version {} does not upgrade: {e}",
+                            self.version
+                        ),
+                    )
+                })
+            }
+        }
+    }
+}

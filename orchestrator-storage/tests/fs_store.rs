@@ -1,0 +1,323 @@
+//! Behaviour of the file store beyond the shared conformance suite: layout, persistence
+//! across handles, compaction, log rotation, cost per transition, ids that are not folder
+//! names.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{apply_range, change, full_run, plan};
+use orchestrator_core::ids::{NodeId, PlanId};
+use orchestrator_core::plan::WorkSpec;
+use orchestrator_core::repository::{AttemptSpecs, LogKey, LogQuery};
+use orchestrator_core::state::{NodeStatus, Phase, StateChange};
+use orchestrator_core::{PlanRepository, StoreError};
+use orchestrator_storage::{Compaction, Durability, FsOptions, FsPlanRepository};
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn files_are_laid_out_as_the_spec_says() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::new(root.path().join(".orchestrator"));
+    let record = plan(3);
+    let id = record.state.id.clone();
+    let node = record.state.nodes[1].id.clone();
+    store.create(&record).await.expect("create");
+    store.append(&id, &[change(0)]).await.expect("append");
+    let specs = AttemptSpecs {
+        work: Some(WorkSpec::agent("# Do it\nwell")),
+        prechecks: Some(WorkSpec::shell("true")),
+        postchecks: None,
+    };
+    store
+        .save_attempt_specs(&id, &node, 2, &specs)
+        .await
+        .expect("specs");
+    let key = LogKey {
+        plan: id.clone(),
+        node: node.clone(),
+        phase: Phase::MergeFi,
+        attempt: 2,
+    };
+    store.append_log(&key, "merged\n").await.expect("log");
+
+    let dir = root.path().join(".orchestrator/plans").join(id.as_str());
+    assert_eq!(store.plan_dir(&id).as_deref(), Some(dir.as_path()));
+    assert_eq!(
+        files_in(&dir),
+        [
+            "journal-000000.log",
+            "journal.lock",
+            "logs",
+            "owner.lock",
+            "plan.json",
+            "specs"
+        ]
+    );
+    let snapshot: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.join("plan.json")).expect("read")).expect("json");
+    assert_eq!(snapshot["schemaVersion"], 1);
+    assert_eq!(snapshot["generation"], 0);
+    assert_eq!(snapshot["record"]["state"]["id"], id.as_str());
+    let attempt = dir.join("specs").join(node.as_str()).join("attempts/2");
+    assert_eq!(
+        files_in(&attempt),
+        ["prechecks.json", "work.json", "work.md"]
+    );
+    assert_eq!(
+        fs::read_to_string(attempt.join("work.md")).expect("md"),
+        "# Do it\nwell"
+    );
+    let log = dir.join("logs").join(node.as_str()).join("2/merge-fi.log");
+    assert_eq!(fs::read_to_string(log).expect("log"), "merged\n");
+}
+
+#[tokio::test]
+async fn plans_survive_a_new_handle_and_handles_see_each_others_writes() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let a = FsPlanRepository::new(root.path());
+    let record = plan(3);
+    let id = record.state.id.clone();
+    a.create(&record).await.expect("create");
+    let b = FsPlanRepository::new(root.path());
+    let mut expected = record.clone();
+    // Two handles (as two processes would) append in turns; each must notice the other's
+    // changes before writing its own.
+    for i in 0..120u64 {
+        let store = if (i / 3) % 2 == 0 { &a } else { &b };
+        store.append(&id, &[change(i)]).await.expect("append");
+        apply_range(&mut expected, i, i + 1);
+        if i % 17 == 0 {
+            assert_eq!(a.load(&id).await.expect("load a"), expected, "a at {i}");
+            assert_eq!(b.load(&id).await.expect("load b"), expected, "b at {i}");
+        }
+    }
+    let fresh = FsPlanRepository::new(root.path());
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
+    let listing = fresh.list().await.expect("list");
+    assert_eq!(listing.plans.len(), 1);
+}
+
+#[tokio::test]
+async fn compaction_keeps_everything_and_leaves_one_journal() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let options = FsOptions::default().compaction(
+        Compaction::default()
+            .min_journal_bytes(2048)
+            .snapshot_percent(0)
+            .max_journal_records(1_000_000),
+    );
+    let store = FsPlanRepository::with_options(root.path(), options.clone());
+    let record = plan(4);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let mut expected = record.clone();
+    let mut i = 0u64;
+    while i < 1500 {
+        let len = common::batch_len(i);
+        let batch: Vec<StateChange> = (i..i + len).map(change).collect();
+        store.append(&id, &batch).await.expect("append");
+        apply_range(&mut expected, i, i + len);
+        i += len;
+    }
+    let stats = store.io_stats();
+    assert!(stats.compactions >= 10, "{stats:?}");
+    assert_eq!(stats.changes, i);
+    let dir = store.plan_dir(&id).expect("dir");
+    let journals: Vec<String> = files_in(&dir)
+        .into_iter()
+        .filter(|n| n.starts_with("journal-"))
+        .collect();
+    assert_eq!(journals.len(), 1, "{journals:?}");
+    assert!(!files_in(&dir).iter().any(|n| n.contains(".tmp-")));
+    let fresh = FsPlanRepository::with_options(root.path(), options);
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
+    assert_eq!(store.load(&id).await.expect("load"), expected);
+}
+
+#[tokio::test]
+async fn one_transition_costs_the_same_bytes_on_small_and_large_plans() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::with_options(
+        root.path(),
+        FsOptions::default().durability(Durability::Flush),
+    );
+    let mut costs = Vec::new();
+    for nodes in [10, 1_000, 10_000] {
+        let record = plan(nodes);
+        let id = record.state.id.clone();
+        store.create(&record).await.expect("create");
+        let before = store.io_stats();
+        let ready = StateChange::Node {
+            node: 7,
+            status: NodeStatus::Ready,
+            at: 5,
+        };
+        store.append(&id, &[ready]).await.expect("append");
+        let after = store.io_stats();
+        costs.push(after.state_bytes_written() - before.state_bytes_written());
+    }
+    assert!(costs.iter().all(|&c| c == costs[0] && c < 100), "{costs:?}");
+}
+
+#[tokio::test]
+async fn a_whole_run_of_a_large_plan_round_trips() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::with_options(
+        root.path(),
+        FsOptions::default().durability(Durability::Flush),
+    );
+    let record = plan(2_000);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let mut expected = record.clone();
+    for batch in full_run(2_000) {
+        store.append(&id, &batch).await.expect("append");
+        for c in &batch {
+            expected.apply(c).expect("applies");
+        }
+    }
+    let fresh = FsPlanRepository::new(root.path());
+    let loaded = fresh.load(&id).await.expect("load");
+    assert_eq!(loaded, expected);
+    assert!(loaded
+        .state
+        .nodes
+        .iter()
+        .all(|n| n.status == NodeStatus::Succeeded));
+}
+
+#[tokio::test]
+async fn logs_rotate_and_read_across_the_rotation() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store =
+        FsPlanRepository::with_options(root.path(), FsOptions::default().log_max_bytes(1024));
+    let record = plan(3);
+    let id = record.state.id.clone();
+    let node = record.state.nodes[0].id.clone();
+    store.create(&record).await.expect("create");
+    let key = LogKey {
+        plan: id.clone(),
+        node: node.clone(),
+        phase: Phase::Work,
+        attempt: 1,
+    };
+    let mut written = String::new();
+    for i in 0..200 {
+        let line = format!("output line {i:04} .........................\n");
+        store.append_log(&key, &line).await.expect("log");
+        written.push_str(&line);
+    }
+    let dir = store
+        .plan_dir(&id)
+        .expect("dir")
+        .join("logs")
+        .join(node.as_str())
+        .join("1");
+    assert_eq!(files_in(&dir), ["work.log", "work.log.1"]);
+    let log = store
+        .read_log(&id, &node, LogQuery::new())
+        .await
+        .expect("read");
+    assert!(written.ends_with(&log), "not the end of the log");
+    assert!(
+        log.len() > 1024 && log.len() <= 2048,
+        "{} bytes kept",
+        log.len()
+    );
+    assert!(log.starts_with("output line"), "starts mid-line");
+    let tail = store
+        .read_log(&id, &node, LogQuery::new().phase(Phase::Work).tail(2))
+        .await
+        .expect("tail");
+    assert_eq!(
+        tail,
+        "output line 0198 .........................\noutput line 0199 .........................\n"
+    );
+}
+
+#[tokio::test]
+async fn ids_that_are_not_folder_names_are_refused() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::new(root.path().join("store"));
+    let mut record = plan(3);
+    record.state.id = PlanId::from("../escape");
+    assert!(matches!(
+        store.create(&record).await,
+        Err(StoreError::Rejected { .. })
+    ));
+    assert!(matches!(
+        store.load(&PlanId::from("../escape")).await,
+        Err(StoreError::NotFound(_))
+    ));
+    let record = plan(3);
+    store.create(&record).await.expect("create");
+    let bad = NodeId::from("../../outside");
+    let r = store
+        .save_attempt_specs(&record.state.id, &bad, 1, &AttemptSpecs::default())
+        .await;
+    assert!(matches!(r, Err(StoreError::Rejected { .. })), "{r:?}");
+    let key = LogKey {
+        plan: record.state.id.clone(),
+        node: bad,
+        phase: Phase::Work,
+        attempt: 1,
+    };
+    let r = store.append_log(&key, "x\n").await;
+    assert!(matches!(r, Err(StoreError::Rejected { .. })), "{r:?}");
+    assert_eq!(files_in(root.path()), ["store"]);
+}
+
+#[tokio::test]
+async fn delete_is_refused_while_another_handle_runs_the_plan() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let runner = FsPlanRepository::new(root.path());
+    let other = FsPlanRepository::new(root.path());
+    let record = plan(3);
+    let id = record.state.id.clone();
+    runner.create(&record).await.expect("create");
+    let lease = runner.acquire(&id).await.expect("acquire");
+    match other.delete(&id).await {
+        Err(StoreError::Locked { owner, .. }) => {
+            assert!(owner.contains(&std::process::id().to_string()), "{owner}")
+        }
+        r => panic!("delete of a running plan: {r:?}"),
+    }
+    other.load(&id).await.expect("still there");
+    // The lease holder itself may delete it.
+    runner.delete(&id).await.expect("delete by the owner");
+    drop(lease);
+    assert!(matches!(
+        other.load(&id).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn an_empty_root_lists_nothing_and_leftovers_are_ignored() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::new(root.path().join("missing"));
+    let listing = store.list().await.expect("list");
+    assert!(listing.plans.is_empty() && listing.damaged.is_empty());
+    let store = FsPlanRepository::new(root.path());
+    let record = plan(3);
+    store.create(&record).await.expect("create");
+    // Leftovers of an interrupted create and delete, and a stray file.
+    let plans = root.path().join("plans");
+    fs::create_dir_all(plans.join(".create-x-1")).expect("mkdir");
+    fs::create_dir_all(plans.join(".deleted-y-1/specs")).expect("mkdir");
+    fs::write(plans.join("README"), "hi").expect("write");
+    let listing = store.list().await.expect("list");
+    assert_eq!(listing.plans.len(), 1);
+    assert!(listing.damaged.is_empty(), "{:?}", listing.damaged);
+    assert!(!plans.join(".deleted-y-1").exists());
+}
