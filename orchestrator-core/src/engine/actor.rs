@@ -16,6 +16,7 @@ use crate::engine::orchestrator::{ArchiveReport, EngineCtx, Orchestrator, RetryR
 use crate::engine::pipeline::{NodeFailure, NodeRun};
 use crate::engine::queue::ReadyQueue;
 use crate::engine::resolve_job;
+use crate::engine::writer::{AfterDurable, Batch, JournalWriter};
 use crate::error::{Error, Result};
 use crate::events::OrchestratorEvent;
 use crate::git::GitError;
@@ -27,9 +28,6 @@ use crate::state::{
 };
 
 type Reply<T> = oneshot::Sender<Result<T>>;
-
-/// Pause before appending again after the store failed.
-const STORE_RETRY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Messages to a plan actor.
 #[derive(Debug)]
@@ -105,18 +103,17 @@ pub(crate) struct PlanActor {
     permit: Option<OwnedSemaphorePermit>,
     need_permit: bool,
     to_spawn: Vec<NodeRun>,
-    status_tx: watch::Sender<PlanStatus>,
-    last_status: PlanStatus,
+    writer: JournalWriter,
+    /// Status last handed to the writer.
+    sent_status: PlanStatus,
     chain_pending: bool,
     /// Set by the first start/resume of this actor: an opened plan waits to be told to run.
     activated: bool,
-    unpersisted: Vec<StateChange>,
     closing: Option<Reply<()>>,
     /// Command replies sent at the end of the turn.
-    after_turn: Vec<Box<dyn FnOnce() + Send + Sync>>,
+    after_turn: Vec<AfterDurable>,
     /// Worktree removals in flight; awaited before the plan is recorded as ended.
     cleanups: tokio::task::JoinSet<()>,
-    _lease: Lease,
 }
 
 impl PlanActor {
@@ -142,6 +139,7 @@ impl PlanActor {
         }
         let status = machine.plan_status();
         let (status_tx, status_rx) = watch::channel(status);
+        let writer = JournalWriter::spawn(ctx.clone(), id.clone(), lease, status_tx);
         let mut actor = PlanActor {
             ctx,
             id,
@@ -156,15 +154,13 @@ impl PlanActor {
             permit: None,
             need_permit: false,
             to_spawn: Vec::new(),
-            status_tx,
-            last_status: status,
+            writer,
+            sent_status: status,
             chain_pending: false,
             activated: false,
-            unpersisted: Vec::new(),
             closing: None,
             after_turn: Vec::new(),
             cleanups: tokio::task::JoinSet::new(),
-            _lease: lease,
         };
         let graph = actor.machine.graph().clone();
         for node in actor.machine.ready_nodes() {
@@ -186,7 +182,6 @@ impl PlanActor {
                     self.need_permit = false;
                     self.permit = permit.ok();
                 }
-                () = tokio::time::sleep(STORE_RETRY), if !self.unpersisted.is_empty() => {}
             }
             // Batch whatever else is waiting into this turn (one store append).
             for _ in 0..4096 {
@@ -197,11 +192,14 @@ impl PlanActor {
             }
             self.turn().await;
             if self.closing.is_some() && self.active == 0 {
-                if let Some(reply) = self.closing.take() {
-                    let _ = reply.send(Ok(()));
-                }
                 break;
             }
+        }
+        // Everything handed to the writer is durable and the lease released before `close`
+        // returns, so another owner can take the plan over at once.
+        self.writer.finish().await;
+        if let Some(reply) = self.closing.take() {
+            let _ = reply.send(Ok(()));
         }
     }
 
@@ -804,15 +802,12 @@ impl PlanActor {
                 tracing::error!(error = %e, "could not record the end of the plan");
             }
         }
-        self.flush().await;
-        for reply in self.after_turn.drain(..) {
-            reply();
-        }
-        if self.unpersisted.is_empty() {
-            for run in self.to_spawn.drain(..) {
-                let span = tracing::info_span!("node", node = run.node, node_id = %run.node_id);
-                tokio::spawn(run.execute().instrument(span));
-            }
+        self.flush();
+        // Nodes start without waiting for the append: the journal stays a prefix of what
+        // happened, and a node whose start is lost in a crash simply runs again.
+        for run in self.to_spawn.drain(..) {
+            let span = tracing::info_span!("node", node = run.node, node_id = %run.node_id);
+            tokio::spawn(run.execute().instrument(span));
         }
     }
 
@@ -825,7 +820,7 @@ impl PlanActor {
             && !s.archived
             && !self.chain_pending
             && self.closing.is_none()
-            && self.unpersisted.is_empty()
+            && !self.writer.is_failing()
     }
 
     fn dispatch(&mut self) {
@@ -877,46 +872,32 @@ impl PlanActor {
         Ok(())
     }
 
-    async fn flush(&mut self) {
+    /// Hands this turn's changes, status and replies to the journal writer, publishing the
+    /// changes' events now (live progress does not wait for the disk).
+    fn flush(&mut self) {
+        let mut changes = Vec::new();
         if self.machine.has_outbox() {
             if self.ctx.events.is_observed() {
                 let entries: Vec<_> = self.machine.drain_outbox().collect();
+                changes.reserve(entries.len());
                 for (change, from) in entries {
                     self.publish(&change, from);
-                    self.unpersisted.push(change);
+                    changes.push(change);
                 }
             } else {
-                self.unpersisted
-                    .extend(self.machine.drain_outbox().map(|(change, _)| change));
-            }
-        }
-        if !self.unpersisted.is_empty() {
-            match self
-                .ctx
-                .repository
-                .append(&self.id, &self.unpersisted)
-                .await
-            {
-                Ok(()) => self.unpersisted.clear(),
-                Err(e) => {
-                    // Keep the changes; the run loop tries again shortly. Nothing new starts
-                    // meanwhile (see `can_dispatch`).
-                    tracing::error!(error = %e, "could not persist plan state; will retry");
-                }
+                changes.extend(self.machine.drain_outbox().map(|(change, _)| change));
             }
         }
         let status = self.machine.plan_status();
-        if status != self.last_status {
-            let from = std::mem::replace(&mut self.last_status, status);
-            self.ctx
-                .events
-                .emit_with(|| OrchestratorEvent::PlanStatusChanged {
-                    plan: self.id.clone(),
-                    from,
-                    to: status,
-                });
-            self.status_tx.send_replace(status);
+        if changes.is_empty() && self.after_turn.is_empty() && status == self.sent_status {
+            return;
         }
+        self.sent_status = status;
+        self.writer.send(Batch {
+            changes,
+            status,
+            after: std::mem::take(&mut self.after_turn),
+        });
     }
 
     fn publish(&self, change: &StateChange, from: Option<NodeStatus>) {

@@ -11,6 +11,7 @@ mod builder;
 mod orchestrator;
 mod pipeline;
 mod queue;
+mod writer;
 
 pub use builder::{OrchestratorBuilder, OrchestratorOptions};
 pub use orchestrator::{ArchiveReport, Orchestrator, RetryRequest};

@@ -1,0 +1,136 @@
+//! The journal writer: persists a plan's changes in order, coalescing whatever queued up while
+//! the previous append (and its fsync) was in flight — group commit.
+//!
+//! The actor never waits for the store: it hands each turn's changes over and goes on. What
+//! must follow durability does: command replies and the published plan status (so `wait`
+//! returning means the store holds the final state) run after the append that covers them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::engine::orchestrator::EngineCtx;
+use crate::events::OrchestratorEvent;
+use crate::ids::PlanId;
+use crate::repository::{Lease, StoreError};
+use crate::state::{PlanStatus, StateChange};
+
+/// Something to run once a batch is durable.
+pub(crate) type AfterDurable = Box<dyn FnOnce() + Send + Sync>;
+
+/// One turn's worth of persistence work.
+pub(crate) struct Batch {
+    pub(crate) changes: Vec<StateChange>,
+    pub(crate) status: PlanStatus,
+    pub(crate) after: Vec<AfterDurable>,
+}
+
+/// Pause before appending again after the store failed.
+const STORE_RETRY: Duration = Duration::from_millis(250);
+
+pub(crate) struct JournalWriter {
+    tx: Option<mpsc::UnboundedSender<Batch>>,
+    failing: Arc<AtomicBool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl JournalWriter {
+    /// Starts the writer; it owns the plan's lease until it has written everything.
+    pub(crate) fn spawn(
+        ctx: Arc<EngineCtx>,
+        plan: PlanId,
+        lease: Lease,
+        status_tx: watch::Sender<PlanStatus>,
+    ) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let failing = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn(write_loop(ctx, plan, lease, status_tx, rx, failing.clone()));
+        JournalWriter {
+            tx: Some(tx),
+            failing,
+            task: Some(task),
+        }
+    }
+
+    /// Queues a batch.
+    pub(crate) fn send(&self, batch: Batch) {
+        if let Some(tx) = &self.tx {
+            // The writer only stops after `finish`, so a send cannot fail before it.
+            let _ = tx.send(batch);
+        }
+    }
+
+    /// Whether the store is currently refusing appends (nothing new should start).
+    pub(crate) fn is_failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
+    }
+
+    /// Writes what is queued, then releases the lease.
+    pub(crate) async fn finish(&mut self) {
+        self.tx = None;
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+async fn write_loop(
+    ctx: Arc<EngineCtx>,
+    plan: PlanId,
+    lease: Lease,
+    status_tx: watch::Sender<PlanStatus>,
+    mut rx: mpsc::UnboundedReceiver<Batch>,
+    failing: Arc<AtomicBool>,
+) {
+    let mut published = *status_tx.borrow();
+    while let Some(mut batch) = rx.recv().await {
+        while let Ok(more) = rx.try_recv() {
+            batch.changes.extend(more.changes);
+            batch.status = more.status;
+            batch.after.extend(more.after);
+        }
+        if !batch.changes.is_empty() {
+            append(&ctx, &plan, &batch.changes, &failing).await;
+        }
+        if batch.status != published {
+            let from = std::mem::replace(&mut published, batch.status);
+            ctx.events
+                .emit_with(|| OrchestratorEvent::PlanStatusChanged {
+                    plan: plan.clone(),
+                    from,
+                    to: batch.status,
+                });
+            status_tx.send_replace(batch.status);
+        }
+        for f in batch.after {
+            f();
+        }
+    }
+    drop(lease);
+}
+
+/// Appends, retrying transient failures for as long as it takes: dropping a change would break
+/// the journal's prefix property. A plan that no longer exists in the store is given up on.
+async fn append(ctx: &EngineCtx, plan: &PlanId, changes: &[StateChange], failing: &AtomicBool) {
+    loop {
+        match ctx.repository.append(plan, changes).await {
+            Ok(()) => {
+                failing.store(false, Ordering::Relaxed);
+                return;
+            }
+            Err(e @ (StoreError::NotFound(_) | StoreError::Rejected { .. })) => {
+                tracing::error!(error = %e, "plan state not persisted; the store refuses it");
+                failing.store(true, Ordering::Relaxed);
+                return;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not persist plan state; will retry");
+                failing.store(true, Ordering::Relaxed);
+                tokio::time::sleep(STORE_RETRY).await;
+            }
+        }
+    }
+}
