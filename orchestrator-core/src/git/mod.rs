@@ -116,7 +116,13 @@ pub enum GitError {
 impl GitError {
     /// Whether trying again may help.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, GitError::Other { retryable: true, .. } | GitError::RefChanged { .. })
+        matches!(
+            self,
+            GitError::Other {
+                retryable: true,
+                ..
+            } | GitError::RefChanged { .. }
+        )
     }
 
     /// Shorthand for [`GitError::Other`].
@@ -219,8 +225,11 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
 
     /// Stages everything in the worktree (respecting `.gitignore`) and commits it with `message`.
     /// `Ok(None)` when there is nothing to commit.
-    async fn commit_all(&self, worktree: &Path, message: &str)
-        -> Result<Option<CommitId>, GitError>;
+    async fn commit_all(
+        &self,
+        worktree: &Path,
+        message: &str,
+    ) -> Result<Option<CommitId>, GitError>;
 
     /// Merges `commit` into `branch` without any checkout (in memory), updating the ref by
     /// compare-and-swap, serialized per repository. When the branch is checked out in the main

@@ -1,0 +1,332 @@
+//! Bringing working folders to a tree: a fresh worktree, a worktree after a merge, the user's
+//! clean checkout after a merge into its branch; and telling whether a checkout is dirty.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use git2::build::CheckoutBuilder;
+use git2::{IndexEntry, IndexTime, Oid, Repository, Status, StatusOptions, Tree};
+use orchestrator_core::git::GitError;
+
+use crate::error::{self, Context};
+
+/// How many changed files a [`GitError::DirtyCheckout`] names at most.
+const DIRTY_FILES_SHOWN: usize = 20;
+
+/// At most this many threads write a checkout's files.
+const WRITER_THREADS: usize = 4;
+
+/// Fewer files than this per thread are not worth another thread.
+const FILES_PER_THREAD: usize = 128;
+
+/// Fills a fresh worktree (HEAD already at the commit of `tree`, no index yet) with `tree`'s
+/// files and writes its index.
+///
+/// The common case (no attributes or line-ending conversion, ordinary paths) writes the blobs
+/// and the index directly, which costs about half of libgit2's general checkout; anything else
+/// goes through libgit2's checkout.
+pub(crate) fn populate(wt: &Repository, tree: &Tree<'_>) -> Result<(), GitError> {
+    match plain_entries(wt, tree)? {
+        Some(entries) => write_plain(wt, &entries),
+        None => {
+            let mut opts = CheckoutBuilder::new();
+            opts.force().recreate_missing(true);
+            wt.checkout_tree(tree.as_object(), Some(&mut opts))
+                .ctx("check out worktree")
+        }
+    }
+}
+
+/// One file of a tree to write.
+struct PlainEntry {
+    path: String,
+    id: Oid,
+    mode: i32,
+}
+
+/// The tree's folders and files when writing them byte for byte is exactly what git's checkout
+/// would do: no `.gitattributes` (in the tree or configured), no line-ending conversion, no
+/// submodules, and only ordinary path components. `None` otherwise.
+fn plain_entries(wt: &Repository, tree: &Tree<'_>) -> Result<Option<Vec<PlainEntry>>, GitError> {
+    let config = wt.config().ctx("read config")?;
+    let set = |key: &str| config.get_entry(key).is_ok();
+    let converting = config
+        .get_string("core.autocrlf")
+        .is_ok_and(|v| !v.eq_ignore_ascii_case("false"));
+    let symlinks = config.get_bool("core.symlinks").unwrap_or(true);
+    if converting || set("core.eol") || set("core.attributesFile") || !symlinks {
+        return Ok(None);
+    }
+    let global_attributes = std::env::var_os("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")))
+        .map(|dir| dir.join("git").join("attributes"));
+    if wt.commondir().join("info").join("attributes").exists()
+        || global_attributes.is_some_and(|f| f.exists())
+    {
+        return Ok(None);
+    }
+    let mut entries = Vec::new();
+    let mut plain = true;
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        let name = entry.name().unwrap_or_default();
+        let ordinary = !name.is_empty()
+            && name != "."
+            && name != ".."
+            && !name.eq_ignore_ascii_case(".git")
+            && !name.eq_ignore_ascii_case(".gitattributes")
+            && !name.contains(['\\', '\0']);
+        let mode = entry.filemode();
+        let file = [0o100644, 0o100755, 0o120000].contains(&mode);
+        if !ordinary || entry.name().is_none() || !(file || mode == 0o040000) {
+            plain = false;
+            return git2::TreeWalkResult::Abort;
+        }
+        if file {
+            entries.push(PlainEntry {
+                path: format!("{dir}{name}"),
+                id: entry.id(),
+                mode,
+            });
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .or_else(|e| if plain { Err(e) } else { Ok(()) })
+    .ctx("read tree")?;
+    Ok(plain.then_some(entries))
+}
+
+/// Writes `entries` into the worktree's folder and its index, with the files' stat data so git
+/// sees them clean without re-reading them. Large trees are written by several threads (the
+/// cost is mostly the file system's, per file).
+fn write_plain(wt: &Repository, entries: &[PlainEntry]) -> Result<(), GitError> {
+    let root = wt
+        .workdir()
+        .ok_or_else(|| GitError::other("check out worktree", "no working folder"))?;
+    let folders: BTreeSet<&str> = entries
+        .iter()
+        .filter_map(|e| e.path.rsplit_once('/').map(|(dir, _)| dir))
+        .collect();
+    for dir in folders {
+        let folder = root.join(dir);
+        std::fs::create_dir_all(&folder).map_err(|e| error::io("check out", &folder, e))?;
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, WRITER_THREADS)
+        .min(entries.len().div_ceil(FILES_PER_THREAD).max(1));
+    let written: Vec<Result<Vec<IndexEntry>, GitError>> = if threads == 1 {
+        vec![write_files(wt, root, entries)]
+    } else {
+        let chunk = entries.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = entries
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        // A repository handle per thread: libgit2 objects are not shared.
+                        let repo = Repository::open(root).ctx("open worktree")?;
+                        write_files(&repo, root, part)
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join().unwrap_or_else(|_| {
+                        Err(GitError::other("check out", "a writer thread failed"))
+                    })
+                })
+                .collect()
+        })
+    };
+    let mut index = wt.index().ctx("read index")?;
+    for part in written {
+        for entry in part? {
+            index.add(&entry).ctx("write index")?;
+        }
+    }
+    index.write().ctx("write index")
+}
+
+/// Writes the blobs of `entries` under `root` (folders exist) and returns their index entries.
+fn write_files(
+    repo: &Repository,
+    root: &Path,
+    entries: &[PlainEntry],
+) -> Result<Vec<IndexEntry>, GitError> {
+    let odb = repo.odb().ctx("open object database")?;
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let file = root.join(&entry.path);
+        let blob = odb.read(entry.id).ctx("read blob")?;
+        write_blob(&file, blob.data(), entry.mode)?;
+        let meta =
+            std::fs::symlink_metadata(&file).map_err(|e| error::io("check out", &file, e))?;
+        out.push(stat_entry(&entry.path, entry.id, entry.mode, &meta));
+    }
+    Ok(out)
+}
+
+/// An index entry for `path` with the stat data of the file just written.
+fn stat_entry(path: &str, id: Oid, mode: i32, meta: &std::fs::Metadata) -> IndexEntry {
+    #[cfg(unix)]
+    let (ctime, mtime, dev, ino, uid, gid, size) = {
+        use std::os::unix::fs::MetadataExt;
+        (
+            IndexTime::new(meta.ctime() as i32, meta.ctime_nsec() as u32),
+            IndexTime::new(meta.mtime() as i32, meta.mtime_nsec() as u32),
+            meta.dev() as u32,
+            meta.ino() as u32,
+            meta.uid(),
+            meta.gid(),
+            meta.size() as u32,
+        )
+    };
+    #[cfg(not(unix))]
+    let (ctime, mtime, dev, ino, uid, gid, size) = {
+        let zero = IndexTime::new(0, 0);
+        (zero, zero, 0, 0, 0, 0, meta.len() as u32)
+    };
+    IndexEntry {
+        ctime,
+        mtime,
+        dev,
+        ino,
+        mode: mode as u32,
+        uid,
+        gid,
+        file_size: size,
+        id,
+        flags: path.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
+/// Moves the working folder and index of `wt` from its HEAD's tree to `tree`, refusing (before
+/// changing anything) to overwrite local modifications or untracked files. HEAD is not moved.
+pub(crate) fn switch_safely(wt: &Repository, tree: &Tree<'_>) -> Result<(), GitError> {
+    let mut opts = CheckoutBuilder::new();
+    opts.safe();
+    wt.checkout_tree(tree.as_object(), Some(&mut opts))
+        .ctx("check out")
+}
+
+/// Forces the working folder and index of `wt` to `tree` (after a resolver wrote the merge
+/// result itself).
+pub(crate) fn switch_forced(wt: &Repository, tree: &Tree<'_>) -> Result<(), GitError> {
+    let mut opts = CheckoutBuilder::new();
+    opts.force();
+    wt.checkout_tree(tree.as_object(), Some(&mut opts))
+        .ctx("check out")
+}
+
+/// Files that moving the checkout `wt` from `old` to `new` would lose or that make it dirty:
+/// staged changes, modified or deleted tracked files, and untracked files at paths `new` adds.
+/// Sorted, at most [`DIRTY_FILES_SHOWN`].
+pub(crate) fn dirty_files(
+    wt: &Repository,
+    old: &Tree<'_>,
+    new: &Tree<'_>,
+) -> Result<Vec<String>, GitError> {
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true)
+        .renames_head_to_index(false);
+    let statuses = wt.statuses(Some(&mut opts)).ctx("status")?;
+    let mut dirty = BTreeSet::new();
+    for entry in statuses.iter() {
+        let Some(path) = entry.path() else { continue };
+        let status = entry.status();
+        let untracked = status == Status::WT_NEW;
+        let counts = if untracked {
+            let p = Path::new(path);
+            new.get_path(p).is_ok() && old.get_path(p).is_err()
+        } else {
+            !status.is_empty() && !status.contains(Status::IGNORED)
+        };
+        if counts {
+            dirty.insert(path.to_string());
+        }
+    }
+    Ok(dirty.into_iter().take(DIRTY_FILES_SHOWN).collect())
+}
+
+/// Puts `path` (relative, `/`-separated) in the working folder `root` back to its state in
+/// `tree`: the blob's content and mode, or no file when `tree` lacks it.
+pub(crate) fn restore_path(
+    repo: &Repository,
+    root: &Path,
+    tree: &Tree<'_>,
+    path: &str,
+) -> Result<(), GitError> {
+    let file = root.join(path);
+    match std::fs::symlink_metadata(&file) {
+        Ok(meta) if meta.is_dir() && !meta.file_type().is_symlink() => {
+            std::fs::remove_dir_all(&file).map_err(|e| error::io("restore", &file, e))?
+        }
+        Ok(_) => std::fs::remove_file(&file).map_err(|e| error::io("restore", &file, e))?,
+        Err(_) => {}
+    }
+    let Ok(entry) = tree.get_path(Path::new(path)) else {
+        return Ok(());
+    };
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| error::io("restore", parent, e))?;
+    }
+    let blob = repo.find_blob(entry.id()).ctx("read blob")?;
+    write_blob(&file, blob.content(), entry.filemode())
+}
+
+/// Writes a blob as a file of git mode `mode` (regular, executable or symbolic link).
+fn write_blob(file: &Path, content: &[u8], mode: i32) -> Result<(), GitError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::PermissionsExt;
+        if mode == i32::from(git2::FileMode::Link) {
+            let target = std::ffi::OsStr::from_bytes(content);
+            return std::os::unix::fs::symlink(target, file)
+                .map_err(|e| error::io("write file", file, e));
+        }
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let executable = mode == i32::from(git2::FileMode::BlobExecutable);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(if executable { 0o777 } else { 0o666 })
+            .open(file)
+            .map_err(|e| error::io("write file", file, e))?;
+        out.write_all(content)
+            .map_err(|e| error::io("write file", file, e))?;
+        if executable {
+            // An existing file keeps its mode on open: set it explicitly.
+            let mode = std::fs::metadata(file)
+                .map_err(|e| error::io("write file", file, e))?
+                .permissions()
+                .mode();
+            if mode & 0o111 == 0 {
+                std::fs::set_permissions(file, std::fs::Permissions::from_mode(mode | 0o111))
+                    .map_err(|e| error::io("write file", file, e))?;
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = mode;
+        std::fs::write(file, content).map_err(|e| error::io("write file", file, e))
+    }
+}
+
+/// The tree of a commit.
+pub(crate) fn tree_of(repo: &Repository, commit: Oid) -> Result<Tree<'_>, GitError> {
+    repo.find_commit(commit)
+        .and_then(|c| c.tree())
+        .ctx("read commit")
+}

@@ -1,0 +1,116 @@
+//! Keeping worktree paths inside their allowed roots.
+
+use std::path::{Component, Path, PathBuf};
+
+use orchestrator_core::git::GitError;
+
+use crate::error;
+
+/// Resolves `path` physically: `..` and `.` are applied and every existing prefix has its
+/// symbolic links resolved, so the result is where the path really points (its missing tail kept
+/// as written).
+pub(crate) fn resolve_physical(path: &Path) -> Result<PathBuf, GitError> {
+    let mut resolved = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                resolved.pop();
+            }
+            Component::CurDir => {}
+            other => {
+                resolved.push(other);
+                if std::fs::symlink_metadata(&resolved).is_ok() {
+                    resolved = std::fs::canonicalize(&resolved)
+                        .map_err(|e| error::io("resolve path", &resolved, e))?;
+                }
+            }
+        }
+    }
+    Ok(resolved)
+}
+
+/// The physical form of `path` when it lies strictly inside one of `roots` (already canonical)
+/// and outside `git_dir`; else [`GitError::PathOutsideRoot`] naming the first root.
+pub(crate) fn confine(path: &Path, roots: &[PathBuf], git_dir: &Path) -> Result<PathBuf, GitError> {
+    let outside = || GitError::PathOutsideRoot {
+        path: path.to_path_buf(),
+        root: roots.first().cloned().unwrap_or_default(),
+    };
+    if !path.is_absolute() {
+        return Err(outside());
+    }
+    let resolved = resolve_physical(path)?;
+    let inside = roots
+        .iter()
+        .any(|root| resolved.starts_with(root) && resolved != *root);
+    if inside && !resolved.starts_with(git_dir) {
+        Ok(resolved)
+    } else {
+        Err(outside())
+    }
+}
+
+/// Whether `path` is a folder with nothing in it.
+pub(crate) fn is_empty_dir(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+}
+
+/// Deletes the folder `dir`: first every symbolic link inside it is unlinked (so a linked
+/// `node_modules` loses its link, never its content), then the rest.
+pub(crate) fn remove_tree(dir: &Path) -> Result<(), GitError> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(error::io("remove worktree", dir, e)),
+    };
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        return std::fs::remove_file(dir).map_err(|e| error::io("remove worktree", dir, e));
+    }
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        let entries =
+            std::fs::read_dir(&folder).map_err(|e| error::io("remove worktree", &folder, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| error::io("remove worktree", &folder, e))?;
+            let kind = entry
+                .file_type()
+                .map_err(|e| error::io("remove worktree", &entry.path(), e))?;
+            if kind.is_symlink() {
+                std::fs::remove_file(entry.path())
+                    .map_err(|e| error::io("remove worktree", &entry.path(), e))?;
+            } else if kind.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    // No symbolic links are left, and `remove_dir_all` would not follow one anyway.
+    std::fs::remove_dir_all(dir).map_err(|e| error::io("remove worktree", dir, e))
+}
+
+/// Writes `content` to `path` through a temporary file and a rename, so readers never see half.
+pub(crate) fn write_atomically(path: &Path, content: &[u8]) -> Result<(), GitError> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, content).map_err(|e| error::io("write", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        error::io("write", path, e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confine_rejects_traversal_and_accepts_inside() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        let git_dir = root.join(".git");
+        let roots = vec![root.clone()];
+        assert!(confine(&root.join("a/b"), &roots, &git_dir).is_ok());
+        assert!(confine(&root.join("a/../../x"), &roots, &git_dir).is_err());
+        assert!(confine(&root, &roots, &git_dir).is_err());
+        assert!(confine(&root.join(".git/worktrees/x"), &roots, &git_dir).is_err());
+        assert!(confine(Path::new("relative"), &roots, &git_dir).is_err());
+    }
+}

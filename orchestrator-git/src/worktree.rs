@@ -1,0 +1,260 @@
+//! Linked worktrees in git's own on-disk format.
+//!
+//! libgit2's `git_worktree_add` always creates a branch named after the worktree; the orchestrator
+//! wants detached worktrees, so the administrative files are written here exactly as
+//! `git worktree add --detach` writes them:
+//!
+//! ```text
+//! <common>/worktrees/<name>/gitdir     "<worktree>/.git"
+//! <common>/worktrees/<name>/commondir  "../.."
+//! <common>/worktrees/<name>/HEAD       "<commit id>"
+//! <common>/worktrees/<name>/locked     "initializing" (only while being created)
+//! <worktree>/.git                      "gitdir: <common>/worktrees/<name>"
+//! ```
+//!
+//! The `locked` marker keeps `git worktree prune` away during creation and tells a retry that a
+//! previous attempt did not finish.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+use orchestrator_core::git::GitError;
+
+use crate::checkout;
+use crate::error;
+use crate::paths;
+
+/// Content of the `locked` marker while a worktree is being created.
+const INITIALIZING: &str = "initializing";
+
+/// The worktree folder an administrative folder (`<common>/worktrees/<name>`) points at.
+pub(crate) fn registered_path(admin: &Path) -> Option<PathBuf> {
+    let gitdir = std::fs::read_to_string(admin.join("gitdir")).ok()?;
+    let dot_git = PathBuf::from(gitdir.trim_end_matches(['\n', '\r']));
+    let folder = dot_git.parent()?.to_path_buf();
+    Some(paths::resolve_physical(&folder).unwrap_or(folder))
+}
+
+/// The administrative folder of the worktree at `path` (physical), if the repository has one.
+fn admin_of(repo: &Repository, path: &Path) -> Option<PathBuf> {
+    let entries = std::fs::read_dir(repo.commondir().join("worktrees")).ok()?;
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .find(|admin| registered_path(admin).as_deref() == Some(path))
+}
+
+/// Whether `path/.git` points into this repository's worktree administration (a worktree of
+/// ours, even if its administrative folder is gone).
+fn points_to_us(repo: &Repository, path: &Path) -> bool {
+    let Ok(content) = std::fs::read_to_string(path.join(".git")) else {
+        return false;
+    };
+    let Some(target) = content.trim_end().strip_prefix("gitdir: ") else {
+        return false;
+    };
+    let Ok(common) = std::fs::canonicalize(repo.commondir()) else {
+        return false;
+    };
+    paths::resolve_physical(Path::new(target))
+        .is_ok_and(|t| t.parent() == Some(common.join("worktrees").as_path()))
+}
+
+/// Whether the worktree with administrative folder `admin` is complete and usable.
+fn is_valid(admin: &Path, path: &Path) -> bool {
+    if admin.join("locked").exists() {
+        let reason = std::fs::read_to_string(admin.join("locked")).unwrap_or_default();
+        if reason.trim() == INITIALIZING {
+            return false;
+        }
+    }
+    Repository::open(path)
+        .and_then(|wt| wt.head().and_then(|h| h.peel_to_commit()).map(|_| ()))
+        .is_ok()
+}
+
+/// Creates a detached worktree of `repo` at `path` (physical, confined) checked out at `commit`,
+/// or keeps the valid one that is already there.
+pub(crate) fn create(repo: &Repository, path: &Path, commit: Oid) -> Result<(), GitError> {
+    if let Some(admin) = admin_of(repo, path) {
+        if path.is_dir() && is_valid(&admin, path) {
+            return Ok(());
+        }
+        // An attempt that did not finish: start over.
+        paths::remove_tree(path)?;
+        paths::remove_tree(&admin)?;
+    } else if path.exists() && !paths::is_empty_dir(path) {
+        if !points_to_us(repo, path) {
+            return Err(GitError::other(
+                "create worktree",
+                format!(
+                    "{} exists and is not a worktree of this repository",
+                    path.display()
+                ),
+            ));
+        }
+        paths::remove_tree(path)?; // ours, but its registration is gone: recreate it
+    }
+    checkout::tree_of(repo, commit)?; // a commit with a readable tree, before touching the disk
+    std::fs::create_dir_all(path).map_err(|e| error::io("create worktree", path, e))?;
+    let admin = claim_admin_dir(repo, path)?;
+    let written = register(&admin, path, commit).and_then(|()| {
+        let wt = crate::refs::open(path)?;
+        let tree = checkout::tree_of(&wt, commit)?;
+        checkout::populate(&wt, &tree)
+    });
+    match written {
+        Ok(()) => std::fs::remove_file(admin.join("locked"))
+            .map_err(|e| error::io("create worktree", &admin, e)),
+        Err(e) => {
+            let _ = paths::remove_tree(path);
+            let _ = paths::remove_tree(&admin);
+            Err(e)
+        }
+    }
+}
+
+/// Creates `<common>/worktrees/<name>` with a name derived from the folder's and unused yet.
+fn claim_admin_dir(repo: &Repository, path: &Path) -> Result<PathBuf, GitError> {
+    let parent = repo.commondir().join("worktrees");
+    std::fs::create_dir_all(&parent).map_err(|e| error::io("create worktree", &parent, e))?;
+    let base: String = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let base = base.trim_start_matches('.');
+    let base = if base.is_empty() { "worktree" } else { base };
+    for n in 0..10_000u32 {
+        let name = if n == 0 {
+            base.to_string()
+        } else {
+            format!("{base}{n}")
+        };
+        let admin = parent.join(name);
+        match std::fs::create_dir(&admin) {
+            Ok(()) => return Ok(admin),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(error::io("create worktree", &admin, e)),
+        }
+    }
+    Err(GitError::other("create worktree", "no free worktree name"))
+}
+
+/// Writes the administrative files and the worktree's `.git` file.
+fn register(admin: &Path, path: &Path, commit: Oid) -> Result<(), GitError> {
+    let write = |file: PathBuf, content: String| {
+        std::fs::write(&file, content).map_err(|e| error::io("create worktree", &file, e))
+    };
+    write(admin.join("locked"), format!("{INITIALIZING}\n"))?;
+    write(admin.join("commondir"), "../..\n".to_string())?;
+    write(
+        admin.join("gitdir"),
+        format!("{}\n", path.join(".git").display()),
+    )?;
+    write(admin.join("HEAD"), format!("{commit}\n"))?;
+    write(path.join(".git"), format!("gitdir: {}\n", admin.display()))
+}
+
+/// Removes the worktree at `path` (physical, confined) and its registration. A missing worktree
+/// is fine; a folder that is not a worktree of `repo` is refused.
+pub(crate) fn remove(repo: &Repository, path: &Path) -> Result<(), GitError> {
+    let admin = admin_of(repo, path);
+    let exists = std::fs::symlink_metadata(path).is_ok();
+    if exists && admin.is_none() && !points_to_us(repo, path) && !paths::is_empty_dir(path) {
+        return Err(GitError::other(
+            "remove worktree",
+            format!(
+                "{} is not a worktree of this repository; refusing to delete it",
+                path.display()
+            ),
+        ));
+    }
+    paths::remove_tree(path)?;
+    if let Some(admin) = admin {
+        paths::remove_tree(&admin)?;
+    }
+    Ok(())
+}
+
+/// The registered linked worktrees whose folder exists, sorted.
+pub(crate) fn list(repo: &Repository) -> Result<Vec<PathBuf>, GitError> {
+    let dir = repo.commondir().join("worktrees");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(error::io("list worktrees", &dir, e)),
+    };
+    let found: BTreeSet<PathBuf> = entries
+        .flatten()
+        .filter_map(|e| registered_path(&e.path()))
+        .filter(|p| p.join(".git").exists())
+        .collect();
+    Ok(found.into_iter().collect())
+}
+
+/// Forgets registrations whose folder is gone (as `git worktree prune`), keeping locked ones
+/// unless the lock is an unfinished creation of ours. Returns the names pruned.
+pub(crate) fn prune(repo: &Repository) -> Result<Vec<String>, GitError> {
+    let dir = repo.commondir().join("worktrees");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(Vec::new());
+    };
+    let mut pruned = Vec::new();
+    for admin in entries.flatten().map(|e| e.path()) {
+        let alive = registered_path(&admin).is_some_and(|p| p.join(".git").exists());
+        let lock = std::fs::read_to_string(admin.join("locked")).ok();
+        let locked = lock.is_some_and(|reason| reason.trim() != INITIALIZING);
+        if !alive && !locked {
+            paths::remove_tree(&admin)?;
+            pruned.push(
+                admin
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    Ok(pruned)
+}
+
+/// Removes the worktrees of `repo` directly under `root` that are not in `live` (physical
+/// paths), then prunes. Folders that are not worktrees of `repo` are left alone. Returns the
+/// folders removed.
+pub(crate) fn remove_orphans(
+    repo: &Repository,
+    root: &Path,
+    live: &BTreeSet<PathBuf>,
+) -> Result<Vec<PathBuf>, GitError> {
+    let mut removed = Vec::new();
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            prune(repo)?;
+            return Ok(removed);
+        }
+        Err(e) => return Err(error::io("remove orphaned worktrees", root, e)),
+    };
+    for entry in entries.flatten() {
+        let path = paths::resolve_physical(&entry.path())?;
+        if live.contains(&path) || !path.starts_with(root) || !path.is_dir() {
+            continue;
+        }
+        let ours = admin_of(repo, &path).is_some() || points_to_us(repo, &path);
+        if ours {
+            remove(repo, &path)?;
+            removed.push(path);
+        }
+    }
+    prune(repo)?;
+    Ok(removed)
+}
