@@ -1,5 +1,6 @@
 //! The plan's graph as text: Mermaid (for Markdown viewers) and Graphviz DOT.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::engine::node_label;
@@ -22,16 +23,7 @@ use crate::state::{NodeStatus, PlanRecord};
 /// ```
 pub fn mermaid(record: &PlanRecord, graph: &PlanGraph) -> String {
     let mut out = String::from("flowchart TD\n");
-    let mut groups: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
-    for n in 0..graph.node_count() {
-        let group = record
-            .spec
-            .jobs
-            .get(n)
-            .and_then(|j| j.group.as_deref())
-            .unwrap_or("");
-        groups.entry(group).or_default().push(n);
-    }
+    let groups = groups(record, graph);
     for (group, nodes) in &groups {
         if !group.is_empty() {
             let _ = writeln!(
@@ -83,16 +75,7 @@ pub fn dot(record: &PlanRecord, graph: &PlanGraph) -> String {
     let mut out = String::from(
         "digraph plan {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\"];\n",
     );
-    let mut groups: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
-    for n in 0..graph.node_count() {
-        let group = record
-            .spec
-            .jobs
-            .get(n)
-            .and_then(|j| j.group.as_deref())
-            .unwrap_or("");
-        groups.entry(group).or_default().push(n);
-    }
+    let groups = groups(record, graph);
     for (i, (group, nodes)) in groups.iter().enumerate() {
         if !group.is_empty() {
             let _ = writeln!(
@@ -128,6 +111,16 @@ pub fn dot(record: &PlanRecord, graph: &PlanGraph) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+/// Nodes by `group` (`""` for ungrouped), groups sorted by name.
+fn groups<'a>(record: &'a PlanRecord, graph: &PlanGraph) -> BTreeMap<&'a str, Vec<usize>> {
+    let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for n in 0..graph.node_count() {
+        let group = record.spec.jobs.get(n).and_then(|j| j.group.as_deref());
+        groups.entry(group.unwrap_or("")).or_default().push(n);
+    }
+    groups
 }
 
 const COLORS: [(&str, &str); 9] = [

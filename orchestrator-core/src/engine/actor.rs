@@ -564,12 +564,7 @@ impl PlanActor {
                     }
                 }
                 let graph = self.machine.graph().clone();
-                let root = self
-                    .ctx
-                    .options
-                    .worktree_root
-                    .clone()
-                    .unwrap_or_else(|| repo.join(".worktrees"));
+                let root = self.ctx.options.worktree_root_for(repo);
                 for (n, node) in state.nodes.iter().enumerate() {
                     let needed = node.status == NodeStatus::Succeeded
                         && !graph.is_snapshot(n)
@@ -581,7 +576,7 @@ impl PlanActor {
                         let path = node
                             .worktree
                             .clone()
-                            .unwrap_or_else(|| root.join(node.id.short()));
+                            .unwrap_or_else(|| root.join(super::job_worktree_name(&node.id)));
                         git.create_worktree(repo, &path, commit).await?;
                         self.machine
                             .record_change(StateChange::Worktree {
@@ -616,18 +611,13 @@ impl PlanActor {
         if let Some(git) = self.ctx.git.clone() {
             let state = self.machine.record().state.clone();
             let repo = &state.repo;
-            let root = self
-                .ctx
-                .options
-                .worktree_root
-                .clone()
-                .unwrap_or_else(|| repo.join(".worktrees"));
+            let root = self.ctx.options.worktree_root_for(repo);
             let mut paths: Vec<PathBuf> = state
                 .nodes
                 .iter()
-                .map(|n| root.join(n.id.short()))
+                .map(|n| root.join(super::job_worktree_name(&n.id)))
                 .collect();
-            paths.push(root.join(format!("_snapshot-{}", self.id.short())));
+            paths.push(root.join(super::snapshot_worktree_name(&self.id)));
             paths.extend(state.nodes.iter().filter_map(|n| n.worktree.clone()));
             paths.sort();
             paths.dedup();

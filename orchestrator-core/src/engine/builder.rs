@@ -46,6 +46,14 @@ impl OrchestratorOptions {
         self
     }
 
+    /// Where the worktrees of plans on `repo` live: [`OrchestratorOptions::worktree_root`], or
+    /// `<repo>/.worktrees`. (A git layer that checks paths must be given the same root.)
+    pub fn worktree_root_for(&self, repo: &std::path::Path) -> PathBuf {
+        self.worktree_root
+            .clone()
+            .unwrap_or_else(|| repo.join(".worktrees"))
+    }
+
     /// Sets [`OrchestratorOptions::worktree_root`].
     pub fn worktree_root(mut self, root: impl Into<PathBuf>) -> Self {
         self.worktree_root = Some(root.into());

@@ -53,6 +53,16 @@ pub fn resolve_job(record: &PlanRecord, graph: &PlanGraph, job: &str) -> Result<
     }
 }
 
+/// Folder name of a job's worktree under the worktree root (SPEC §4: `<id8>`).
+pub fn job_worktree_name(node: &crate::ids::NodeId) -> &str {
+    node.short()
+}
+
+/// Folder name of a plan's snapshot worktree under the worktree root (SPEC §4).
+pub fn snapshot_worktree_name(plan: &crate::ids::PlanId) -> String {
+    format!("_snapshot-{}", plan.short())
+}
+
 /// Display label of a node: the job's display name, or `snapshot-validation`.
 pub fn node_label(record: &PlanRecord, n: NodeIndex) -> &str {
     record

@@ -313,15 +313,16 @@ impl Orchestrator {
                     return Ok(Vec::new());
                 }
             };
-            known.insert(format!("_snapshot-{}", record.state.id.short()));
-            known.extend(record.state.nodes.iter().map(|n| n.id.short().to_owned()));
+            known.insert(super::snapshot_worktree_name(&record.state.id));
+            known.extend(
+                record
+                    .state
+                    .nodes
+                    .iter()
+                    .map(|n| super::job_worktree_name(&n.id).to_owned()),
+            );
         }
-        let root = self
-            .ctx
-            .options
-            .worktree_root
-            .clone()
-            .unwrap_or_else(|| repo.join(".worktrees"));
+        let root = self.ctx.options.worktree_root_for(repo);
         let root = std::fs::canonicalize(&root).unwrap_or(root);
         let mut removed = Vec::new();
         for wt in git.list_worktrees(repo).await? {

@@ -389,21 +389,17 @@ impl NodeRun {
     // ----- isolation: worktree, user jobs ----------------------------------------------------
 
     fn worktree_root(&self) -> PathBuf {
-        self.ctx
-            .options
-            .worktree_root
-            .clone()
-            .unwrap_or_else(|| self.repo.join(".worktrees"))
+        self.ctx.options.worktree_root_for(&self.repo)
     }
 
     async fn run_job(&self) -> PhaseResult {
         self.save_specs().await;
         let git = self.git()?.clone();
         let Some(job) = self.job() else { return Ok(()) };
-        let wt = self
-            .worktree
-            .clone()
-            .unwrap_or_else(|| self.worktree_root().join(self.node_id.short()));
+        let wt = self.worktree.clone().unwrap_or_else(|| {
+            self.worktree_root()
+                .join(super::job_worktree_name(&self.node_id))
+        });
 
         // merge-fi always runs: it is idempotent, and skipping it once lost work in the reference.
         self.phase(Phase::MergeFi, |log| self.merge_fi(&git, &wt, log))
@@ -614,7 +610,7 @@ impl NodeRun {
         };
         let wt = self.worktree.clone().unwrap_or_else(|| {
             self.worktree_root()
-                .join(format!("_snapshot-{}", self.plan.short()))
+                .join(super::snapshot_worktree_name(&self.plan))
         });
         self.phase(Phase::MergeFi, |log| {
             self.snapshot_fi(&git, &snapshot, &target, &wt, log)
