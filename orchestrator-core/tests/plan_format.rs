@@ -464,7 +464,11 @@ fn unknown_fields_in_checks_and_on_failure_are_named() {
 
     let text =
         r#"{"name":"p","jobs":[],"worktreeInit":["ls",{"type":"shell","command":"x","cdw":"a"}]}"#;
-    assert_parse_error(text, "worktreeInit[1].cdw", &["unknown field `cdw`", "`cwd`"]);
+    assert_parse_error(
+        text,
+        "worktreeInit[1].cdw",
+        &["unknown field `cdw`", "`cwd`"],
+    );
 }
 
 #[test]
@@ -529,7 +533,11 @@ fn fields_of_another_work_type_are_refused_by_name() {
         &["field `executable` does not belong to shell work"],
     );
     let text = json_with_work(r#"{"type":"agent","instructions":"x","cwd":"sub"}"#);
-    assert_parse_error(&text, "jobs[0].work", &["`cwd` does not belong to agent work"]);
+    assert_parse_error(
+        &text,
+        "jobs[0].work",
+        &["`cwd` does not belong to agent work"],
+    );
     let text = json_with_work(r#"{"type":"process","args":["a"]}"#);
     assert_parse_error(&text, "jobs[0].work", &["missing field `executable`"]);
 }
