@@ -114,6 +114,8 @@ pub(crate) struct PlanActor {
     after_turn: Vec<AfterDurable>,
     /// Worktree removals in flight; awaited before the plan is recorded as ended.
     cleanups: tokio::task::JoinSet<()>,
+    /// Time of the current turn: one clock read per turn, not per transition.
+    clock: u64,
 }
 
 impl PlanActor {
@@ -161,6 +163,7 @@ impl PlanActor {
             closing: None,
             after_turn: Vec::new(),
             cleanups: tokio::task::JoinSet::new(),
+            clock: now_millis(),
         };
         let graph = actor.machine.graph().clone();
         for node in actor.machine.ready_nodes() {
@@ -175,7 +178,10 @@ impl PlanActor {
         loop {
             tokio::select! {
                 msg = self.rx.recv() => match msg {
-                    Some(msg) => self.handle(msg, &orchestrator).await,
+                    Some(msg) => {
+                        self.clock = now_millis();
+                        self.handle(msg, &orchestrator).await
+                    }
                     None => break,
                 },
                 permit = self.ctx.capacity.clone().acquire_owned(), if self.need_permit => {
@@ -184,6 +190,7 @@ impl PlanActor {
                 }
             }
             // Batch whatever else is waiting into this turn (one store append).
+            self.clock = now_millis();
             for _ in 0..4096 {
                 match self.rx.try_recv() {
                     Ok(msg) => self.handle(msg, &orchestrator).await,
@@ -201,10 +208,6 @@ impl PlanActor {
         if let Some(reply) = self.closing.take() {
             let _ = reply.send(Ok(()));
         }
-    }
-
-    fn at() -> u64 {
-        now_millis()
     }
 
     fn transition_error(&self, e: ApplyError) -> Error {
@@ -324,7 +327,7 @@ impl PlanActor {
 
     /// Pins the git facts on first start and makes ready whatever can run.
     async fn begin(&mut self) -> Result<()> {
-        let at = Self::at();
+        let at = self.clock;
         self.activated = true;
         let state = &self.machine.record().state;
         let first = state.started_at.is_none();
@@ -395,7 +398,7 @@ impl PlanActor {
 
     fn pause(&mut self, stop_running: bool) -> Result<()> {
         self.machine
-            .pause(Self::at())
+            .pause(self.clock)
             .map_err(|e| self.transition_error(e))?;
         if stop_running {
             self.stop_all(StopReason::Pause);
@@ -409,7 +412,7 @@ impl PlanActor {
             return Err(self.invalid("the plan was canceled; recover it to run it again"));
         }
         self.machine
-            .resume(Self::at())
+            .resume(self.clock)
             .map_err(|e| self.transition_error(e))?;
         self.start(orchestrator).await
     }
@@ -422,7 +425,7 @@ impl PlanActor {
             )));
         }
         self.machine
-            .cancel(Self::at())
+            .cancel(self.clock)
             .map_err(|e| self.transition_error(e))?;
         self.queue.clear();
         self.stop_all(StopReason::Cancel);
@@ -500,7 +503,7 @@ impl PlanActor {
                 ));
             }
         }
-        let at = Self::at();
+        let at = self.clock;
         for &n in &nodes {
             let mut resume = self
                 .machine
@@ -590,7 +593,7 @@ impl PlanActor {
             }
         }
         self.machine
-            .recover(Self::at())
+            .recover(self.clock)
             .map_err(|e| self.transition_error(e))
     }
 
@@ -661,7 +664,7 @@ impl PlanActor {
             }
         }
         self.machine
-            .record_change(StateChange::Archived { at: Self::at() })
+            .record_change(StateChange::Archived { at: self.clock })
             .map_err(|e| self.transition_error(e))?;
         Ok(report)
     }
@@ -698,7 +701,7 @@ impl PlanActor {
             return;
         };
         self.active -= 1;
-        let at = Self::at();
+        let at = self.clock;
         let outcome = match (running.stop, result) {
             (Some(StopReason::Cancel), _) => self.machine.cancel_node(n, at),
             (_, Ok(())) => self.machine.succeed(n, at).map(|()| self.clean_up_after(n)),
@@ -788,7 +791,7 @@ impl PlanActor {
         self.dispatch();
         if self.active == 0 && self.machine.plan_status().is_terminal() {
             while self.cleanups.join_next().await.is_some() {}
-            if let Err(e) = self.machine.end_if_terminal(Self::at()) {
+            if let Err(e) = self.machine.end_if_terminal(self.clock) {
                 tracing::error!(error = %e, "could not record the end of the plan");
             }
         }
@@ -841,7 +844,7 @@ impl PlanActor {
     }
 
     fn launch(&mut self, n: NodeIndex, permit: OwnedSemaphorePermit) -> Result<(), ApplyError> {
-        let at = Self::at();
+        let at = self.clock;
         self.machine.schedule(n, at)?;
         let (attempt, resume_from) = self.machine.begin_attempt(n, at)?;
         let cancel = CancellationToken::new();

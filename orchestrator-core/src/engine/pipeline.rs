@@ -216,7 +216,6 @@ impl NodeRun {
             phase,
             at: now_millis(),
         });
-        self.flush();
         let log = LogSink::new(
             self.plan.clone(),
             self.node,
@@ -224,7 +223,18 @@ impl NodeRun {
             self.attempt,
             self.ctx.events.clone(),
         );
-        let result = f(log.clone()).await;
+        // A phase that finishes on its first poll reports its start together with its end;
+        // one that has to wait reports its start now, so observers (and crash recovery) know
+        // which phase is running.
+        let work = f(log.clone());
+        tokio::pin!(work);
+        let result = match futures::poll!(&mut work) {
+            std::task::Poll::Ready(result) => result,
+            std::task::Poll::Pending => {
+                self.flush();
+                work.await
+            }
+        };
         if let Err(e) = &result {
             log.line(LogStream::System, &format!("{phase} failed: {}", e.message));
         }

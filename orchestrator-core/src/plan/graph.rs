@@ -26,6 +26,10 @@ pub struct PlanGraph {
     order: Vec<NodeIndex>,
     priority: Vec<Priority>,
     topo_pos: Vec<u32>,
+    /// Adjacency in compressed rows, built once: the scheduler walks dependents on every
+    /// completion, and contiguous rows beat chasing petgraph's edge lists on large plans.
+    dependents: Csr,
+    dependencies: Csr,
     by_producer: FxHashMap<String, NodeIndex>,
 }
 
@@ -123,12 +127,16 @@ impl PlanGraph {
             order,
             priority: Vec::new(),
             topo_pos: Vec::new(),
+            dependents: Csr::default(),
+            dependencies: Csr::default(),
             by_producer,
         };
         if let Some(sv) = snapshot {
             // The snapshot node is a sink that follows every job.
             g.order.push(sv);
         }
+        g.dependents = Csr::build(&g.graph, Direction::Outgoing);
+        g.dependencies = Csr::build(&g.graph, Direction::Incoming);
         g.priority = g.compute_priorities();
         g.topo_pos = vec![0; g.node_count()];
         for (i, &n) in g.order.iter().enumerate() {
@@ -176,16 +184,12 @@ impl PlanGraph {
 
     /// Nodes `n` depends on.
     pub fn dependencies(&self, n: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
-        self.graph
-            .neighbors_directed(PgIndex::new(n), Direction::Incoming)
-            .map(PgIndex::index)
+        self.dependencies.row(n)
     }
 
     /// Nodes that depend on `n`.
     pub fn dependents(&self, n: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
-        self.graph
-            .neighbors_directed(PgIndex::new(n), Direction::Outgoing)
-            .map(PgIndex::index)
+        self.dependents.row(n)
     }
 
     /// Dependencies of `n` in the order the job lists them (merge-fi starts from the first).
@@ -262,6 +266,42 @@ impl PlanGraph {
             stack.extend(self.dependents(x));
         }
         out
+    }
+}
+
+/// Rows of neighbours, one per node, in one allocation.
+#[derive(Debug, Clone, Default)]
+struct Csr {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Csr {
+    fn build(graph: &DiGraph<(), (), u32>, dir: Direction) -> Csr {
+        let n = graph.node_count();
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut targets = Vec::with_capacity(graph.edge_count());
+        offsets.push(0);
+        for i in 0..n {
+            let start = targets.len();
+            targets.extend(
+                graph
+                    .neighbors_directed(PgIndex::new(i), dir)
+                    .map(|x| x.index() as u32),
+            );
+            // petgraph lists the newest edge first; keep insertion order instead.
+            targets[start..].reverse();
+            offsets.push(targets.len() as u32);
+        }
+        Csr { offsets, targets }
+    }
+
+    fn row(&self, n: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        let (start, end) = match (self.offsets.get(n), self.offsets.get(n + 1)) {
+            (Some(&a), Some(&b)) => (a as usize, b as usize),
+            _ => (0, 0),
+        };
+        self.targets[start..end].iter().map(|&x| x as usize)
     }
 }
 
