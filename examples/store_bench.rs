@@ -14,7 +14,7 @@ use orchestrator::core::{
     PlanStatus, WorkOutput,
 };
 use orchestrator::synthetic;
-use orchestrator_storage::{Durability, FsOptions, FsPlanRepository};
+use orchestrator::storage::{Durability, FsOptions, FsPlanRepository};
 
 async fn run(store: Arc<dyn PlanRepository>, nodes: usize) -> (f64, orchestrator::core::PlanId) {
     let o = Orchestrator::builder()
