@@ -1,0 +1,134 @@
+//! `status`, `list`, `logs` and `graph`: read-only views of the plan store. They never take a
+//! plan over, so they work while another process runs it.
+
+use orchestrator_core::repository::LogQuery;
+use orchestrator_core::{Phase, PlanRepository};
+
+use crate::cli::{GraphArgs, GraphFormat, ListArgs, LogsArgs, StatusArgs};
+use crate::drive::repo_arg;
+use crate::error::{CliError, CliResult, Exit};
+use crate::report;
+use crate::workspace::Workspace;
+
+/// `status [PLAN_ID]`.
+pub async fn status(args: StatusArgs) -> CliResult<Exit> {
+    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let id = match &args.plan {
+        Some(p) => ws.resolve_plan(p).await?,
+        None => ws.latest_plan().await?,
+    };
+    let record = ws.load(&id).await?;
+    if args.json {
+        outln!("{}", report::plan_json(&record));
+    } else {
+        out!("{}", report::plan_text(&record));
+        if let Some(hint) = report::hint(&record, &repo_arg(&ws)) {
+            outln!("{hint}");
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// `list`.
+pub async fn list(args: ListArgs) -> CliResult<Exit> {
+    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let listing = ws.store.list().await?;
+    let damaged: Vec<(String, String)> = listing
+        .damaged
+        .iter()
+        .map(|(id, e)| (id.to_string(), e.to_string()))
+        .collect();
+    if args.json {
+        outln!("{}", report::list_json(&listing.plans, &damaged));
+    } else {
+        out!("{}", report::list_text(&listing.plans));
+    }
+    for (id, e) in &damaged {
+        eprintln!("warning: plan {id} cannot be read: {e}");
+    }
+    Ok(Exit::Ok)
+}
+
+/// `logs PLAN_ID JOB [--phase PHASE]`.
+pub async fn logs(args: LogsArgs) -> CliResult<Exit> {
+    let phase = match &args.phase {
+        Some(p) => Some(Phase::parse(p).ok_or_else(|| {
+            CliError::invalid(format!(
+                "--phase {p}: unknown phase; use one of {}",
+                Phase::ALL.map(Phase::as_str).join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let id = ws.resolve_plan(&args.plan).await?;
+    let record = ws.load(&id).await?;
+    let graph = report::graph_of(&record)?;
+    let n = orchestrator_core::engine::resolve_job(
+        &record,
+        &graph,
+        &report::job_ref(&record, &args.job),
+    )
+    .map_err(|m| CliError::invalid(format!("plan {id}: {m}")))?;
+    let node = &record.state.nodes[n];
+    let label = &report::labels(&record)[n];
+    let attempt = match args.attempt {
+        Some(a) if a == 0 || a as usize > node.attempts.len() => {
+            return Err(CliError::invalid(format!(
+                "job `{label}` has {} attempt(s); --attempt {a} does not exist",
+                node.attempts.len()
+            )))
+        }
+        Some(a) => Some(a),
+        None => None,
+    };
+    let mut query = LogQuery::new();
+    if let Some(a) = attempt {
+        query = query.attempt(a);
+    }
+    if let Some(t) = args.tail {
+        query = query.tail(t);
+    }
+    let phases: Vec<Phase> = match phase {
+        Some(p) => vec![p],
+        None => Phase::ALL.to_vec(),
+    };
+    let mut printed = false;
+    for p in phases {
+        let text = ws.store.read_log(&id, &node.id, query.phase(p)).await?;
+        if text.is_empty() {
+            continue;
+        }
+        if phase.is_none() {
+            outln!("== {p} ==");
+        }
+        out!("{text}");
+        if !text.ends_with('\n') {
+            outln!();
+        }
+        printed = true;
+    }
+    if !printed {
+        let which = phase.map_or(String::new(), |p| format!(" in phase {p}"));
+        eprintln!(
+            "no logs for job `{label}`{which} (status {}, {} attempt(s))",
+            node.status,
+            node.attempts.len()
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+/// `graph PLAN_ID [--format mermaid|dot]`.
+pub async fn graph(args: GraphArgs) -> CliResult<Exit> {
+    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let id = ws.resolve_plan(&args.plan).await?;
+    let record = ws.load(&id).await?;
+    let graph = report::graph_of(&record)?;
+    let text = match args.format {
+        GraphFormat::Mermaid => orchestrator_core::render::mermaid(&record, &graph),
+        GraphFormat::Dot => orchestrator_core::render::dot(&record, &graph),
+    };
+    out!("{text}");
+    Ok(Exit::Ok)
+}

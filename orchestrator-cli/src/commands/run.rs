@@ -1,0 +1,314 @@
+//! `run`, `resume` and `retry`: commands that run a plan to its end.
+
+use orchestrator_core::ids::now_millis;
+use orchestrator_core::plan::{
+    parse_plan, validate, Isolation, PlanFormat, PlanSpec, ValidationContext, WorkSpec,
+};
+use orchestrator_core::{NodeStatus, Orchestrator, PlanStatus, RetryRequest};
+
+use crate::cli::{PlanArgs, RetryArgs, RunArgs};
+use crate::drive::{open_owned, run_to_end, Owned};
+use crate::error::{CliError, CliResult, Exit};
+use crate::progress::Progress;
+use crate::report;
+use crate::workspace::Workspace;
+
+/// Jobs running at once in this process when the plan sets no limit.
+const DEFAULT_CAPACITY: usize = 16;
+
+fn capacity(spec: &PlanSpec) -> usize {
+    match spec.max_parallel {
+        Some(n) if n > 0 => n as usize,
+        _ => DEFAULT_CAPACITY,
+    }
+}
+
+/// Reads a plan file (JSON, or YAML for other extensions).
+pub fn read_plan(path: &std::path::Path) -> CliResult<PlanSpec> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::invalid(format!("cannot read plan file {}: {e}", path.display())))?;
+    let spec = parse_plan(
+        &text,
+        PlanFormat::from_path(path),
+        &path.display().to_string(),
+    )?;
+    Ok(spec)
+}
+
+/// `run PLAN_FILE`.
+pub async fn run(args: RunArgs) -> CliResult<Exit> {
+    let mut spec = read_plan(&args.plan_file)?;
+    if let Some(n) = args.max_parallel {
+        spec.max_parallel = Some(n);
+    }
+    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let dir = match spec.isolation {
+        Isolation::None => ws.dir.clone(),
+        _ => match &ws.git_root {
+            Some(root) => root.clone(),
+            None => {
+                return Err(CliError::invalid(format!(
+                    "{} is not in a git repository: jobs run in git worktrees by default \
+                     (set `\"isolation\": \"none\"` in the plan to run them in the folder itself)",
+                    ws.dir.display()
+                )))
+            }
+        },
+    };
+    // Validated here too so that an invalid plan leaves nothing behind.
+    validate(&spec, ValidationContext { repo: Some(&dir) })?;
+    let o = ws.orchestrator(capacity(&spec))?;
+    ws.exclude_own_folders().await?;
+    report_orphans(&ws).await;
+    let since = now_millis();
+    let id = o.create_plan(spec, dir).await?;
+    if !args.output.quiet {
+        Progress::note(&format!("plan {id} created"));
+    }
+    let owned = Owned {
+        ws: &ws,
+        orchestrator: &o,
+        id: &id,
+        since,
+    };
+    run_to_end(owned, &args.output, o.start(&id)).await
+}
+
+/// Removes worktrees left by crashes. A failure here is reported, not fatal: the plan can run
+/// without it (another process may be removing the same folder right now).
+async fn report_orphans(ws: &Workspace) {
+    match ws.remove_orphans().await {
+        Ok(removed) => {
+            for path in removed {
+                Progress::note(&format!(
+                    "removed a worktree left by a crash: {}",
+                    path.display()
+                ));
+            }
+        }
+        Err(e) => Progress::note(&format!(
+            "warning: could not remove worktrees left by crashes: {e}"
+        )),
+    }
+}
+
+/// Loads a stored plan and takes it over in a new orchestrator sized for it.
+async fn take_over(
+    ws: &Workspace,
+    plan: &str,
+) -> CliResult<(Orchestrator, orchestrator_core::PlanId, u64)> {
+    let id = ws.resolve_plan(plan).await?;
+    let stored = ws.load(&id).await?;
+    let o = ws.orchestrator(capacity(&stored.spec))?;
+    report_orphans(ws).await;
+    let since = open_owned(ws, &o, &id).await?;
+    let record = o.status(&id).await?;
+    for lock in ws.clear_stale_locks(&record) {
+        Progress::note(&format!(
+            "removed a lock file left by a crash: {}",
+            lock.display()
+        ));
+    }
+    match ws.restore_snapshot_branch(&record).await {
+        Ok(Some(branch)) => Progress::note(&format!(
+            "restored branch {branch}: the final merge had landed just before a crash"
+        )),
+        Ok(None) => {}
+        Err(e) => {
+            let _ = o.close(&id).await;
+            return Err(e);
+        }
+    }
+    Ok((o, id, since))
+}
+
+/// `resume PLAN_ID`.
+pub async fn resume(args: PlanArgs) -> CliResult<Exit> {
+    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let (o, id, since) = take_over(&ws, &args.plan).await?;
+    let status = o.plan_status(&id)?;
+    if matches!(status, PlanStatus::Canceled | PlanStatus::Archived) {
+        let record = o.status(&id).await?;
+        let _ = o.close(&id).await;
+        let what = if status == PlanStatus::Canceled {
+            format!("recover it first: orchestrator recover {id}")
+        } else {
+            "archived plans cannot run again".to_owned()
+        };
+        if args.output.json {
+            outln!("{}", report::plan_json(&record));
+        }
+        eprintln!("plan {id} is {status}; {what}");
+        return Ok(Exit::PlanNotSucceeded);
+    }
+    let owned = Owned {
+        ws: &ws,
+        orchestrator: &o,
+        id: &id,
+        since,
+    };
+    run_to_end(owned, &args.output, o.resume(&id)).await
+}
+
+/// Parses a `--work`-style argument: a JSON work object, or the string shorthand.
+pub fn parse_work(flag: &str, text: &str) -> CliResult<WorkSpec> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(CliError::invalid(format!("--{flag} is empty")));
+    }
+    if trimmed.starts_with('{') {
+        serde_json::from_str::<WorkSpec>(trimmed)
+            .map_err(|e| CliError::invalid(format!("--{flag}: invalid work object: {e}")))
+    } else {
+        Ok(WorkSpec::from_shorthand(text))
+    }
+}
+
+/// `retry PLAN_ID [JOB...]`.
+pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
+    let work = args
+        .work
+        .as_deref()
+        .map(|w| parse_work("work", w))
+        .transpose()?;
+    let prechecks = args
+        .prechecks
+        .as_deref()
+        .map(|w| parse_work("prechecks", w))
+        .transpose()?;
+    let postchecks = args
+        .postchecks
+        .as_deref()
+        .map(|w| parse_work("postchecks", w))
+        .transpose()?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let (o, id, since) = take_over(&ws, &args.plan).await?;
+    let prepared = async {
+        let record = o.status(&id).await?;
+        if work.is_some() || prechecks.is_some() || postchecks.is_some() {
+            let jobs: Vec<String> = args
+                .jobs
+                .iter()
+                .map(|j| report::job_ref(&record, j))
+                .collect();
+            check_replacement(&record, &jobs, &work, &prechecks, &postchecks)?;
+        }
+        let jobs: Vec<String> = args
+            .jobs
+            .iter()
+            .map(|j| report::job_ref(&record, j))
+            .collect();
+        let mut request = RetryRequest::jobs(jobs.iter().cloned());
+        if let Some(w) = work.clone() {
+            request = request.with_work(w);
+        }
+        if let Some(p) = prechecks.clone() {
+            request = request.with_prechecks(p);
+        }
+        if let Some(p) = postchecks.clone() {
+            request = request.with_postchecks(p);
+        }
+        if args.clear_worktree {
+            request = request.clear_worktree();
+        }
+        let n = o.retry(&id, request).await?;
+        Ok::<usize, CliError>(n)
+    }
+    .await;
+    let n = match prepared {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = o.close(&id).await;
+            return Err(e);
+        }
+    };
+    if !args.output.quiet {
+        Progress::note(&format!(
+            "retrying {n} job{}",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    let owned = Owned {
+        ws: &ws,
+        orchestrator: &o,
+        id: &id,
+        since,
+    };
+    run_to_end(owned, &args.output, o.resume(&id)).await
+}
+
+/// Validates the plan as it would be with the replaced specs, so that a bad `--work` is
+/// reported like a bad plan file (every problem, exit 2) before anything changes.
+fn check_replacement(
+    record: &orchestrator_core::state::PlanRecord,
+    jobs: &[String],
+    work: &Option<WorkSpec>,
+    prechecks: &Option<WorkSpec>,
+    postchecks: &Option<WorkSpec>,
+) -> CliResult<()> {
+    let graph = report::graph_of(record)?;
+    let nodes: Vec<usize> = if jobs.is_empty() {
+        (0..record.spec.jobs.len())
+            .filter(|&n| record.state.nodes[n].status == NodeStatus::Failed)
+            .collect()
+    } else {
+        jobs.iter()
+            .map(|j| {
+                orchestrator_core::engine::resolve_job(record, &graph, j)
+                    .map_err(|m| CliError::invalid(format!("plan {}: {m}", record.state.id)))
+            })
+            .collect::<CliResult<_>>()?
+    };
+    let mut spec = (*record.spec).clone();
+    for n in nodes {
+        let Some(job) = spec.jobs.get_mut(n) else {
+            continue;
+        };
+        if let Some(w) = work {
+            job.work = w.clone();
+        }
+        if let Some(p) = prechecks {
+            job.prechecks = Some(p.clone());
+        }
+        if let Some(p) = postchecks {
+            job.postchecks = Some(p.clone());
+        }
+    }
+    validate(
+        &spec,
+        ValidationContext {
+            repo: Some(&record.state.repo),
+        },
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_arguments() {
+        assert_eq!(
+            parse_work("work", "echo hi").expect("shell"),
+            WorkSpec::shell("echo hi")
+        );
+        assert_eq!(
+            parse_work("work", "@agent fix it").expect("agent"),
+            WorkSpec::agent("fix it")
+        );
+        let p = parse_work(
+            "work",
+            r#"{"type":"process","executable":"touch","args":["x"]}"#,
+        )
+        .expect("process");
+        assert_eq!(p, WorkSpec::process("touch", ["x"]));
+        let e = parse_work("work", r#"{"type":"shell","comand":"x"}"#).expect_err("typo");
+        assert_eq!(e.exit, Exit::Invalid);
+        assert!(e.message.contains("comand"), "{}", e.message);
+        assert_eq!(
+            parse_work("work", "  ").expect_err("empty").exit,
+            Exit::Invalid
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! Running a plan to its end in this process (`run`, `resume`, `retry`): live progress,
+//! requests from other processes, and a clean pause on Ctrl-C or SIGTERM.
+
+use std::future::Future;
+use std::time::Duration;
+
+use orchestrator_core::{Orchestrator, PlanId, PlanStatus};
+
+use crate::cli::OutputArgs;
+use crate::control::{Action, Inbox, Reply, POLL};
+use crate::error::{CliError, CliResult, Exit};
+use crate::progress::{Mode, Progress, Start};
+use crate::report;
+use crate::workspace::Workspace;
+
+/// A plan this process owns (it created or opened it), about to be run.
+pub struct Owned<'a> {
+    /// The workspace.
+    pub ws: &'a Workspace,
+    /// The orchestrator holding the plan.
+    pub orchestrator: &'a Orchestrator,
+    /// The plan.
+    pub id: &'a PlanId,
+    /// When this process started to take the plan over (ms): older requests are stale.
+    pub since: u64,
+}
+
+/// How the wait for the plan ended.
+enum Stop {
+    Ended(PlanStatus),
+    Interrupted,
+}
+
+/// Starts the plan with `kick` (start, resume), shows progress until it ends or pauses,
+/// releases it, prints the result and returns the exit code.
+pub async fn run_to_end<F>(plan: Owned<'_>, output: &OutputArgs, kick: F) -> CliResult<Exit>
+where
+    F: Future<Output = orchestrator_core::Result<()>>,
+{
+    let Owned {
+        ws,
+        orchestrator: o,
+        id,
+        since,
+    } = plan;
+    let events = o.subscribe();
+    let before = o.status(id).await?;
+    let progress = Progress::spawn(
+        Mode::for_output(output),
+        events,
+        Start {
+            plan: id.clone(),
+            labels: report::labels(&before),
+            statuses: before.state.nodes.iter().map(|n| n.status).collect(),
+            verbose: output.verbose,
+        },
+    );
+    if let Err(e) = kick.await {
+        progress.finish().await;
+        let _ = o.close(id).await;
+        return Err(e.into());
+    }
+    let stop = watch(o, id, Inbox::new(ws.store.root(), id, since), &progress).await;
+    progress.finish().await;
+    if let Err(e) = o.close(id).await {
+        eprintln!("warning: releasing plan {id}: {e}");
+    }
+    let stop = stop?;
+    let record = match ws.load(id).await {
+        Ok(r) => r,
+        Err(_) => before,
+    };
+    let status = record.status();
+    if output.json {
+        outln!("{}", report::plan_json(&record));
+    } else {
+        out!("{}", report::plan_text(&record));
+    }
+    let repo_arg = repo_arg(ws);
+    match stop {
+        Stop::Interrupted => eprintln!(
+            "interrupted: plan {id} is paused, its state saved.\n\
+             continue it with: orchestrator resume {id}{repo_arg}"
+        ),
+        Stop::Ended(PlanStatus::Paused) => {
+            eprintln!("plan {id} is paused.\ncontinue it with: orchestrator resume {id}{repo_arg}")
+        }
+        Stop::Ended(_) => {
+            if let Some(hint) = report::hint(&record, &repo_arg) {
+                if output.json {
+                    eprintln!("{hint}");
+                } else {
+                    outln!("{hint}");
+                }
+            }
+        }
+    }
+    Ok(report::exit_for(status))
+}
+
+/// ` --repo <root>` when the repository is not the current directory, for hints.
+pub fn repo_arg(ws: &Workspace) -> String {
+    let cwd = std::env::current_dir()
+        .ok()
+        .and_then(|d| std::fs::canonicalize(d).ok());
+    if cwd.as_deref() == Some(ws.root()) {
+        String::new()
+    } else {
+        format!(
+            " --repo {}",
+            report::shell_quote(&ws.root().display().to_string())
+        )
+    }
+}
+
+/// Waits until the plan ends or pauses, serving requests and signals meanwhile.
+async fn watch(
+    o: &Orchestrator,
+    id: &PlanId,
+    inbox: Inbox,
+    progress: &Progress,
+) -> CliResult<Stop> {
+    let mut signals = Signals::new()?;
+    let mut tick = tokio::time::interval(POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut interrupted = false;
+    let wait = o.wait(id);
+    tokio::pin!(wait);
+    loop {
+        tokio::select! {
+            status = &mut wait => {
+                let status = status?;
+                return Ok(if interrupted && !status.is_terminal() {
+                    Stop::Interrupted
+                } else {
+                    Stop::Ended(status)
+                });
+            }
+            () = signals.next() => {
+                if interrupted {
+                    eprintln!(
+                        "interrupted again: exiting now. The plan's state is saved; \
+                         `orchestrator resume {id}` continues it."
+                    );
+                    std::process::exit(Exit::PlanNotSucceeded.code());
+                }
+                interrupted = true;
+                progress.say("interrupted: pausing the plan and stopping its running jobs \
+                                (interrupt again to exit at once)");
+                if let Err(e) = o.pause(id, true).await {
+                    return Err(CliError::from(e).context("pausing the plan"));
+                }
+            }
+            _ = tick.tick() => {
+                for request in inbox.take() {
+                    let result = match request.action {
+                        Action::Pause => o.pause(id, false).await,
+                        Action::Cancel => o.cancel(id).await,
+                    };
+                    let reply = match result {
+                        Ok(()) => {
+                            progress.say(&format!(
+                                "{} requested by process {}",
+                                request.action.as_str(),
+                                request.pid
+                            ));
+                            Reply { ok: true, message: format!("{} applied", request.action.as_str()) }
+                        }
+                        Err(e) => Reply { ok: false, message: e.to_string() },
+                    };
+                    inbox.reply(&request, &reply);
+                }
+            }
+        }
+    }
+}
+
+/// SIGINT and SIGTERM.
+struct Signals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> CliResult<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let install = |kind| {
+                signal(kind).map_err(|e| CliError::other(format!("cannot handle signals: {e}")))
+            };
+            Ok(Signals {
+                int: install(SignalKind::interrupt())?,
+                term: install(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Signals {})
+        }
+    }
+
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.int.recv() => {}
+                _ = self.term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// Opens a stored plan for running or changing it here. When another process holds it, waits a
+/// little if that process is on its way out (the plan is paused or ended), else fails naming it.
+/// Returns when the successful attempt began (ms): requests older than that were not for us.
+pub async fn open_owned(ws: &Workspace, o: &Orchestrator, id: &PlanId) -> CliResult<u64> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let attempt = orchestrator_core::ids::now_millis();
+        match o.open_plan(id).await {
+            Ok(()) => return Ok(attempt),
+            Err(e) => {
+                let Some(owner) = crate::workspace::locked_by(&e) else {
+                    return Err(e.into());
+                };
+                let status = ws.load(id).await?.status();
+                let leaving = status.is_terminal() || status == PlanStatus::Paused;
+                if leaving && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+                return Err(CliError::other(format!(
+                    "plan {id} is being run by {owner} (status {status}); pause or cancel it \
+                     first (`orchestrator pause {id}`), or wait until it ends"
+                )));
+            }
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! What the commands print: the `--json` documents of SPEC §5 and their human forms.
+
+use std::fmt::Write;
+
+use orchestrator_core::plan::PlanGraph;
+use orchestrator_core::repository::PlanSummary;
+use orchestrator_core::state::{NodeState, PlanRecord};
+use orchestrator_core::{NodeStatus, PlanStatus};
+use serde_json::{json, Value};
+
+use crate::error::Exit;
+
+/// The exit code a plan's status calls for.
+pub fn exit_for(status: PlanStatus) -> Exit {
+    match status {
+        PlanStatus::Succeeded => Exit::Ok,
+        _ => Exit::PlanNotSucceeded,
+    }
+}
+
+/// The `--json` document of `run`, `status`, `retry` and `resume`:
+/// `{"planId","name","status","targetBranch","jobs":[{"producerId","name","status","attempts",
+/// "commit","error"}]}`, jobs in plan order, plus the snapshot-validation node and more facts.
+pub fn plan_json(record: &PlanRecord) -> Value {
+    let s = &record.state;
+    let jobs: Vec<Value> = record
+        .spec
+        .jobs
+        .iter()
+        .zip(&s.nodes)
+        .enumerate()
+        .map(|(i, (job, node))| {
+            let mut doc = node_json(node);
+            doc["producerId"] = json!(job.producer_id);
+            doc["name"] = json!(job.display_name());
+            doc["task"] = json!(job.task);
+            if let Some(group) = &job.group {
+                doc["group"] = json!(group);
+            }
+            let blockers = blocked_by(record, i);
+            if !blockers.is_empty() {
+                doc["blockedBy"] = json!(blockers);
+            }
+            doc
+        })
+        .collect();
+    let snapshot = s.nodes.get(record.spec.jobs.len()).map(|node| {
+        let mut doc = node_json(node);
+        doc["name"] = json!("snapshot-validation");
+        doc
+    });
+    let counts = s.counts();
+    json!({
+        "planId": s.id,
+        "name": record.spec.name,
+        "status": record.status().as_str(),
+        "targetBranch": s.target_branch,
+        "jobs": jobs,
+        "snapshotValidation": snapshot,
+        "snapshotBranch": s.snapshot_branch,
+        "baseCommit": s.base_commit,
+        "repo": s.repo,
+        "isolation": record.spec.isolation,
+        "createdAt": s.created_at,
+        "startedAt": s.started_at,
+        "endedAt": s.ended_at,
+        "counts": {
+            "pending": counts.pending + counts.ready,
+            "running": counts.active,
+            "succeeded": counts.succeeded,
+            "failed": counts.failed,
+            "blocked": counts.blocked,
+            "canceled": counts.canceled,
+        },
+    })
+}
+
+fn node_json(node: &NodeState) -> Value {
+    let last = node.last_attempt();
+    json!({
+        "nodeId": node.id,
+        "status": node.status.as_str(),
+        "attempts": node.attempts.len(),
+        "commit": node.commit,
+        "error": node.error,
+        "failedPhase": last.and_then(|a| a.failed_phase),
+        "failureReason": last.and_then(|a| a.failure_reason),
+        "worktree": node.worktree,
+    })
+}
+
+/// The failed jobs a blocked job waits on (its nearest failed ancestors).
+fn blocked_by(record: &PlanRecord, n: usize) -> Vec<String> {
+    let nodes = &record.state.nodes;
+    if n >= record.spec.jobs.len() || nodes.get(n).map(|s| s.status) != Some(NodeStatus::Blocked) {
+        return Vec::new();
+    }
+    let by_id: std::collections::HashMap<&str, usize> = record
+        .spec
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.producer_id.as_str(), i))
+        .collect();
+    let mut seen = vec![false; record.spec.jobs.len()];
+    let mut stack = vec![n];
+    let mut out = Vec::new();
+    while let Some(i) = stack.pop() {
+        for dep in &record.spec.jobs[i].dependencies {
+            let Some(&d) = by_id.get(dep.as_str()) else {
+                continue;
+            };
+            if std::mem::replace(&mut seen[d], true) {
+                continue;
+            }
+            match nodes[d].status {
+                NodeStatus::Failed | NodeStatus::Canceled => out.push(dep.clone()),
+                NodeStatus::Blocked => stack.push(d),
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The `--json` document of `list`: `{"plans":[{"planId","name","status","createdAt"}]}`.
+pub fn list_json(plans: &[PlanSummary], damaged: &[(String, String)]) -> Value {
+    json!({
+        "plans": plans.iter().map(|p| json!({
+            "planId": p.plan_id,
+            "name": p.name,
+            "status": p.status.as_str(),
+            "createdAt": p.created_at,
+        })).collect::<Vec<_>>(),
+        "damaged": damaged.iter().map(|(id, e)| json!({"planId": id, "error": e})).collect::<Vec<_>>(),
+    })
+}
+
+/// A plan as a table for people.
+pub fn plan_text(record: &PlanRecord) -> String {
+    let s = &record.state;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "plan {} ({})  {}",
+        record.spec.name,
+        s.id,
+        record.status()
+    );
+    if let Some(target) = &s.target_branch {
+        let base = s.base_commit.as_deref().map(short).unwrap_or("-");
+        let _ = writeln!(out, "target branch {target} (base {base})");
+    }
+    let c = s.counts();
+    let _ = writeln!(
+        out,
+        "{} jobs: {} succeeded, {} failed, {} blocked, {} canceled, {} running, {} waiting",
+        s.nodes.len(),
+        c.succeeded,
+        c.failed,
+        c.blocked,
+        c.canceled,
+        c.active,
+        c.pending + c.ready
+    );
+    let rows: Vec<[String; 5]> = s
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| {
+            let label = record
+                .spec
+                .jobs
+                .get(i)
+                .map_or("snapshot-validation", |j| j.producer_id.as_str());
+            let mut error = node.error.clone().unwrap_or_default();
+            let blockers = blocked_by(record, i);
+            if !blockers.is_empty() {
+                error = format!("waits on failed {}", blockers.join(", "));
+            }
+            [
+                label.to_owned(),
+                node.status.to_string(),
+                node.attempts.len().to_string(),
+                node.commit.as_deref().map(short).unwrap_or("").to_owned(),
+                first_line(&error),
+            ]
+        })
+        .collect();
+    let header = ["JOB", "STATUS", "ATTEMPTS", "COMMIT", "ERROR"].map(String::from);
+    let mut widths = [0usize; 4];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = String::from("  ");
+        for (w, cell) in widths.iter().zip(row.iter()) {
+            let _ = write!(line, "{cell:<w$}  ", w = *w);
+        }
+        line.push_str(&row[4]);
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// What to do next, for a plan that stopped with `status`.
+pub fn hint(record: &PlanRecord, repo_arg: &str) -> Option<String> {
+    let id = &record.state.id;
+    match record.status() {
+        PlanStatus::Succeeded => record.state.target_branch.as_ref().map(|t| {
+            format!(
+                "result on branch `{t}`: git -C {} log --oneline {t}",
+                shell_quote(&record.state.repo.display().to_string())
+            )
+        }),
+        PlanStatus::Failed => Some(format!(
+            "see a job's log: orchestrator logs {id} JOB{repo_arg}\n\
+             retry the failed jobs: orchestrator retry {id}{repo_arg}"
+        )),
+        PlanStatus::Canceled => Some(format!(
+            "recover it to run it again: orchestrator recover {id}{repo_arg}"
+        )),
+        PlanStatus::Paused | PlanStatus::Pausing | PlanStatus::Running | PlanStatus::Pending => {
+            Some(format!("continue it: orchestrator resume {id}{repo_arg}"))
+        }
+        _ => None,
+    }
+}
+
+/// A plan listing for people.
+pub fn list_text(plans: &[PlanSummary]) -> String {
+    let mut out = String::new();
+    if plans.is_empty() {
+        out.push_str("no plans\n");
+        return out;
+    }
+    let name_w = plans
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "{:<36}  {:<name_w$}  {:<10}  CREATED",
+        "PLAN", "NAME", "STATUS"
+    );
+    for p in plans {
+        let _ = writeln!(
+            out,
+            "{:<36}  {:<name_w$}  {:<10}  {}",
+            p.plan_id.as_str(),
+            p.name,
+            p.status.as_str(),
+            utc_time(p.created_at)
+        );
+    }
+    out
+}
+
+/// The first 10 characters of a commit id.
+pub fn short(commit: &str) -> &str {
+    commit.get(..10).unwrap_or(commit)
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_owned()
+}
+
+/// Quotes a path for a shell command line when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// `2024-05-01 12:34:56Z` from milliseconds since the Unix epoch.
+pub fn utc_time(millis: u64) -> String {
+    let secs = millis / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The producerId (or `snapshot-validation`) of every node, by index.
+pub fn labels(record: &PlanRecord) -> Vec<String> {
+    (0..record.state.nodes.len())
+        .map(|n| {
+            record.spec.jobs.get(n).map_or_else(
+                || "snapshot-validation".to_owned(),
+                |j| j.producer_id.clone(),
+            )
+        })
+        .collect()
+}
+
+/// A job reference as the engine reads it: `snapshot-validation` (the label shown for the
+/// injected node) names that node unless a job of the plan is called so.
+pub fn job_ref(record: &PlanRecord, job: &str) -> String {
+    let taken = record
+        .spec
+        .jobs
+        .iter()
+        .any(|j| j.producer_id == job || j.name.as_deref() == Some(job));
+    if job == "snapshot-validation" && !taken {
+        orchestrator_core::plan::SNAPSHOT_PRODUCER_ID.to_owned()
+    } else {
+        job.to_owned()
+    }
+}
+
+/// The plan's graph, rebuilt from its stored definition.
+pub fn graph_of(record: &PlanRecord) -> Result<PlanGraph, crate::error::CliError> {
+    PlanGraph::build(&record.spec).map_err(|e| {
+        crate::error::CliError::other(format!("the stored plan's graph is damaged: {e}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(utc_time(0), "1970-01-01 00:00:00Z");
+        assert_eq!(utc_time(951_782_400_000), "2000-02-29 00:00:00Z");
+        assert_eq!(utc_time(1_700_000_000_123), "2023-11-14 22:13:20Z");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("/tmp/a-b"), "/tmp/a-b");
+        assert_eq!(shell_quote("/tmp/a b"), "'/tmp/a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+}

@@ -1,0 +1,354 @@
+//! Test helpers: temporary repositories made with the `git` CLI, and the built `orchestrator`
+//! binary run on them. Every command gets its own HOME and git identity, so no global
+//! configuration leaks in.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_orchestrator");
+
+/// A temporary repository on `main` with one commit, plus a scratch folder outside it.
+pub struct Repo {
+    _tmp: tempfile::TempDir,
+    /// The repository.
+    pub dir: PathBuf,
+    /// HOME of every command (empty: no global git configuration).
+    pub home: PathBuf,
+    /// A folder outside the repository (plan files, counters, markers).
+    pub scratch: PathBuf,
+}
+
+fn hermetic(cmd: &mut Command, home: &Path) {
+    cmd.env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test User")
+        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+        .env("GIT_COMMITTER_NAME", "Test User")
+        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null());
+}
+
+impl Repo {
+    /// A repository holding `files` in one commit on `main`.
+    pub fn with_files(files: &[(&str, &str)]) -> Repo {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("repo");
+        let home = tmp.path().join("home");
+        let scratch = tmp.path().join("scratch");
+        for d in [&dir, &home, &scratch] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        let repo = Repo {
+            _tmp: tmp,
+            dir,
+            home,
+            scratch,
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        for (name, text) in files {
+            repo.write(name, text);
+        }
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "initial"]);
+        repo
+    }
+
+    /// A repository with a README and `shared.txt`.
+    pub fn new() -> Repo {
+        Repo::with_files(&[
+            ("README.md", "hello\n"),
+            ("shared.txt", "one\ntwo\nthree\n"),
+        ])
+    }
+
+    /// Writes a file of the checkout.
+    pub fn write(&self, name: &str, text: &str) {
+        let path = self.dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, text).expect("write");
+    }
+
+    /// Reads a file of the checkout.
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(name)).expect("read")
+    }
+
+    /// Runs git in the repository; panics unless it succeeds; returns stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = self.git_output(args);
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs git in the repository.
+    pub fn git_output(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C").arg(&self.dir).args(args);
+        hermetic(&mut cmd, &self.home);
+        cmd.output().expect("run git")
+    }
+
+    /// A plan file (outside the repository) with this JSON text.
+    pub fn plan(&self, name: &str, json: &Value) -> PathBuf {
+        let path = self.scratch.join(name);
+        std::fs::write(&path, serde_json::to_string_pretty(json).expect("json")).expect("write");
+        path
+    }
+
+    /// The orchestrator command with `args`, working on this repository.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).arg("--repo").arg(&self.dir);
+        hermetic(&mut cmd, &self.home);
+        cmd
+    }
+
+    /// Runs the orchestrator to its end.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out = self.command(args).output().expect("run orchestrator");
+        Run::from(out)
+    }
+
+    /// Starts the orchestrator in the background.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn orchestrator")
+    }
+
+    /// `status --json` of a plan (or the latest).
+    pub fn status(&self, plan: Option<&str>) -> Value {
+        let mut args = vec!["status", "--json"];
+        args.extend(plan);
+        let r = self.run(&args);
+        assert_eq!(r.code, 0, "status failed: {}", r.stderr);
+        r.json()
+    }
+
+    /// Waits until `status --json` of the latest plan satisfies `ok`.
+    pub fn wait_for(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        let start = Instant::now();
+        loop {
+            let r = self.run(&["status", "--json"]);
+            if r.code == 0 {
+                let doc = r.json();
+                if ok(&doc) {
+                    return doc;
+                }
+                assert!(
+                    start.elapsed() < Duration::from_secs(30),
+                    "timed out waiting for {what}: {doc:#}"
+                );
+            } else {
+                assert!(
+                    start.elapsed() < Duration::from_secs(30),
+                    "timed out waiting for {what}: {}",
+                    r.stderr
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `git worktree list --porcelain` entries other than the main checkout.
+    pub fn extra_worktrees(&self) -> Vec<String> {
+        self.git(&["worktree", "list", "--porcelain"])
+            .lines()
+            .filter_map(|l| l.strip_prefix("worktree "))
+            .filter(|p| Path::new(p) != self.dir.canonicalize().expect("canonical"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Local branches.
+    pub fn branches(&self) -> Vec<String> {
+        self.git(&["branch", "--format=%(refname:short)"])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Files of a revision, sorted.
+    pub fn files_at(&self, rev: &str) -> Vec<String> {
+        self.git(&["ls-tree", "-r", "--name-only", rev])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// A file of a revision.
+    pub fn show(&self, rev: &str, file: &str) -> String {
+        self.git(&["show", &format!("{rev}:{file}")])
+    }
+
+    /// What the user sees of their checkout: HEAD, branch, status and file contents.
+    pub fn checkout_state(&self) -> (String, String, String, Vec<(String, String)>) {
+        let head = self.git(&["rev-parse", "HEAD"]);
+        let branch = self.git(&["symbolic-ref", "--short", "HEAD"]);
+        let status = self.git(&["status", "--porcelain"]);
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&self.dir).expect("read dir") {
+            let entry = entry.expect("entry");
+            if entry.path().is_file() {
+                files.push((
+                    entry.file_name().to_string_lossy().into_owned(),
+                    std::fs::read_to_string(entry.path()).unwrap_or_default(),
+                ));
+            }
+        }
+        files.sort();
+        (head, branch, status, files)
+    }
+}
+
+/// The outcome of one orchestrator command.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    /// Stdout as the JSON document it must be (nothing else on stdout).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON document ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Asserts the exit code, showing the output when it differs.
+    pub fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(
+            self.code, code,
+            "unexpected exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+/// A job of a plan.
+pub fn job(id: &str, work: &str, deps: &[&str]) -> Value {
+    serde_json::json!({
+        "producerId": id,
+        "task": format!("task {id}"),
+        "work": work,
+        "dependencies": deps,
+    })
+}
+
+/// A job's entry in a status document.
+pub fn job_doc<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|j| j["producerId"] == id)
+        .unwrap_or_else(|| panic!("no job {id} in {doc:#}"))
+}
+
+/// The status of each job, in plan order.
+pub fn job_statuses(doc: &Value) -> Vec<(String, String)> {
+    doc["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|j| {
+            (
+                j["producerId"].as_str().expect("id").to_owned(),
+                j["status"].as_str().expect("status").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Waits for a child, at most `limit`, collecting its output meanwhile.
+pub fn wait_child(mut child: Child, limit: Duration) -> Run {
+    use std::io::Read;
+    let pid = child.id();
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait().expect("try_wait") {
+            Some(status) => break status,
+            None if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "process {pid} did not exit within {limit:?}\nstderr:\n{}",
+                    err.join().unwrap_or_default()
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
+/// Sends SIGTERM to a process.
+pub fn terminate(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+}

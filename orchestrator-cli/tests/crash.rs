@@ -1,0 +1,204 @@
+//! Fault injection: `kill -9` of the CLI at random moments of a 30-job plan. Every time,
+//! `orchestrator resume` finishes the plan with the same tree on the target branch as an
+//! uninterrupted run, no worktree is left, and `git fsck --full` is clean.
+//!
+//! The moments come from a seed printed at the start; `CRASH_SEED=<n>` replays a run.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{job, wait_child, Repo, Run};
+use serde_json::{json, Value};
+
+const JOBS: usize = 30;
+const TRIALS: usize = 20;
+const TARGET: &str = "orchestrator/crash";
+
+/// A binary tree of jobs (job i depends on job (i-1)/2), each sleeping a little and writing
+/// its own file, plus one line in a shared file at the root so merges do real work.
+fn plan() -> Value {
+    let jobs: Vec<Value> = (0..JOBS)
+        .map(|i| {
+            let id = format!("job-{i:02}");
+            let work = format!("sleep 0.0{}; echo {i} > f{i:02}.txt", i % 4 + 1);
+            let parent = (i > 0).then(|| format!("job-{:02}", (i - 1) / 2));
+            job(
+                &id,
+                &work,
+                &parent.iter().map(String::as_str).collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    json!({"name": "crash", "maxParallel": 4, "jobs": jobs})
+}
+
+/// A small deterministic generator (no dependency needed for test randomness).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn copy_repo(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+}
+
+fn tree(repo: &Repo) -> String {
+    repo.git(&["rev-parse", &format!("{TARGET}^{{tree}}")])
+        .trim()
+        .to_owned()
+}
+
+fn latest_plan(repo: &Repo) -> Option<String> {
+    let list = repo.run(&["list", "--json"]);
+    list.expect_code(0);
+    list.json()["plans"][0]["planId"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Runs `args` and kills it with SIGKILL after `after`, unless it ended first.
+fn run_and_kill(repo: &Repo, args: &[&str], after: Duration) -> Option<Run> {
+    let mut child = repo.spawn(args);
+    let start = Instant::now();
+    while start.elapsed() < after {
+        if child.try_wait().expect("try_wait").is_some() {
+            return Some(wait_child(child, Duration::from_secs(1)));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    None
+}
+
+fn check(repo: &Repo, reference: &str, label: &str) {
+    assert_eq!(tree(repo), reference, "{label}: the final tree differs");
+    assert!(
+        repo.extra_worktrees().is_empty(),
+        "{label}: worktrees left: {:?}",
+        repo.extra_worktrees()
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(repo.dir.join(".worktrees"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        leftovers.is_empty(),
+        "{label}: folders left in .worktrees: {leftovers:?}"
+    );
+    let fsck = repo.git_output(&["fsck", "--full", "--no-dangling"]);
+    assert!(
+        fsck.status.success() && fsck.stdout.is_empty(),
+        "{label}: git fsck: {}{}",
+        String::from_utf8_lossy(&fsck.stdout),
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+    let status = repo.git(&["status", "--porcelain"]);
+    assert_eq!(status, "", "{label}: the checkout changed");
+}
+
+#[test]
+fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
+    let seed = std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    eprintln!("CRASH_SEED={seed}");
+    let mut rng = Lcg(seed);
+
+    let pristine = Repo::new();
+    let plan_file = pristine.plan("crash.json", &plan());
+    let plan_arg = plan_file.to_str().expect("utf-8").to_owned();
+    let template = pristine.scratch.join("template");
+    copy_repo(&pristine.dir, &template);
+
+    // The uninterrupted run gives the reference tree and the length of a run.
+    let started = Instant::now();
+    pristine
+        .run(&["run", &plan_arg, "--json", "-q"])
+        .expect_code(0);
+    let full = started.elapsed();
+    let reference = tree(&pristine);
+    check(&pristine, &reference, "uninterrupted");
+    eprintln!("uninterrupted run: {full:?}");
+
+    // The moments are drawn up front, so a seed replays the same kills whatever the threads do.
+    let window = full.as_millis() as u64 + 100;
+    let moments: Vec<(Duration, Duration)> = (0..TRIALS)
+        .map(|_| {
+            (
+                Duration::from_millis(rng.below(window)),
+                Duration::from_millis(rng.below(window)),
+            )
+        })
+        .collect();
+    let resumed = AtomicUsize::new(0);
+    let trial = |n: usize| {
+        let repo = Repo::new();
+        std::fs::remove_dir_all(&repo.dir).expect("clear");
+        copy_repo(&template, &repo.dir);
+        let label = format!("trial {n} (CRASH_SEED={seed})");
+        let (first, second) = moments[n];
+        if let Some(run) = run_and_kill(&repo, &["run", &plan_arg, "-q"], first) {
+            // It ended before the kill: nothing to resume.
+            run.expect_code(0);
+            check(&repo, &reference, &label);
+            return;
+        }
+        let Some(id) = latest_plan(&repo) else {
+            // Killed before the plan was stored: running it again is all there is to do.
+            repo.run(&["run", &plan_arg, "-q"]).expect_code(0);
+            check(&repo, &reference, &label);
+            return;
+        };
+        // Every other trial, the first resume is killed too.
+        if n % 2 == 1 {
+            let _ = run_and_kill(&repo, &["resume", &id, "-q"], second);
+        }
+        let resume = repo.run(&["resume", &id, "--json", "-q"]);
+        resume.expect_code(0);
+        assert_eq!(resume.json()["status"], "succeeded", "{label}");
+        check(&repo, &reference, &label);
+        resumed.fetch_add(1, Ordering::Relaxed);
+    };
+    // Two trials at a time: the jobs mostly sleep, and it halves the test's time.
+    std::thread::scope(|s| {
+        let trial = &trial;
+        let workers: Vec<_> = (0..2)
+            .map(|w| s.spawn(move || (w..TRIALS).step_by(2).for_each(trial)))
+            .collect();
+        for worker in workers {
+            if let Err(panic) = worker.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+    let resumed = resumed.into_inner();
+    eprintln!("{resumed} of {TRIALS} trials were resumed after a kill");
+    assert!(resumed >= TRIALS / 2, "too few kills landed mid-run");
+}
