@@ -12,7 +12,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -183,7 +183,7 @@ impl Invocation {
     }
 
     fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.program);
+        let mut cmd = Command::new(self.resolved_program());
         cmd.args(&self.args)
             .current_dir(&self.dir)
             .env_clear()
@@ -196,6 +196,45 @@ impl Invocation {
         cmd.process_group(0);
         cmd
     }
+}
+
+impl Invocation {
+    /// The program as an absolute path found on the child's `PATH`, when it is a bare name.
+    ///
+    /// Handing std a bare name together with a cleared environment and a working directory
+    /// makes it fall back from `posix_spawn` to fork + one `execve` per `PATH` entry; resolving
+    /// first keeps every spawn on the fast path. A name not found stays as it is, so the spawn
+    /// reports "not found" as before.
+    fn resolved_program(&self) -> std::borrow::Cow<'_, OsStr> {
+        let program = Path::new(&self.program);
+        if program.components().count() != 1 || program.is_absolute() {
+            return std::borrow::Cow::Borrowed(self.program.as_os_str());
+        }
+        let Some(path) = self.env.get("PATH") else {
+            return std::borrow::Cow::Borrowed(self.program.as_os_str());
+        };
+        for dir in std::env::split_paths(path) {
+            if !dir.is_absolute() {
+                continue;
+            }
+            let candidate = dir.join(program);
+            if is_executable(&candidate) {
+                return std::borrow::Cow::Owned(candidate.into_os_string());
+            }
+        }
+        std::borrow::Cow::Borrowed(self.program.as_os_str())
+    }
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
 }
 
 /// How a supervised process ended.

@@ -683,3 +683,32 @@ async fn orphan_worktrees_are_removed_and_known_ones_kept() {
         "the failed job's worktree and the one outside the root stay: {left:?}"
     );
 }
+
+#[tokio::test]
+async fn a_finished_jobs_leftover_worktree_is_an_orphan() {
+    let f = fixture();
+    let id =
+        f.o.run(
+            PlanSpec::new("done").job(job("aaa", "write a.txt a", &[])),
+            &f.repo,
+        )
+        .await
+        .expect("run");
+    assert_eq!(f.o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    // As if a crash had cut the removal short after the store recorded it.
+    let r = f.o.status(&id).await.expect("status");
+    let leftover = f.repo.join(".worktrees").join(r.state.nodes[0].id.short());
+    let base = f.git.resolve(&f.repo, "main").await.expect("main");
+    f.git
+        .create_worktree(&f.repo, &leftover, &base)
+        .await
+        .expect("leftover");
+    let removed = f.o.remove_orphan_worktrees(&f.repo).await.expect("cleanup");
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert!(f
+        .git
+        .list_worktrees(&f.repo)
+        .await
+        .expect("list")
+        .is_empty());
+}

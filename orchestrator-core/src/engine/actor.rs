@@ -271,7 +271,9 @@ impl PlanActor {
                 let _ = reply.send(Ok(self.machine.record().clone()));
             }
             Command::Close { reply } => {
-                let _ = self.pause(true);
+                if self.active > 0 || !self.machine.plan_status().is_terminal() {
+                    let _ = self.pause(true);
+                }
                 self.closing = Some(reply);
             }
             Command::Changes(changes) => self.progress(changes),
@@ -734,7 +736,10 @@ impl PlanActor {
         }
     }
 
-    /// With `cleanUpSuccessfulWork`, removes worktrees whose commits every consumer has taken.
+    /// With `cleanUpSuccessfulWork`, removes worktrees whose commits every consumer has taken,
+    /// and once the snapshot node succeeded, its worktree and branch. Runs after the success is
+    /// recorded, so a crash in between leaves only an orphan, never a lost branch the re-run
+    /// needs.
     fn clean_up_after(&mut self, n: NodeIndex) {
         if !self.spec.cleans_up() || self.spec.isolation != Isolation::Worktree {
             return;
@@ -743,6 +748,34 @@ impl PlanActor {
             return;
         };
         let graph = self.machine.graph().clone();
+        if graph.is_snapshot(n) {
+            let state = &self.machine.record().state;
+            let (repo, branch) = (state.repo.clone(), state.snapshot_branch.clone());
+            let path = state.nodes[n].worktree.clone();
+            if path.is_some() {
+                let _ = self.machine.record_change(StateChange::Worktree {
+                    node: n,
+                    path: None,
+                    base_commit: None,
+                });
+            }
+            self.cleanups.spawn(
+                async move {
+                    if let Some(path) = path {
+                        if let Err(e) = git.remove_worktree(&repo, &path).await {
+                            tracing::warn!(error = %e, "could not remove the snapshot worktree");
+                        }
+                    }
+                    if let Some(branch) = branch {
+                        if let Err(e) = git.delete_branch(&repo, &branch).await {
+                            tracing::warn!(error = %e, "could not delete the snapshot branch");
+                        }
+                    }
+                }
+                .in_current_span(),
+            );
+            return;
+        }
         let record = self.machine.record();
         let consumed = |d: NodeIndex| {
             graph.dependents(d).all(|x| {

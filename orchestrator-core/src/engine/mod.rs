@@ -20,12 +20,15 @@ use crate::ids::NodeIndex;
 use crate::plan::{PlanGraph, SNAPSHOT_PRODUCER_ID};
 use crate::state::PlanRecord;
 
+/// How the snapshot-validation node is shown (and may be named in job references).
+pub const SNAPSHOT_LABEL: &str = "snapshot-validation";
+
 /// Resolves a job reference — a producerId, a node id, or a unique display name — to a node.
 pub fn resolve_job(record: &PlanRecord, graph: &PlanGraph, job: &str) -> Result<NodeIndex, String> {
     if let Some(n) = graph.index_of(job) {
         return Ok(n);
     }
-    if job == SNAPSHOT_PRODUCER_ID {
+    if job == SNAPSHOT_PRODUCER_ID || job == SNAPSHOT_LABEL {
         if let Some(n) = graph.snapshot() {
             return Ok(n);
         }
@@ -70,5 +73,5 @@ pub fn node_label(record: &PlanRecord, n: NodeIndex) -> &str {
         .jobs
         .get(n)
         .map(|j| j.display_name())
-        .unwrap_or("snapshot-validation")
+        .unwrap_or(SNAPSHOT_LABEL)
 }

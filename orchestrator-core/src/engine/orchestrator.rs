@@ -292,8 +292,9 @@ impl Orchestrator {
         self.ask(id, |reply| Command::Archive { reply }).await
     }
 
-    /// Removes worktree folders under the worktree root of `repo` that belong to no plan in the
-    /// store (left by crashes). Returns what was removed. Nothing is removed while a stored plan
+    /// Removes worktree folders under the worktree root of `repo` that no plan in the store
+    /// wants any more (left by crashes): neither recorded as a node's worktree nor belonging to
+    /// a node that has not ended. Returns what was removed. Nothing is removed while a stored plan
     /// cannot be read, since its worktrees could not be told apart.
     pub async fn remove_orphan_worktrees(&self, repo: &std::path::Path) -> Result<Vec<PathBuf>> {
         let Some(git) = self.ctx.git.clone() else {
@@ -313,14 +314,22 @@ impl Orchestrator {
                     return Ok(Vec::new());
                 }
             };
-            known.insert(super::snapshot_worktree_name(&record.state.id));
-            known.extend(
-                record
-                    .state
-                    .nodes
-                    .iter()
-                    .map(|n| super::job_worktree_name(&n.id).to_owned()),
-            );
+            // A worktree is still wanted when the store records it, or when its node has not
+            // ended (it may be created at any moment). A succeeded node whose removal a crash
+            // cut short is recorded as gone, so its folder is an orphan.
+            for (n, node) in record.state.nodes.iter().enumerate() {
+                if let Some(name) = node.worktree.as_deref().and_then(|p| p.file_name()) {
+                    known.insert(name.to_string_lossy().into_owned());
+                }
+                if !node.status.is_terminal() {
+                    let is_snapshot = n >= record.spec.jobs.len();
+                    known.insert(if is_snapshot {
+                        super::snapshot_worktree_name(&record.state.id)
+                    } else {
+                        super::job_worktree_name(&node.id).to_owned()
+                    });
+                }
+            }
         }
         let root = self.ctx.options.worktree_root_for(repo);
         let root = std::fs::canonicalize(&root).unwrap_or(root);

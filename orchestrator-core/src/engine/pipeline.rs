@@ -656,19 +656,6 @@ impl NodeRun {
             self.snapshot_merge(&git, &target, &commit, log)
         })
         .await?;
-        if self.spec.cleans_up() {
-            if let Err(e) = git.remove_worktree(&self.repo, &wt).await {
-                tracing::warn!(error = %e, "could not remove the snapshot worktree");
-            }
-            self.send(StateChange::Worktree {
-                node: self.node,
-                path: None,
-                base_commit: None,
-            });
-            if let Err(e) = git.delete_branch(&self.repo, &snapshot).await {
-                tracing::warn!(error = %e, "could not delete the snapshot branch");
-            }
-        }
         Ok(())
     }
 
