@@ -30,7 +30,6 @@ mod drive;
 mod error;
 mod progress;
 mod report;
-mod shell;
 mod workspace;
 
 use std::time::Duration;

@@ -3,14 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use orchestrator_agents::ProcessRunner;
+use orchestrator_agents::{ProcessRunner, ShellRunner};
 use orchestrator_core::state::PlanRecord;
 use orchestrator_core::{Orchestrator, OrchestratorOptions, PlanId, PlanRepository, StoreError};
 use orchestrator_git::Git2Operations;
 use orchestrator_storage::{Durability, FsOptions, FsPlanRepository};
 
 use crate::error::{CliError, CliResult};
-use crate::shell::CliShellRunner;
 
 /// Folder of the plan store inside the repository (SPEC §4).
 pub const STORE_DIR: &str = ".orchestrator";
@@ -91,7 +90,7 @@ impl Workspace {
         Orchestrator::builder()
             .repository_arc(store)
             .git(self.git.clone())
-            .runner("shell", CliShellRunner::new())
+            .runner("shell", ShellRunner::new())
             .runner("process", ProcessRunner::new())
             .options(OrchestratorOptions::default().global_capacity(capacity.max(1)))
             .build()
