@@ -13,8 +13,8 @@ use orchestrator::core::{
     FnRunner, InMemoryPlanRepository, Orchestrator, OrchestratorOptions, PlanRepository,
     PlanStatus, WorkOutput,
 };
-use orchestrator::synthetic;
 use orchestrator::storage::{Durability, FsOptions, FsPlanRepository};
+use orchestrator::synthetic;
 
 async fn run(store: Arc<dyn PlanRepository>, nodes: usize) -> (f64, orchestrator::core::PlanId) {
     let o = Orchestrator::builder()
