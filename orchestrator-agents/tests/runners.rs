@@ -321,8 +321,8 @@ async fn each_shell_kind_on_this_machine() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path());
     let cases = [
-        (None, "sh", "echo \"default:$0\""),
-        (Some(ShellKind::Sh), "sh", "echo \"sh:$0\""),
+        (None, "sh", "echo \"default:${0##*/}\""),
+        (Some(ShellKind::Sh), "sh", "echo \"sh:${0##*/}\""),
         (
             Some(ShellKind::Bash),
             "bash",
