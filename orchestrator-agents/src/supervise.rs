@@ -268,7 +268,7 @@ impl fmt::Display for Ending {
 /// `500 ms`, `3 s`, `1500 ms`: whole seconds when exact, else milliseconds.
 fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms >= 1000 && ms % 1000 == 0 {
+    if ms >= 1000 && ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{ms} ms")

@@ -22,15 +22,22 @@ pub async fn dispatch(command: Command) -> CliResult<Exit> {
         Command::Recover(a) => steer::recover(a).await,
         Command::Archive(a) => steer::archive(a).await,
         Command::Graph(a) => inspect::graph(a).await,
-        Command::Mcp(a) => mcp(a),
+        Command::Mcp(a) => mcp(a).await,
         Command::Demo(a) => demo::demo(a).await,
     }
 }
 
-/// `mcp`: not in this build yet.
-fn mcp(_args: RepoArgs) -> CliResult<Exit> {
-    Err(CliError::other(
-        "the MCP server is not part of this build yet (it comes with the orchestrator-mcp \
-         crate); drive plans with `orchestrator run`, `status`, `retry` ... meanwhile",
-    ))
+/// `mcp`: the MCP server of the repository on stdin/stdout, until the client goes away.
+async fn mcp(args: RepoArgs) -> CliResult<Exit> {
+    let ws = crate::workspace::Workspace::open(args.repo.as_deref())?;
+    let o = ws.orchestrator(16)?;
+    ws.exclude_own_folders().await?;
+    if let Err(e) = ws.remove_orphans().await {
+        eprintln!("warning: removing worktrees left by crashes: {e}");
+    }
+    orchestrator_mcp::OrchestratorMcp::new(o, ws.root())
+        .serve_stdio()
+        .await
+        .map_err(|e| CliError::other(format!("MCP server: {e}")))?;
+    Ok(Exit::Ok)
 }

@@ -1,0 +1,92 @@
+//! The JSON Schema of a plan (the input of `create_copilot_plan`), written to teach a model the
+//! plan format. The plan parser stays the authority: it also takes the snake_case aliases.
+
+use serde_json::{json, Value};
+
+fn work_spec(what: &str) -> Value {
+    json!({
+        "description": format!(
+            "{what}. A string: `@agent <instructions>` runs an AI agent, any other string is a \
+             shell command. Or an object with `type`: \
+             {{\"type\":\"shell\",\"command\":\"npm test\",\"shell\"?:\"sh|bash|pwsh|powershell|cmd\",\
+             \"env\"?,\"cwd\"? (inside the worktree),\"timeout\"? (ms)}}; \
+             {{\"type\":\"process\",\"executable\":\"cargo\",\"args\"?:[\"test\"],\"env\"?,\"cwd\"?,\"timeout\"?}} \
+             (no shell); {{\"type\":\"agent\",\"instructions\":\"...\" or \"instructionsFile\":\"path\",\
+             \"agent\"?:\"copilot|claude|codex|gemini\",\"model\"?,\"modelTier\"?:\"fast|standard|premium\",\
+             \"effort\"?:\"low|medium|high|xhigh\",\"maxTurns\"?,\"resumeSession\"?,\"allowedFolders\"?,\
+             \"allowedUrls\"?,\"env\"?,\"timeout\"?}}. Any object may add \
+             \"onFailure\":{{\"noAutoHeal\"?,\"message\"?,\"resumeFromPhase\"?}}."
+        ),
+        "anyOf": [
+            {"type": "string", "minLength": 1},
+            {"type": "object", "required": ["type"], "properties": {
+                "type": {"type": "string", "enum": ["shell", "process", "agent"]}
+            }}
+        ]
+    })
+}
+
+fn env() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "description": "Environment variables (name -> value)."
+    })
+}
+
+/// The plan schema.
+pub fn plan_schema() -> schemars::Schema {
+    let job = json!({
+        "type": "object",
+        "required": ["producerId", "task", "work", "dependencies"],
+        "properties": {
+            "producerId": {
+                "type": "string", "pattern": "^[a-z0-9-]{3,64}$",
+                "description": "Stable id of the job, unique in the plan: 3-64 of a-z, 0-9 and `-`. \
+                                Other jobs name it in `dependencies`; tools accept it as `producerId`."
+            },
+            "task": {"type": "string", "description": "Short description; the commit message is `[Plan] <task>`."},
+            "work": work_spec("What the job does in its own git worktree; its changes are committed"),
+            "dependencies": {
+                "type": "array", "items": {"type": "string"},
+                "description": "producerIds this job builds on (their commits are merged into its worktree \
+                                first). `[]` for a root job. No cycles."
+            },
+            "name": {"type": "string", "description": "Display name."},
+            "prechecks": work_spec("Runs before the work; failing stops the job"),
+            "postchecks": work_spec("Validation after the commit (e.g. tests)"),
+            "instructions": {"type": "string", "description": "Extra instructions for agent work."},
+            "baseBranch": {"type": "string", "description": "Branch a root job starts from (default: the plan's)."},
+            "expectsNoChanges": {"type": "boolean", "description": "The job may commit nothing (checks, analysis). Default false: no changes fails the job."},
+            "autoHeal": {"type": "boolean", "description": "Let an agent fix a failed shell/process phase (default true)."},
+            "group": {"type": "string", "description": "Visual grouping path like `backend/api`; no effect on order."},
+            "env": env()
+        }
+    });
+    let plan = json!({
+        "type": "object",
+        "description": "A plan: a DAG of jobs. Each job runs in its own git worktree, commits its work, \
+                        and the leaves are merged into the target branch at the end (after `verifyRi`). \
+                        The plan starts at once (unless `startPaused`) and keeps running in the server; \
+                        poll `get_copilot_plan_status` with the returned planId. Unknown fields are errors. \
+                        snake_case spellings (`producer_id`, `max_parallel` ...) are accepted too.",
+        "required": ["name", "jobs"],
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Plan name."},
+            "jobs": {"type": "array", "minItems": 1, "maxItems": 500, "items": job,
+                     "description": "The jobs (1 to 500 per call)."},
+            "baseBranch": {"type": "string", "description": "Branch to start from (default: the current branch, else main)."},
+            "targetBranch": {"type": "string", "description": "Branch receiving the result (default: the current branch unless it is the default branch, else `orchestrator/<name>`)."},
+            "maxParallel": {"type": "integer", "minimum": 0, "description": "Jobs of this plan running at once; 0 = no plan limit."},
+            "cleanUpSuccessfulWork": {"type": "boolean", "description": "Remove worktrees of succeeded jobs once consumed (default true)."},
+            "additionalSymlinkDirs": {"type": "array", "items": {"type": "string"}, "description": "Folders symlinked from the repository into each worktree (e.g. node_modules)."},
+            "startPaused": {"type": "boolean", "description": "Create the plan paused; start it with resume_copilot_plan."},
+            "verifyRi": work_spec("Validation run on the final merged snapshot before it lands on the target branch"),
+            "env": env(),
+            "resumeAfterPlan": {"type": "string", "description": "planId of a plan that must succeed before this one starts."},
+            "worktreeInit": {"type": "array", "items": work_spec("Setup run in every new worktree (e.g. `npm ci`)"), "description": "Setup commands for every new worktree."},
+            "isolation": {"type": "string", "enum": ["worktree", "none"], "description": "`worktree` (default) or `none`: jobs run in the repository folder itself with no git phases."}
+        }
+    });
+    schemars::Schema::try_from(plan).unwrap_or_default()
+}

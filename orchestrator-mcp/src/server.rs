@@ -1,0 +1,1106 @@
+//! [`OrchestratorMcp`]: the tools, each a thin layer over [`Orchestrator`].
+
+use std::path::PathBuf;
+
+use orchestrator_core::engine::resolve_job;
+use orchestrator_core::plan::{parse_plan, PlanFormat, PlanGraph, WorkSpec};
+use orchestrator_core::repository::LogQuery;
+use orchestrator_core::state::PlanRecord;
+use orchestrator_core::{Orchestrator, Phase, PlanId, RetryRequest};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+
+use crate::args::{
+    ArgError, Args, GraphArgs, JobArgs, ListJobsArgs, ListPlansArgs, LogsArgs, PauseArgs, PlanArgs,
+    PlanInput, RetryJobArgs, RetryPlanArgs,
+};
+use crate::report;
+
+/// Jobs one `create_copilot_plan` call accepts (the reference's limit).
+pub const MAX_JOBS_PER_CALL: usize = 500;
+
+/// The names of the tools this server offers, in the order they are listed.
+pub const TOOL_NAMES: [&str; 18] = [
+    "create_copilot_plan",
+    "get_copilot_plan_status",
+    "list_copilot_plans",
+    "get_copilot_job_logs",
+    "cancel_copilot_plan",
+    "pause_copilot_plan",
+    "resume_copilot_plan",
+    "retry_copilot_plan",
+    "get_copilot_job",
+    "list_copilot_jobs",
+    "retry_copilot_job",
+    "force_fail_copilot_job",
+    "get_copilot_plan_graph",
+    "archive_copilot_plan",
+    "recover_copilot_plan",
+    "delete_copilot_plan",
+    "get_copilot_job_attempts",
+    "get_copilot_job_failure_context",
+];
+
+const PLAN_STATUSES: [&str; 9] = [
+    "scaffolding",
+    "pending",
+    "running",
+    "pausing",
+    "paused",
+    "succeeded",
+    "failed",
+    "canceled",
+    "archived",
+];
+
+/// What a tool answers: a result (structured JSON and a short text) or a tool-level error.
+type ToolResult = Result<CallToolResult, rmcp::ErrorData>;
+
+/// A tool failure shown to the model.
+enum Failure {
+    Arg(ArgError),
+    Engine(String),
+}
+
+impl From<ArgError> for Failure {
+    fn from(e: ArgError) -> Self {
+        Failure::Arg(e)
+    }
+}
+
+impl From<orchestrator_core::Error> for Failure {
+    fn from(e: orchestrator_core::Error) -> Self {
+        Failure::Engine(e.to_string())
+    }
+}
+
+impl From<orchestrator_core::StoreError> for Failure {
+    fn from(e: orchestrator_core::StoreError) -> Self {
+        Failure::Engine(e.to_string())
+    }
+}
+
+fn answer(result: Result<(Value, String), Failure>) -> ToolResult {
+    Ok(match result {
+        Ok((value, text)) => {
+            let mut r = CallToolResult::structured(value);
+            r.content = vec![ContentBlock::text(text)];
+            r
+        }
+        Err(Failure::Arg(e)) => {
+            let mut r = CallToolResult::structured_error(e.to_json());
+            r.content = vec![ContentBlock::text(e.text())];
+            r
+        }
+        Err(Failure::Engine(message)) => {
+            let mut r = CallToolResult::structured_error(json!({
+                "error": "failed",
+                "message": message,
+            }));
+            r.content = vec![ContentBlock::text(format!("error: {message}"))];
+            r
+        }
+    })
+}
+
+/// The MCP server of one repository: the reference system's copilot tools over an
+/// [`Orchestrator`]. Plans created here keep running inside the host process; stored plans
+/// (from earlier sessions) are taken over when a tool needs to drive them.
+///
+/// ```no_run
+/// # async fn f(o: orchestrator_core::Orchestrator) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// orchestrator_mcp::OrchestratorMcp::new(o, "/path/to/repo").serve_stdio().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct OrchestratorMcp {
+    orchestrator: Orchestrator,
+    repo: PathBuf,
+    tool_router: ToolRouter<Self>,
+}
+
+impl OrchestratorMcp {
+    /// A server driving plans with `orchestrator` for the repository (or folder) `repo`.
+    pub fn new(orchestrator: Orchestrator, repo: impl Into<PathBuf>) -> Self {
+        OrchestratorMcp {
+            orchestrator,
+            repo: repo.into(),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// The orchestrator.
+    pub fn orchestrator(&self) -> &Orchestrator {
+        &self.orchestrator
+    }
+
+    /// Serves on stdin/stdout until the client goes away, then releases every plan it drives
+    /// (running jobs are stopped; their state is saved for a later resume).
+    pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let orchestrator = self.orchestrator.clone();
+        let service = self.serve(rmcp::transport::stdio()).await?;
+        let ended = service.waiting().await;
+        for id in orchestrator.plan_ids() {
+            let _ = orchestrator.close(&id).await;
+        }
+        ended?;
+        Ok(())
+    }
+
+    /// A plan id from an argument: exact, or a unique prefix of a stored plan's id.
+    async fn plan_id(&self, arg: &str) -> Result<PlanId, Failure> {
+        let arg = arg.trim();
+        let not_found = |message: String| {
+            ArgError::new(
+                "planId",
+                Some(json!(arg)),
+                message,
+                "the planId of an existing plan (list_copilot_plans lists them) or a unique prefix",
+            )
+        };
+        if arg.is_empty() {
+            return Err(not_found("empty".into()).into());
+        }
+        let exact = PlanId::from(arg);
+        if self.orchestrator.plan_ids().contains(&exact) {
+            return Ok(exact);
+        }
+        let listing = self.orchestrator.repository().list().await?;
+        let ids: Vec<&PlanId> = listing
+            .plans
+            .iter()
+            .map(|p| &p.plan_id)
+            .chain(listing.damaged.iter().map(|(id, _)| id))
+            .collect();
+        if ids.contains(&&exact) {
+            return Ok(exact);
+        }
+        let found: Vec<&&PlanId> = ids
+            .iter()
+            .filter(|id| id.as_str().starts_with(arg))
+            .collect();
+        match found.as_slice() {
+            [one] => Ok((**one).clone()),
+            [] => Err(not_found("no such plan".into()).into()),
+            many => Err(not_found(format!("matches {} plans", many.len())).into()),
+        }
+    }
+
+    /// The plan's current record (live when this server drives it, else as stored).
+    async fn record(&self, id: &PlanId) -> Result<PlanRecord, Failure> {
+        if self.orchestrator.plan_ids().contains(id) {
+            if let Ok(r) = self.orchestrator.status(id).await {
+                return Ok(r);
+            }
+        }
+        Ok(self.orchestrator.repository().load(id).await?)
+    }
+
+    /// Makes sure this server drives the plan (takes a stored one over).
+    async fn own(&self, id: &PlanId) -> Result<(), Failure> {
+        if self.orchestrator.plan_ids().contains(id) {
+            return Ok(());
+        }
+        self.orchestrator.open_plan(id).await.map_err(|e| match e {
+            orchestrator_core::Error::Store(orchestrator_core::StoreError::Locked {
+                owner,
+                ..
+            }) => Failure::Engine(format!(
+                "plan {id} is being run by {owner}; it can be inspected here but not driven \
+                 until that process releases it"
+            )),
+            e => e.into(),
+        })
+    }
+
+    /// Resolves `jobId`/`producerId` to a node index and its label.
+    fn job(
+        record: &PlanRecord,
+        job_id: Option<&str>,
+        producer_id: Option<&str>,
+    ) -> Result<(usize, String), Failure> {
+        let (field, value) = match (job_id, producer_id) {
+            (Some(j), _) => ("jobId", j),
+            (None, Some(p)) => ("producerId", p),
+            (None, None) => {
+                return Err(ArgError::new(
+                    "jobId",
+                    None,
+                    "give `jobId` or `producerId`",
+                    "a node id or producerId from list_copilot_jobs",
+                )
+                .into())
+            }
+        };
+        let graph = graph_of(record)?;
+        let n = resolve_job(record, &graph, &report::job_ref(record, value)).map_err(|m| {
+            ArgError::new(
+                field,
+                Some(json!(value)),
+                m,
+                format!(
+                    "one of the plan's jobs: {}",
+                    record
+                        .spec
+                        .jobs
+                        .iter()
+                        .take(20)
+                        .map(|j| j.producer_id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
+        if field == "producerId"
+            && n < record.spec.jobs.len()
+            && record.spec.jobs[n].producer_id != value
+        {
+            return Err(ArgError::new(
+                field,
+                Some(json!(value)),
+                "no job has this producerId",
+                "the producerId of one of the plan's jobs",
+            )
+            .into());
+        }
+        Ok((n, report::label(record, n)))
+    }
+
+    /// Work specs from a `newWork`-like argument.
+    fn work(field: &str, value: Option<Value>) -> Result<Option<WorkSpec>, Failure> {
+        let Some(value) = value else { return Ok(None) };
+        serde_path_to_error::deserialize::<_, WorkSpec>(value.clone())
+            .map(Some)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let field = if path.is_empty() || path == "." {
+                    field.to_owned()
+                } else {
+                    format!("{field}.{path}")
+                };
+                ArgError::new(
+                    field,
+                    Some(value),
+                    e.inner().to_string(),
+                    "a shell command string, \"@agent <instructions>\", or an object with \
+                     \"type\": \"shell\" | \"process\" | \"agent\"",
+                )
+                .into()
+            })
+    }
+
+    /// Starts the plan again after a retry, unless it is paused.
+    async fn continue_after_retry(&self, id: &PlanId) -> Result<(), Failure> {
+        if self.orchestrator.plan_status(id)? != orchestrator_core::PlanStatus::Paused {
+            self.orchestrator.start(id).await?;
+        }
+        Ok(())
+    }
+
+    async fn status_doc(&self, id: &PlanId) -> Result<(Value, String), Failure> {
+        let record = self.record(id).await?;
+        Ok((report::plan_json(&record), report::plan_text(&record)))
+    }
+
+    async fn create(&self, args: &Args<PlanInput>) -> Result<(Value, String), Failure> {
+        let text = serde_json::to_string(args.raw()).map_err(|e| Failure::Engine(e.to_string()))?;
+        let spec =
+            parse_plan(&text, PlanFormat::Json, "create_copilot_plan").map_err(|e| match e {
+                orchestrator_core::Error::Parse { path, message, .. } => {
+                    let field = path.unwrap_or_else(|| "(plan)".to_owned());
+                    let value = crate::args::value_at(args.raw(), &field);
+                    Failure::Arg(ArgError::new(
+                        field,
+                        value,
+                        message,
+                        "see the create_copilot_plan input schema (camelCase or snake_case fields)",
+                    ))
+                }
+                e => e.into(),
+            })?;
+        if spec.jobs.len() > MAX_JOBS_PER_CALL {
+            return Err(ArgError::new(
+                "jobs",
+                Some(json!(format!("{} jobs", spec.jobs.len()))),
+                "too many jobs for one call",
+                format!("1 to {MAX_JOBS_PER_CALL} jobs; run larger plans from a plan file"),
+            )
+            .into());
+        }
+        let isolation = spec.isolation;
+        let id = self
+            .orchestrator
+            .create_plan(spec, self.repo.clone())
+            .await
+            .map_err(|e| match e {
+                orchestrator_core::Error::Invalid(errors) => Failure::Arg(ArgError::new(
+                    "jobs",
+                    None,
+                    errors.to_string(),
+                    "a valid plan: unique producerIds, known dependencies, no cycles",
+                )),
+                e => e.into(),
+            })?;
+        self.orchestrator.start(&id).await?;
+        let record = self.record(&id).await?;
+        let mapping: serde_json::Map<String, Value> = record
+            .spec
+            .jobs
+            .iter()
+            .zip(&record.state.nodes)
+            .map(|(j, n)| (j.producer_id.clone(), json!(n.id)))
+            .collect();
+        let status = record.status().as_str();
+        let doc = json!({
+            "success": true,
+            "planId": id,
+            "name": record.spec.name,
+            "status": status,
+            "jobMapping": mapping,
+            "jobCount": record.spec.jobs.len(),
+            "targetBranch": record.state.target_branch,
+            "isolation": isolation,
+            "message": format!(
+                "Plan created with {} jobs; it runs in the background. \
+                 Poll get_copilot_plan_status with planId {id}.",
+                record.spec.jobs.len()
+            ),
+        });
+        let text = format!(
+            "plan {} ({id}) created with {} jobs, status {status}; poll get_copilot_plan_status",
+            record.spec.name,
+            record.spec.jobs.len()
+        );
+        Ok((doc, text))
+    }
+
+    async fn list_plans(&self, args: ListPlansArgs) -> Result<(Value, String), Failure> {
+        if let Some(s) = &args.status {
+            if !PLAN_STATUSES.contains(&s.as_str()) {
+                return Err(ArgError::new(
+                    "status",
+                    Some(json!(s)),
+                    "unknown plan status",
+                    format!("one of {}", PLAN_STATUSES.join(", ")),
+                )
+                .into());
+            }
+        }
+        let listing = self.orchestrator.repository().list().await?;
+        let mut plans = Vec::new();
+        let mut text = String::new();
+        for p in &listing.plans {
+            let status = match self.orchestrator.plan_status(&p.plan_id) {
+                Ok(s) => s,
+                Err(_) => p.status,
+            };
+            if args.status.as_deref().is_some_and(|s| s != status.as_str()) {
+                continue;
+            }
+            plans.push(json!({
+                "planId": p.plan_id,
+                "name": p.name,
+                "status": status.as_str(),
+                "createdAt": p.created_at,
+            }));
+            text.push_str(&format!("{}  {}  {}\n", p.plan_id, status.as_str(), p.name));
+        }
+        let damaged: Vec<Value> = listing
+            .damaged
+            .iter()
+            .map(|(id, e)| json!({"planId": id, "error": e.to_string()}))
+            .collect();
+        if plans.is_empty() {
+            text.push_str("no plans\n");
+        }
+        Ok((
+            json!({"plans": plans, "count": plans.len(), "damaged": damaged}),
+            text,
+        ))
+    }
+
+    async fn logs(&self, args: LogsArgs) -> Result<(Value, String), Failure> {
+        let phase = match &args.phase {
+            Some(p) => Some(Phase::parse(p).ok_or_else(|| {
+                ArgError::new(
+                    "phase",
+                    Some(json!(p)),
+                    "unknown phase",
+                    format!("one of {}", Phase::ALL.map(Phase::as_str).join(", ")),
+                )
+            })?),
+            None => None,
+        };
+        let id = self.plan_id(&args.plan_id).await?;
+        let record = self.record(&id).await?;
+        let (n, label) = Self::job(&record, args.job_id.as_deref(), args.producer_id.as_deref())?;
+        let node = &record.state.nodes[n];
+        if let Some(a) = args.attempt {
+            if a == 0 || a as usize > node.attempts.len() {
+                return Err(ArgError::new(
+                    "attempt",
+                    Some(json!(a)),
+                    "no such attempt",
+                    format!("1 to {} (the job's attempts)", node.attempts.len()),
+                )
+                .into());
+            }
+        }
+        let mut query = LogQuery::new();
+        if let Some(a) = args.attempt {
+            query = query.attempt(a);
+        }
+        if let Some(t) = args.tail {
+            query = query.tail(t);
+        }
+        let phases: Vec<Phase> = phase.map_or_else(|| Phase::ALL.to_vec(), |p| vec![p]);
+        let mut text = String::new();
+        let mut by_phase = serde_json::Map::new();
+        for p in phases {
+            let log = self
+                .orchestrator
+                .repository()
+                .read_log(&id, &node.id, query.phase(p))
+                .await?;
+            if log.is_empty() {
+                continue;
+            }
+            if phase.is_none() {
+                text.push_str(&format!("== {p} ==\n"));
+            }
+            text.push_str(&log);
+            if !log.ends_with('\n') {
+                text.push('\n');
+            }
+            by_phase.insert(p.as_str().to_owned(), json!(log));
+        }
+        if text.is_empty() {
+            text = format!(
+                "no logs for job `{label}` (status {}, {} attempt(s))",
+                node.status,
+                node.attempts.len()
+            );
+        }
+        Ok((
+            json!({
+                "planId": id,
+                "jobId": node.id,
+                "producerId": label,
+                "status": node.status.as_str(),
+                "phases": by_phase,
+                "logs": text,
+            }),
+            text,
+        ))
+    }
+}
+
+fn graph_of(record: &PlanRecord) -> Result<PlanGraph, Failure> {
+    PlanGraph::build(&record.spec)
+        .map_err(|e| Failure::Engine(format!("the stored plan's graph is damaged: {e}")))
+}
+
+#[tool_router]
+impl OrchestratorMcp {
+    #[tool(
+        name = "create_copilot_plan",
+        description = "Create a plan of jobs (a DAG) and start it. Each job runs in its own git \
+            worktree off the base branch with its dependencies' commits merged in; its work (a shell \
+            command, a process or an AI agent) is committed, and the leaf jobs' commits are merged \
+            into the target branch at the end. Returns planId, status and jobMapping \
+            (producerId -> jobId). The plan keeps running after this call returns: poll \
+            get_copilot_plan_status. Example: {\"name\":\"add tests\",\"jobs\":[{\"producerId\":\"lint\",\
+            \"task\":\"fix lint\",\"work\":\"npm run lint -- --fix\",\"dependencies\":[]},\
+            {\"producerId\":\"tests\",\"task\":\"add tests\",\"work\":\"@agent add unit tests for src/x\",\
+            \"dependencies\":[\"lint\"]}]}"
+    )]
+    async fn create_copilot_plan(
+        &self,
+        Parameters(args): Parameters<Args<PlanInput>>,
+    ) -> ToolResult {
+        answer(self.create(&args).await)
+    }
+
+    #[tool(
+        name = "get_copilot_plan_status",
+        description = "A plan's status (scaffolding, pending, running, pausing, paused, succeeded, \
+            failed, canceled, archived) with every job's status, attempts, commit and error, and \
+            counts. Poll this after create_copilot_plan until the status is succeeded, failed or \
+            canceled. For failed jobs read get_copilot_job_logs, then retry_copilot_job."
+    )]
+    async fn get_copilot_plan_status(
+        &self,
+        Parameters(args): Parameters<Args<PlanArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                self.status_doc(&id).await
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "list_copilot_plans",
+        description = "Every plan of the repository, newest first: planId, name, status, createdAt. \
+            Optionally only those with a given status."
+    )]
+    async fn list_copilot_plans(
+        &self,
+        Parameters(args): Parameters<Args<ListPlansArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                self.list_plans(a).await
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "get_copilot_job_logs",
+        description = "A job's logs, per phase (merge-fi, setup, prechecks, work, commit, postchecks, \
+            merge-ri). Name the job by jobId or producerId; narrow with phase, attempt and tail \
+            (last N lines). Read these to see why a job failed."
+    )]
+    async fn get_copilot_job_logs(
+        &self,
+        Parameters(args): Parameters<Args<LogsArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                self.logs(a).await
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "cancel_copilot_plan",
+        description = "Cancel a plan: running jobs are stopped, nothing else starts. Worktrees are \
+            kept; recover_copilot_plan makes a canceled plan runnable again."
+    )]
+    async fn cancel_copilot_plan(
+        &self,
+        Parameters(args): Parameters<Args<PlanArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                self.own(&id).await?;
+                self.orchestrator.cancel(&id).await?;
+                self.status_doc(&id).await
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "pause_copilot_plan",
+        description = "Pause a plan: no new job starts; running jobs finish (or, with \
+            stopRunning, are stopped and later resume from the phase they were in). Continue with \
+            resume_copilot_plan."
+    )]
+    async fn pause_copilot_plan(
+        &self,
+        Parameters(args): Parameters<Args<PauseArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                self.own(&id).await?;
+                self.orchestrator.pause(&id, a.stop_running).await?;
+                self.status_doc(&id).await
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "resume_copilot_plan",
+        description = "Resume a paused plan (or one created with startPaused, or a stored plan \
+            left paused or interrupted by a restart). It runs on in the background."
+    )]
+    async fn resume_copilot_plan(
+        &self,
+        Parameters(args): Parameters<Args<PlanArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                self.own(&id).await?;
+                self.orchestrator.resume(&id).await?;
+                self.status_doc(&id).await
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "retry_copilot_plan",
+        description = "Retry failed jobs of a plan: the ones named by jobIds/producerIds, or every \
+            failed job when neither is given. Each resumes from the phase that failed (commit \
+            failures from work) in its worktree; newWork/newPrechecks/newPostchecks replace the \
+            specs, clearWorktree starts over in a fresh worktree. Blocked dependents run again \
+            once their dependencies succeed."
+    )]
+    async fn retry_copilot_plan(
+        &self,
+        Parameters(args): Parameters<Args<RetryPlanArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                let mut request =
+                    RetryRequest::jobs(a.job_ids.iter().chain(&a.producer_ids).cloned());
+                request.work = Self::work("newWork", a.new_work)?;
+                request.prechecks = Self::work("newPrechecks", a.new_prechecks)?;
+                request.postchecks = Self::work("newPostchecks", a.new_postchecks)?;
+                request.clear_worktree = a.clear_worktree;
+                let record = self.record(&id).await?;
+                for (field, refs) in [("jobIds", &a.job_ids), ("producerIds", &a.producer_ids)] {
+                    for r in refs {
+                        let (job_id, producer_id) = if field == "jobIds" {
+                            (Some(r.as_str()), None)
+                        } else {
+                            (None, Some(r.as_str()))
+                        };
+                        Self::job(&record, job_id, producer_id).map_err(|f| match f {
+                            Failure::Arg(mut e) => {
+                                e.field = field.to_owned();
+                                Failure::Arg(e)
+                            }
+                            f => f,
+                        })?;
+                    }
+                }
+                request.jobs = request
+                    .jobs
+                    .iter()
+                    .map(|j| report::job_ref(&record, j))
+                    .collect();
+                self.own(&id).await?;
+                let n = self.orchestrator.retry(&id, request).await?;
+                self.continue_after_retry(&id).await?;
+                let (mut doc, text) = self.status_doc(&id).await?;
+                doc["retried"] = json!(n);
+                Ok((doc, format!("retrying {n} job(s)\n{text}")))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "get_copilot_job",
+        description = "One job in detail: its spec (task, work, dependencies, group), status, \
+            commit, worktree, error and every attempt with its phases and timings. Name it by \
+            jobId or producerId."
+    )]
+    async fn get_copilot_job(&self, Parameters(args): Parameters<Args<JobArgs>>) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                let record = self.record(&id).await?;
+                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
+                let doc = report::job_detail(&record, n);
+                let node = &record.state.nodes[n];
+                let text = format!(
+                    "job {label} ({}): {}, {} attempt(s){}",
+                    node.id,
+                    node.status,
+                    node.attempts.len(),
+                    node.error
+                        .as_deref()
+                        .map(|e| format!(", error: {e}"))
+                        .unwrap_or_default()
+                );
+                Ok((doc, text))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "list_copilot_jobs",
+        description = "A plan's jobs with jobId, producerId, name, status, attempts, commit and \
+            error; optionally only those with a status (pending, ready, scheduled, running, \
+            succeeded, failed, blocked, canceled, completed_split) or in a group."
+    )]
+    async fn list_copilot_jobs(
+        &self,
+        Parameters(args): Parameters<Args<ListJobsArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                if let Some(s) = &a.status {
+                    let all = orchestrator_core::NodeStatus::ALL.map(|s| s.as_str());
+                    if !all.contains(&s.as_str()) {
+                        return Err(ArgError::new(
+                            "status",
+                            Some(json!(s)),
+                            "unknown job status",
+                            format!("one of {}", all.join(", ")),
+                        )
+                        .into());
+                    }
+                }
+                let id = self.plan_id(&a.plan_id).await?;
+                let record = self.record(&id).await?;
+                let doc = report::plan_json(&record);
+                let jobs: Vec<Value> = doc["jobs"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|j| a.status.as_deref().is_none_or(|s| j["status"] == s))
+                    .filter(|j| {
+                        a.group.as_deref().is_none_or(|g| {
+                            j["group"].as_str().is_some_and(|jg| {
+                                jg == g || jg.starts_with(&format!("{}/", g.trim_end_matches('/')))
+                            })
+                        })
+                    })
+                    .collect();
+                let text = jobs
+                    .iter()
+                    .map(|j| {
+                        format!(
+                            "{}  {}  {}",
+                            j["producerId"].as_str().unwrap_or(""),
+                            j["status"].as_str().unwrap_or(""),
+                            j["nodeId"].as_str().unwrap_or("")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                Ok((
+                    json!({"planId": id, "count": jobs.len(), "jobs": jobs}),
+                    if text.is_empty() {
+                        "no jobs match".to_owned()
+                    } else {
+                        text
+                    },
+                ))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "retry_copilot_job",
+        description = "Retry one failed job (by jobId or producerId). It resumes from the failed \
+            phase; newWork/newPrechecks/newPostchecks replace its specs (e.g. a corrected \
+            command or clearer agent instructions), clearWorktree starts over. The plan then \
+            runs on in the background."
+    )]
+    async fn retry_copilot_job(
+        &self,
+        Parameters(args): Parameters<Args<RetryJobArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                let record = self.record(&id).await?;
+                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
+                let node_id = record.state.nodes[n].id.to_string();
+                let mut request = RetryRequest::jobs([node_id]);
+                request.work = Self::work("newWork", a.new_work)?;
+                request.prechecks = Self::work("newPrechecks", a.new_prechecks)?;
+                request.postchecks = Self::work("newPostchecks", a.new_postchecks)?;
+                request.clear_worktree = a.clear_worktree;
+                self.own(&id).await?;
+                self.orchestrator.retry(&id, request).await?;
+                self.continue_after_retry(&id).await?;
+                let (doc, text) = self.status_doc(&id).await?;
+                Ok((doc, format!("retrying job {label}\n{text}")))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "force_fail_copilot_job",
+        description = "Fail a running (stuck) job now, killing its process tree. It can then be \
+            retried with retry_copilot_job."
+    )]
+    async fn force_fail_copilot_job(
+        &self,
+        Parameters(args): Parameters<Args<JobArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                let record = self.record(&id).await?;
+                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
+                let node_id = record.state.nodes[n].id.to_string();
+                self.own(&id).await?;
+                self.orchestrator.force_fail(&id, &node_id).await?;
+                let (doc, text) = self.status_doc(&id).await?;
+                Ok((doc, format!("job {label} force-failed\n{text}")))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "get_copilot_plan_graph",
+        description = "The plan's DAG as a Mermaid flowchart (default) or Graphviz dot, with each \
+            job's status."
+    )]
+    async fn get_copilot_plan_graph(
+        &self,
+        Parameters(args): Parameters<Args<GraphArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let format = a.format.as_deref().unwrap_or("mermaid");
+                if format != "mermaid" && format != "dot" {
+                    return Err(ArgError::new(
+                        "format",
+                        Some(json!(format)),
+                        "unknown graph format",
+                        "mermaid or dot",
+                    )
+                    .into());
+                }
+                let id = self.plan_id(&a.plan_id).await?;
+                let record = self.record(&id).await?;
+                let graph = graph_of(&record)?;
+                let text = if format == "dot" {
+                    orchestrator_core::render::dot(&record, &graph)
+                } else {
+                    orchestrator_core::render::mermaid(&record, &graph)
+                };
+                Ok((json!({"planId": id, "format": format, "graph": text}), text))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "archive_copilot_plan",
+        description = "Archive an ended plan: remove its worktrees, snapshot and target branches \
+            (never the default branch); state and logs are kept and it is marked archived."
+    )]
+    async fn archive_copilot_plan(
+        &self,
+        Parameters(args): Parameters<Args<PlanArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                self.own(&id).await?;
+                let removed = self.orchestrator.archive(&id).await?;
+                let (mut doc, text) = self.status_doc(&id).await?;
+                doc["archive"] = json!(removed);
+                Ok((doc, format!("plan {id} archived\n{text}")))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "recover_copilot_plan",
+        description = "Recover a failed or canceled plan: the target branch exists again at the \
+            base, succeeded jobs' worktrees are recreated at their commits, the other jobs are \
+            pending again, and the plan is left paused: call resume_copilot_plan to run it."
+    )]
+    async fn recover_copilot_plan(
+        &self,
+        Parameters(args): Parameters<Args<PlanArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                self.own(&id).await?;
+                self.orchestrator.recover(&id).await?;
+                let (doc, text) = self.status_doc(&id).await?;
+                Ok((doc, format!("plan {id} recovered (paused)\n{text}")))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "delete_copilot_plan",
+        description = "Delete a plan: cancel it if it is still active, remove its worktrees and \
+            branches (as archive does), then delete its state and logs. Cannot be undone."
+    )]
+    async fn delete_copilot_plan(
+        &self,
+        Parameters(args): Parameters<Args<PlanArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                self.own(&id).await?;
+                let status = self.orchestrator.plan_status(&id)?;
+                if !status.is_terminal() {
+                    self.orchestrator.cancel(&id).await?;
+                    let _ = self.orchestrator.wait(&id).await;
+                }
+                let mut warnings = Vec::new();
+                if self.orchestrator.plan_status(&id)? != orchestrator_core::PlanStatus::Archived {
+                    if let Err(e) = self.orchestrator.archive(&id).await {
+                        warnings.push(format!("cleaning up: {e}"));
+                    }
+                }
+                self.orchestrator.close(&id).await?;
+                self.orchestrator.repository().delete(&id).await?;
+                Ok((
+                    json!({"success": true, "planId": id, "deleted": true, "warnings": warnings}),
+                    format!("plan {id} deleted"),
+                ))
+            }
+            .await,
+        )
+    }
+    #[tool(
+        name = "get_copilot_job_attempts",
+        description = "Every attempt of a job (by jobId or producerId): number, status, start \
+            and end times, the phase it resumed from, each phase's status and timing, the failed \
+            phase, the failure reason and error. Read logs of an attempt with \
+            get_copilot_job_logs and `attempt`."
+    )]
+    async fn get_copilot_job_attempts(
+        &self,
+        Parameters(args): Parameters<Args<JobArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                let record = self.record(&id).await?;
+                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
+                let node = &record.state.nodes[n];
+                let attempts = serde_json::to_value(&node.attempts).unwrap_or(Value::Null);
+                let mut text = format!("job {label}: {} attempt(s)\n", node.attempts.len());
+                for at in &node.attempts {
+                    text.push_str(&format!(
+                        "  #{} {:?}{}\n",
+                        at.number,
+                        at.status,
+                        at.error
+                            .as_deref()
+                            .and_then(|e| e.lines().next())
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    ));
+                }
+                Ok((
+                    json!({
+                        "planId": id,
+                        "jobId": node.id,
+                        "producerId": label,
+                        "status": node.status.as_str(),
+                        "count": node.attempts.len(),
+                        "attempts": attempts,
+                    }),
+                    text,
+                ))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "get_copilot_job_failure_context",
+        description = "Why a job failed, in one call: its error, failed phase, failure reason, \
+            the last 100 lines of the failed phase's log, and its work spec. Use it before \
+            retry_copilot_job (with newWork to fix the job)."
+    )]
+    async fn get_copilot_job_failure_context(
+        &self,
+        Parameters(args): Parameters<Args<JobArgs>>,
+    ) -> ToolResult {
+        answer(
+            async {
+                let a = args.parse()?;
+                let id = self.plan_id(&a.plan_id).await?;
+                let record = self.record(&id).await?;
+                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
+                let node = &record.state.nodes[n];
+                let last = node.last_attempt();
+                let phase = last.and_then(|at| at.failed_phase);
+                let log = match (phase, last) {
+                    (Some(p), Some(at)) => {
+                        self.orchestrator
+                            .repository()
+                            .read_log(
+                                &id,
+                                &node.id,
+                                LogQuery::new().phase(p).attempt(at.number).tail(100),
+                            )
+                            .await?
+                    }
+                    _ => String::new(),
+                };
+                let work = record
+                    .spec
+                    .jobs
+                    .get(n)
+                    .and_then(|j| serde_json::to_value(&j.work).ok());
+                let text = match &node.error {
+                    Some(e) => format!(
+                        "job {label} is {} (phase {}): {e}\n{log}",
+                        node.status,
+                        phase.map_or("-", Phase::as_str)
+                    ),
+                    None => format!("job {label} is {}; no failure recorded", node.status),
+                };
+                Ok((
+                    json!({
+                        "planId": id,
+                        "jobId": node.id,
+                        "producerId": label,
+                        "status": node.status.as_str(),
+                        "error": node.error,
+                        "failedPhase": phase,
+                        "failureReason": last.and_then(|at| at.failure_reason),
+                        "attempts": node.attempts.len(),
+                        "log": log,
+                        "work": work,
+                    }),
+                    text,
+                ))
+            }
+            .await,
+        )
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for OrchestratorMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "orchestrator-mcp",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Runs plans of coding jobs (a DAG) in git worktrees of this repository. \
+                 create_copilot_plan starts a plan and returns its planId; poll \
+                 get_copilot_plan_status until it ends; on failure read get_copilot_job_logs \
+                 and fix with retry_copilot_job (optionally with newWork).",
+            )
+    }
+}

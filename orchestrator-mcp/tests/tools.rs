@@ -1,0 +1,504 @@
+//! The MCP tools through rmcp's client, over an in-process duplex transport, on temporary git
+//! repositories driven by shell jobs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use orchestrator_agents::{ProcessRunner, ShellRunner};
+use orchestrator_core::Orchestrator;
+use orchestrator_git::Git2Operations;
+use orchestrator_mcp::{OrchestratorMcp, TOOL_NAMES};
+use orchestrator_storage::FsPlanRepository;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+/// A temporary repository on `main` with one commit, made with the `git` CLI.
+struct Repo {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("repo");
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::create_dir_all(&home).expect("mkdir");
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .args(args)
+                .current_dir(&dir)
+                .env("HOME", &home)
+                .env("XDG_CONFIG_HOME", home.join(".config"))
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_AUTHOR_NAME", "Test User")
+                .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+                .env("GIT_COMMITTER_NAME", "Test User")
+                .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+                .env_remove("GIT_DIR")
+                .env_remove("GIT_WORK_TREE")
+                .output()
+                .expect("git runs");
+            assert!(
+                out.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        git(&["init", "-q", "-b", "main"]);
+        // The engine commits through libgit2, which reads the identity from the repository.
+        git(&["config", "user.name", "Test User"]);
+        git(&["config", "user.email", "test@example.invalid"]);
+        std::fs::write(dir.join("README.md"), "hello\n").expect("write");
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "initial"]);
+        Repo { _tmp: tmp, dir }
+    }
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// A server on `repo` in this process and a client connected to it.
+async fn connect(repo: &Path) -> Client {
+    let orchestrator = Orchestrator::builder()
+        .repository(FsPlanRepository::new(repo.join(".orchestrator")))
+        .git(Git2Operations::new())
+        .runner("shell", ShellRunner::new())
+        .runner("process", ProcessRunner::new())
+        .build()
+        .expect("orchestrator");
+    let server = OrchestratorMcp::new(orchestrator, repo);
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_io).await.expect("client connects")
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .expect("the tool call gets an answer")
+}
+
+fn structured(r: &CallToolResult) -> &Value {
+    r.structured_content
+        .as_ref()
+        .expect("every result carries structured content")
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn ok(r: &CallToolResult) -> &Value {
+    assert_ne!(r.is_error, Some(true), "tool failed: {}", text(r));
+    assert!(!text(r).is_empty(), "a readable text comes with the result");
+    structured(r)
+}
+
+fn failed(r: &CallToolResult) -> &Value {
+    assert_eq!(r.is_error, Some(true), "expected an error: {}", text(r));
+    structured(r)
+}
+
+/// Polls the plan's status until it is one of `wanted`.
+async fn wait_for(client: &Client, plan: &str, wanted: &[&str]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = call(client, "get_copilot_plan_status", json!({"planId": plan})).await;
+        let doc = ok(&r).clone();
+        let status = doc["status"].as_str().unwrap_or_default().to_owned();
+        if wanted.contains(&status.as_str()) {
+            return doc;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "plan still {status} after 60s: {doc}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_exactly_the_implemented_tools() {
+    let repo = Repo::new();
+    let client = connect(&repo.dir).await;
+    let tools = client.list_all_tools().await.expect("tools");
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    let mut expected: Vec<String> = TOOL_NAMES.iter().map(|s| (*s).to_owned()).collect();
+    expected.sort();
+    assert_eq!(names, expected);
+    for t in &tools {
+        let description = t.description.as_deref().unwrap_or_default();
+        assert!(description.len() > 40, "{} is described", t.name);
+        assert_eq!(
+            t.input_schema.get("type"),
+            Some(&json!("object")),
+            "{}",
+            t.name
+        );
+    }
+    let create = tools
+        .iter()
+        .find(|t| t.name == "create_copilot_plan")
+        .expect("create tool");
+    let schema = Value::Object((*create.input_schema).clone());
+    assert_eq!(schema["required"], json!(["name", "jobs"]));
+    assert!(schema["properties"]["jobs"]["items"]["properties"]["producerId"].is_object());
+    let status = tools
+        .iter()
+        .find(|t| t.name == "get_copilot_plan_status")
+        .expect("status tool");
+    assert_eq!(
+        status.input_schema.get("required"),
+        Some(&json!(["planId"]))
+    );
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creates_a_plan_that_runs_to_success() {
+    let repo = Repo::new();
+    let client = connect(&repo.dir).await;
+    let r = call(
+        &client,
+        "create_copilot_plan",
+        json!({
+            "name": "two steps",
+            "max_parallel": 2,
+            "jobs": [
+                {"producerId": "write-a", "task": "write a", "work": "echo a > a.txt",
+                 "dependencies": []},
+                {"producer_id": "write-b", "task": "write b",
+                 "work": {"type": "shell", "command": "test -f a.txt && echo b > b.txt"},
+                 "dependencies": ["write-a"], "group": "docs/b"}
+            ]
+        }),
+    )
+    .await;
+    let created = ok(&r).clone();
+    let plan = created["planId"].as_str().expect("planId").to_owned();
+    let mapping = created["jobMapping"].as_object().expect("jobMapping");
+    assert_eq!(mapping.len(), 2);
+    assert!(mapping["write-a"].is_string() && mapping["write-b"].is_string());
+    assert!(created["status"].is_string());
+
+    let done = wait_for(&client, &plan, &["succeeded", "failed", "canceled"]).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let target = done["targetBranch"].as_str().expect("target branch");
+    assert!(target.starts_with("orchestrator/"), "{target}");
+
+    let r = call(&client, "list_copilot_plans", json!({})).await;
+    let plans = ok(&r)["plans"].as_array().expect("plans").clone();
+    assert!(plans.iter().any(|p| p["planId"] == plan.as_str()));
+
+    let r = call(
+        &client,
+        "get_copilot_job",
+        json!({"planId": plan, "producerId": "write-b"}),
+    )
+    .await;
+    let job = ok(&r);
+    assert_eq!(job["status"], "succeeded");
+    assert_eq!(job["jobId"], mapping["write-b"]);
+    assert_eq!(job["dependencies"], json!(["write-a"]));
+
+    let r = call(
+        &client,
+        "list_copilot_jobs",
+        json!({"planId": plan, "group": "docs"}),
+    )
+    .await;
+    assert_eq!(ok(&r)["count"], 1);
+
+    let r = call(
+        &client,
+        "get_copilot_job_logs",
+        json!({"planId": plan, "jobId": mapping["write-a"], "phase": "work"}),
+    )
+    .await;
+    assert_eq!(ok(&r)["producerId"], "write-a");
+
+    let r = call(&client, "get_copilot_plan_graph", json!({"planId": plan})).await;
+    assert!(ok(&r)["graph"]
+        .as_str()
+        .is_some_and(|g| g.contains("write-a")));
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_invalid_arguments_naming_the_field() {
+    let repo = Repo::new();
+    let client = connect(&repo.dir).await;
+
+    let r = call(&client, "get_copilot_plan_status", json!({})).await;
+    assert_eq!(failed(&r)["field"], "planId");
+
+    let r = call(
+        &client,
+        "get_copilot_plan_status",
+        json!({"planId": "no-such-plan"}),
+    )
+    .await;
+    let e = failed(&r);
+    assert_eq!(e["field"], "planId");
+    assert_eq!(e["value"], "no-such-plan");
+
+    let r = call(
+        &client,
+        "create_copilot_plan",
+        json!({"name": "p", "jobs": [{"producerId": "aaa", "work": "true", "dependencies": []}]}),
+    )
+    .await;
+    let e = failed(&r);
+    assert!(
+        e["field"].as_str().is_some_and(|f| f.contains("jobs[0]")),
+        "{e}"
+    );
+    assert!(text(&r).contains("task"), "{}", text(&r));
+
+    let r = call(
+        &client,
+        "create_copilot_plan",
+        json!({"name": "p", "maxParalel": 2,
+               "jobs": [{"producerId": "aaa", "task": "t", "work": "true", "dependencies": []}]}),
+    )
+    .await;
+    let e = failed(&r);
+    assert_eq!(e["field"], "maxParalel", "{e}");
+    assert_eq!(e["value"], 2);
+
+    let r = call(
+        &client,
+        "create_copilot_plan",
+        json!({"name": "p", "jobs": [
+            {"producerId": "BAD", "task": "t", "work": "true", "dependencies": ["nope"]}]}),
+    )
+    .await;
+    let message = text(&r);
+    failed(&r);
+    assert!(
+        message.contains("BAD") && message.contains("nope"),
+        "{message}"
+    );
+
+    let r = call(
+        &client,
+        "pause_copilot_plan",
+        json!({"planId": "x", "stopRunning": "yes"}),
+    )
+    .await;
+    let e = failed(&r);
+    assert_eq!(e["field"], "stopRunning");
+    assert_eq!(e["value"], "yes");
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_failed_jobs_by_producer_id() {
+    let repo = Repo::new();
+    let client = connect(&repo.dir).await;
+    let r = call(
+        &client,
+        "create_copilot_plan",
+        json!({
+            "name": "needs a fix",
+            "jobs": [
+                {"producerId": "broken", "task": "broken step", "work": "exit 3",
+                 "dependencies": []},
+                {"producerId": "after", "task": "after", "work": "echo after > after.txt",
+                 "dependencies": ["broken"]}
+            ]
+        }),
+    )
+    .await;
+    let plan = ok(&r)["planId"].as_str().expect("planId").to_owned();
+    let failed_doc = wait_for(&client, &plan, &["failed", "succeeded", "canceled"]).await;
+    assert_eq!(failed_doc["status"], "failed", "{failed_doc}");
+    let jobs = failed_doc["jobs"].as_array().expect("jobs");
+    assert_eq!(jobs[0]["status"], "failed");
+    assert_eq!(jobs[1]["status"], "blocked");
+
+    let r = call(
+        &client,
+        "get_copilot_job_logs",
+        json!({"planId": plan, "producerId": "broken", "phase": "bogus"}),
+    )
+    .await;
+    let e = failed(&r);
+    assert_eq!(e["field"], "phase");
+    assert!(e["allowed"].as_str().is_some_and(|a| a.contains("work")));
+
+    let r = call(
+        &client,
+        "retry_copilot_job",
+        json!({"planId": plan, "producerId": "nosuch"}),
+    )
+    .await;
+    assert_eq!(failed(&r)["field"], "producerId");
+
+    let r = call(
+        &client,
+        "retry_copilot_job",
+        json!({"planId": plan, "producerId": "broken", "newWork": {"type": "nonsense"}}),
+    )
+    .await;
+    assert!(failed(&r)["field"]
+        .as_str()
+        .is_some_and(|f| f.starts_with("newWork")));
+
+    let r = call(
+        &client,
+        "retry_copilot_plan",
+        json!({"planId": plan, "producerIds": ["broken"], "newWork": "echo fixed > fixed.txt"}),
+    )
+    .await;
+    assert_eq!(ok(&r)["retried"], 1);
+    let done = wait_for(&client, &plan, &["succeeded", "failed", "canceled"]).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["jobs"][0]["attempts"], 2);
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_copilot_job_by_producer_id_with_new_work() {
+    let repo = Repo::new();
+    let client = connect(&repo.dir).await;
+    let r = call(
+        &client,
+        "create_copilot_plan",
+        json!({"name": "one fix", "jobs": [
+            {"producerId": "flaky", "task": "flaky", "work": "false", "dependencies": []}]}),
+    )
+    .await;
+    let plan = ok(&r)["planId"].as_str().expect("planId").to_owned();
+    let doc = wait_for(&client, &plan, &["failed", "succeeded"]).await;
+    assert_eq!(doc["status"], "failed");
+    let r = call(
+        &client,
+        "get_copilot_job_failure_context",
+        json!({"planId": plan, "producerId": "flaky"}),
+    )
+    .await;
+    let context = ok(&r);
+    assert_eq!(context["failedPhase"], "work", "{context}");
+    assert_eq!(context["work"]["command"], "false", "{context}");
+    let r = call(
+        &client,
+        "retry_copilot_job",
+        json!({"planId": plan, "producerId": "flaky",
+               "newWork": {"type": "shell", "command": "echo ok > ok.txt"}}),
+    )
+    .await;
+    ok(&r);
+    let doc = wait_for(&client, &plan, &["failed", "succeeded"]).await;
+    assert_eq!(doc["status"], "succeeded", "{doc}");
+    let r = call(
+        &client,
+        "get_copilot_job_attempts",
+        json!({"planId": plan, "producerId": "flaky"}),
+    )
+    .await;
+    assert_eq!(ok(&r)["count"], 2);
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_paused_resume_archive_and_delete() {
+    let repo = Repo::new();
+    let client = connect(&repo.dir).await;
+    let r = call(
+        &client,
+        "create_copilot_plan",
+        json!({"name": "later", "startPaused": true, "jobs": [
+            {"producerId": "step", "task": "step", "work": "echo s > s.txt", "dependencies": []}]}),
+    )
+    .await;
+    let created = ok(&r).clone();
+    let plan = created["planId"].as_str().expect("planId").to_owned();
+    assert_eq!(created["status"], "paused", "{created}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = call(&client, "get_copilot_plan_status", json!({"planId": plan})).await;
+    let job = ok(&r)["jobs"][0]["status"].clone();
+    assert!(
+        job == "pending" || job == "ready",
+        "nothing runs while paused: {job}"
+    );
+
+    let r = call(&client, "resume_copilot_plan", json!({"planId": plan})).await;
+    ok(&r);
+    let doc = wait_for(&client, &plan, &["succeeded", "failed"]).await;
+    assert_eq!(doc["status"], "succeeded");
+
+    let r = call(&client, "archive_copilot_plan", json!({"plan_id": plan})).await;
+    assert_eq!(ok(&r)["status"], "archived");
+
+    let r = call(&client, "delete_copilot_plan", json!({"planId": plan})).await;
+    assert_eq!(ok(&r)["deleted"], true);
+    let r = call(&client, "get_copilot_plan_status", json!({"planId": plan})).await;
+    assert_eq!(failed(&r)["field"], "planId");
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_fail_recover_and_cancel() {
+    let repo = Repo::new();
+    let client = connect(&repo.dir).await;
+    let r = call(
+        &client,
+        "create_copilot_plan",
+        json!({"name": "stuck", "jobs": [
+            {"producerId": "sleeper", "task": "sleeps", "work": "sleep 30", "dependencies": []}]}),
+    )
+    .await;
+    let plan = ok(&r)["planId"].as_str().expect("planId").to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = call(&client, "get_copilot_plan_status", json!({"planId": plan})).await;
+        if ok(&r)["jobs"][0]["status"] == "running" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the job never ran");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let started = Instant::now();
+    let r = call(
+        &client,
+        "force_fail_copilot_job",
+        json!({"planId": plan, "producerId": "sleeper"}),
+    )
+    .await;
+    ok(&r);
+    let doc = wait_for(&client, &plan, &["failed", "succeeded", "canceled"]).await;
+    assert_eq!(doc["status"], "failed", "{doc}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the process was killed"
+    );
+
+    let r = call(&client, "recover_copilot_plan", json!({"planId": plan})).await;
+    assert_eq!(ok(&r)["status"], "paused", "{}", text(&r));
+    let r = call(&client, "cancel_copilot_plan", json!({"planId": plan})).await;
+    assert_eq!(ok(&r)["status"], "canceled", "{}", text(&r));
+    let r = call(&client, "list_copilot_plans", json!({"status": "canceled"})).await;
+    assert_eq!(ok(&r)["count"], 1);
+    let r = call(&client, "list_copilot_plans", json!({"status": "done"})).await;
+    assert_eq!(failed(&r)["field"], "status");
+    let _ = client.cancel().await;
+}
