@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::fxhash::FxHashMap;
 
-use petgraph::algo::{kosaraju_scc, toposort};
+use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, NodeIndex as PgIndex};
 use petgraph::Direction;
 
@@ -98,16 +98,6 @@ impl PlanGraph {
                 }
             }
         }
-        let order = match toposort(&graph, None) {
-            Ok(order) => order.into_iter().map(PgIndex::index).collect::<Vec<_>>(),
-            Err(_) => {
-                errors.extend(cycles(&graph, spec));
-                Vec::new()
-            }
-        };
-        if !errors.is_empty() {
-            return Err(ValidationErrors(errors));
-        }
         let snapshot = with_snapshot.then_some(jobs);
         if let Some(sv) = snapshot {
             for leaf in 0..jobs {
@@ -120,6 +110,18 @@ impl PlanGraph {
                 }
             }
         }
+        let dependents = Csr::build(&graph, Direction::Outgoing);
+        let dependencies = Csr::build(&graph, Direction::Incoming);
+        let order = match kahn(&dependents, &dependencies) {
+            Some(order) => order,
+            None => {
+                errors.extend(cycles(&graph, spec));
+                Vec::new()
+            }
+        };
+        if !errors.is_empty() {
+            return Err(ValidationErrors(errors));
+        }
         let mut g = PlanGraph {
             graph,
             jobs,
@@ -127,16 +129,10 @@ impl PlanGraph {
             order,
             priority: Vec::new(),
             topo_pos: Vec::new(),
-            dependents: Csr::default(),
-            dependencies: Csr::default(),
+            dependents,
+            dependencies,
             by_producer,
         };
-        if let Some(sv) = snapshot {
-            // The snapshot node is a sink that follows every job.
-            g.order.push(sv);
-        }
-        g.dependents = Csr::build(&g.graph, Direction::Outgoing);
-        g.dependencies = Csr::build(&g.graph, Direction::Incoming);
         g.priority = g.compute_priorities();
         g.topo_pos = vec![0; g.node_count()];
         for (i, &n) in g.order.iter().enumerate() {
@@ -303,6 +299,28 @@ impl Csr {
         };
         self.targets[start..end].iter().map(|&x| x as usize)
     }
+}
+
+/// A topological order by Kahn's algorithm over the compressed rows (iterative, linear, and
+/// cache-friendly on 1M-node plans); `None` when a cycle leaves nodes unordered. Among nodes
+/// ready at the same time, plan order is kept.
+fn kahn(dependents: &Csr, dependencies: &Csr) -> Option<Vec<NodeIndex>> {
+    let n = dependencies.offsets.len().saturating_sub(1);
+    let mut waiting: Vec<u32> = (0..n).map(|i| dependencies.row(i).count() as u32).collect();
+    let mut order: Vec<NodeIndex> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    order.reserve(n - order.len());
+    let mut next = 0;
+    while next < order.len() {
+        let x = order[next];
+        next += 1;
+        for d in dependents.row(x) {
+            waiting[d] -= 1;
+            if waiting[d] == 0 {
+                order.push(d);
+            }
+        }
+    }
+    (order.len() == n).then_some(order)
 }
 
 /// One validation error per cycle, printed as a path `a -> b -> c -> a` ("a depends on b ...").

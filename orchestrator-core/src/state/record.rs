@@ -492,13 +492,16 @@ impl PlanRecord {
             } => {
                 let n = node_mut(&mut self.state, *node)?;
                 let number = n.attempts.len() as u32 + 1;
+                // Most nodes run once: room for exactly one attempt (a default push would
+                // reserve four), which keeps 100k-node plans several times smaller.
+                n.attempts.reserve_exact(1);
                 n.attempts.push(Attempt {
                     number,
                     status: AttemptStatus::Running,
                     started_at: *at,
                     ended_at: None,
                     resumed_from: *resume_from,
-                    phases: Vec::new(),
+                    phases: Vec::with_capacity(1),
                     error: None,
                     failure_reason: None,
                     failed_phase: None,
