@@ -37,7 +37,9 @@ pub enum Durability {
 pub struct Compaction {
     /// Never compact a journal smaller than this (default 256 KiB).
     pub min_journal_bytes: u64,
-    /// Compact once the journal exceeds this percentage of the snapshot's size (default 100: a reload replays at most about one snapshot's worth of journal, and each byte of state is rewritten about twice).
+    /// Compact once the journal exceeds this percentage of the snapshot's size (default 100:
+    /// a reload replays at most about one snapshot's worth of journal, and each byte of state
+    /// is rewritten about twice).
     pub snapshot_percent: u64,
     /// Compact once the journal holds this many records (append calls), whatever their size
     /// (default 50 000).
