@@ -34,11 +34,7 @@ pub fn mermaid(record: &PlanRecord, graph: &PlanGraph) -> String {
             );
         }
         for &n in nodes {
-            let status = record
-                .state
-                .nodes
-                .get(n)
-                .map_or(NodeStatus::Pending, |s| s.status);
+            let status = status_of(record, n);
             let _ = writeln!(
                 out,
                 "  n{n}[\"{}<br/>{status}\"]:::{status}",
@@ -85,11 +81,7 @@ pub fn dot(record: &PlanRecord, graph: &PlanGraph) -> String {
             );
         }
         for &n in nodes {
-            let status = record
-                .state
-                .nodes
-                .get(n)
-                .map_or(NodeStatus::Pending, |s| s.status);
+            let status = status_of(record, n);
             let color = COLORS
                 .iter()
                 .find(|(s, _)| *s == status.as_str())
@@ -111,6 +103,14 @@ pub fn dot(record: &PlanRecord, graph: &PlanGraph) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+fn status_of(record: &PlanRecord, n: usize) -> NodeStatus {
+    record
+        .state
+        .nodes
+        .get(n)
+        .map_or(NodeStatus::Pending, |s| s.status)
 }
 
 /// Nodes by `group` (`""` for ungrouped), groups sorted by name.

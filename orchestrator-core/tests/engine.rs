@@ -155,11 +155,11 @@ async fn retry_with_replaced_work_succeeds() {
     assert_eq!(stored, r, "the store holds exactly the engine's state");
 }
 
-#[tokio::test]
-async fn max_parallel_is_never_exceeded() {
+/// A runner that sleeps briefly and records the most jobs it ever saw running at once.
+fn counting_runner() -> (FnRunner, Arc<AtomicUsize>) {
     let current = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
-    let (c, p) = (current.clone(), peak.clone());
+    let (c, p) = (current, peak.clone());
     let runner = FnRunner::new(move |_spec, _ctx| {
         let (c, p) = (c.clone(), p.clone());
         async move {
@@ -170,6 +170,12 @@ async fn max_parallel_is_never_exceeded() {
             Ok(WorkOutput::default())
         }
     });
+    (runner, peak)
+}
+
+#[tokio::test]
+async fn max_parallel_is_never_exceeded() {
+    let (runner, peak) = counting_runner();
     let o = Orchestrator::builder()
         .runner("shell", runner)
         .build()
@@ -191,19 +197,7 @@ async fn max_parallel_is_never_exceeded() {
 
 #[tokio::test]
 async fn global_capacity_is_shared_by_plans() {
-    let current = Arc::new(AtomicUsize::new(0));
-    let peak = Arc::new(AtomicUsize::new(0));
-    let (c, p) = (current.clone(), peak.clone());
-    let runner = FnRunner::new(move |_spec, _ctx| {
-        let (c, p) = (c.clone(), p.clone());
-        async move {
-            let now = c.fetch_add(1, Ordering::SeqCst) + 1;
-            p.fetch_max(now, Ordering::SeqCst);
-            tokio::time::sleep(Duration::from_millis(3)).await;
-            c.fetch_sub(1, Ordering::SeqCst);
-            Ok(WorkOutput::default())
-        }
-    });
+    let (runner, peak) = counting_runner();
     let o = Orchestrator::builder()
         .runner("shell", runner)
         .options(OrchestratorOptions::default().global_capacity(4))

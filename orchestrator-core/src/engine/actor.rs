@@ -628,13 +628,7 @@ impl PlanActor {
             paths.dedup();
             for (n, node) in state.nodes.iter().enumerate() {
                 if node.worktree.is_some() {
-                    self.machine
-                        .record_change(StateChange::Worktree {
-                            node: n,
-                            path: None,
-                            base_commit: None,
-                        })
-                        .map_err(|e| self.transition_error(e))?;
+                    self.forget_worktree(n)?;
                 }
             }
             for path in paths {
@@ -676,15 +670,20 @@ impl PlanActor {
         if let (Some(path), Some(git)) = (node.worktree.clone(), self.ctx.git.clone()) {
             git.remove_worktree(&self.machine.record().state.repo, &path)
                 .await?;
-            self.machine
-                .record_change(StateChange::Worktree {
-                    node: n,
-                    path: None,
-                    base_commit: None,
-                })
-                .map_err(|e| self.transition_error(e))?;
+            self.forget_worktree(n)?;
         }
         Ok(())
+    }
+
+    /// Records that node `n` has no worktree any more.
+    fn forget_worktree(&mut self, n: NodeIndex) -> Result<()> {
+        self.machine
+            .record_change(StateChange::Worktree {
+                node: n,
+                path: None,
+                base_commit: None,
+            })
+            .map_err(|e| self.transition_error(e))
     }
 
     fn progress(&mut self, changes: Vec<StateChange>) {
@@ -753,11 +752,7 @@ impl PlanActor {
             let (repo, branch) = (state.repo.clone(), state.snapshot_branch.clone());
             let path = state.nodes[n].worktree.clone();
             if path.is_some() {
-                let _ = self.machine.record_change(StateChange::Worktree {
-                    node: n,
-                    path: None,
-                    base_commit: None,
-                });
+                let _ = self.forget_worktree(n);
             }
             self.cleanups.spawn(
                 async move {
@@ -797,11 +792,7 @@ impl PlanActor {
         for (d, path) in done {
             let (git, repo) = (git.clone(), repo.clone());
             // Mark it gone now so it is not removed twice; the removal itself runs aside.
-            let _ = self.machine.record_change(StateChange::Worktree {
-                node: d,
-                path: None,
-                base_commit: None,
-            });
+            let _ = self.forget_worktree(d);
             self.cleanups.spawn(
                 async move {
                     if let Err(e) = git.remove_worktree(&repo, &path).await {
