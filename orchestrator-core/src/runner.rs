@@ -140,6 +140,28 @@ pub trait WorkRunner: Send + Sync + Debug + 'static {
     async fn run(&self, spec: &WorkSpec, ctx: &WorkContext) -> WorkResult;
 }
 
+/// What a [`Healer`] is asked to fix.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HealRequest {
+    /// The shell or process spec that failed.
+    pub spec: WorkSpec,
+    /// How it failed (message with the last lines of output, exit code).
+    pub failure: WorkFailure,
+    /// 1 for the first heal of this phase, then 2, ... up to the budget.
+    pub round: u32,
+}
+
+/// Auto-heal (SPEC §3): when a shell or process phase fails, a healer (typically an agent)
+/// gets the failure and fixes the worktree; the engine then runs the phase again, up to
+/// [`crate::OrchestratorOptions::auto_heal_budget`] times. A job opts out with
+/// `autoHeal: false`, a spec with `onFailure.noAutoHeal`.
+#[async_trait]
+pub trait Healer: Send + Sync + Debug + 'static {
+    /// Tries to fix what made `request.spec` fail, working in `ctx.dir`. An error ends healing.
+    async fn heal(&self, request: &HealRequest, ctx: &WorkContext) -> Result<(), WorkFailure>;
+}
+
 /// Which stream a log line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -604,3 +604,88 @@ async fn every_job_runs_exactly_once_in_dependency_order() {
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
     assert_eq!(done.lock().expect("lock").len(), 50);
 }
+
+/// Fails unless `fixed` exists in the job's directory.
+fn needs_fix_runner() -> FnRunner {
+    FnRunner::sync(|_spec, ctx| {
+        if ctx.dir.join("fixed").exists() {
+            Ok(WorkOutput::default())
+        } else {
+            Err(WorkFailure::new("make: *** missing file `fixed`").exit_code(2))
+        }
+    })
+}
+
+#[derive(Debug)]
+struct FixingHealer(Arc<AtomicUsize>);
+
+#[async_trait::async_trait]
+impl orchestrator_core::runner::Healer for FixingHealer {
+    async fn heal(
+        &self,
+        request: &orchestrator_core::runner::HealRequest,
+        ctx: &WorkContext,
+    ) -> Result<(), WorkFailure> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        assert!(request.failure.message.contains("missing file"));
+        assert_eq!(request.failure.exit_code, Some(2));
+        if request.round == 2 {
+            std::fs::write(ctx.dir.join("fixed"), "")
+                .map_err(|e| WorkFailure::new(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_failing_shell_job_is_healed_and_the_plan_succeeds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let heals = Arc::new(AtomicUsize::new(0));
+    let o = Orchestrator::builder()
+        .runner("shell", needs_fix_runner())
+        .healer(FixingHealer(heals.clone()))
+        .build()
+        .expect("build");
+    let id = o
+        .run(
+            plan(&[("aaa", "make", &[]), ("bbb", "make", &["aaa"])]),
+            dir.path(),
+        )
+        .await
+        .expect("run");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    assert_eq!(heals.load(Ordering::SeqCst), 2, "healed once in two rounds");
+    let r = o.status(&id).await.expect("status");
+    let log = o
+        .repository()
+        .read_log(&id, &r.state.nodes[0].id, Default::default())
+        .await
+        .expect("log");
+    assert!(
+        log.contains("auto-heal 1:") && log.contains("auto-heal 2:"),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn auto_heal_respects_opt_outs_and_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let heals = Arc::new(AtomicUsize::new(0));
+    let mut options = OrchestratorOptions::default();
+    options.auto_heal_budget = 1;
+    let o = Orchestrator::builder()
+        .runner("shell", needs_fix_runner())
+        .healer(FixingHealer(heals.clone()))
+        .options(options)
+        .build()
+        .expect("build");
+    let mut spec = plan(&[("aaa", "make", &[]), ("bbb", "make", &[])]);
+    spec.jobs[0].auto_heal = Some(false);
+    let id = o.run(spec, dir.path()).await.expect("run");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
+    assert_eq!(
+        heals.load(Ordering::SeqCst),
+        1,
+        "aaa opted out; bbb got its budget of one round (which does not fix it)"
+    );
+}

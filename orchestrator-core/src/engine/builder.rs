@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::events::{EventBus, EventCallback, OrchestratorEvent};
 use crate::git::{ConflictResolver, GitOperations};
 use crate::repository::{InMemoryPlanRepository, PlanRepository};
-use crate::runner::WorkRunner;
+use crate::runner::{Healer, WorkRunner};
 
 /// Tunables, each with a documented default.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +25,8 @@ pub struct OrchestratorOptions {
     pub commit_prefix: String,
     /// Agent used when a spec names none (default: `copilot`).
     pub default_agent: String,
+    /// Heals tried per failed shell/process phase when a healer is set (default: 4).
+    pub auto_heal_budget: u32,
 }
 
 impl Default for OrchestratorOptions {
@@ -35,6 +37,7 @@ impl Default for OrchestratorOptions {
             worktree_root: None,
             commit_prefix: "[Plan]".into(),
             default_agent: "copilot".into(),
+            auto_heal_budget: 4,
         }
     }
 }
@@ -92,6 +95,7 @@ pub struct OrchestratorBuilder {
     git: Option<Arc<dyn GitOperations>>,
     runners: HashMap<String, Arc<dyn WorkRunner>>,
     resolver: Option<Arc<dyn ConflictResolver>>,
+    healer: Option<Arc<dyn Healer>>,
     options: OrchestratorOptions,
     callbacks: Vec<EventCallback>,
 }
@@ -148,6 +152,12 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// Heals failed shell/process phases (SPEC §3 auto-heal), e.g. with an agent.
+    pub fn healer(mut self, healer: impl Healer) -> Self {
+        self.healer = Some(Arc::new(healer));
+        self
+    }
+
     /// Tunables.
     pub fn options(mut self, options: OrchestratorOptions) -> Self {
         self.options = options;
@@ -182,6 +192,7 @@ impl OrchestratorBuilder {
             git: self.git,
             runners: self.runners,
             resolver: self.resolver,
+            healer: self.healer,
             capacity: Arc::new(tokio::sync::Semaphore::new(o.global_capacity)),
             options: self.options,
             events,

@@ -15,7 +15,7 @@ use crate::git::{ConflictResolver, GitOperations};
 use crate::ids::{now_millis, PlanId};
 use crate::plan::{validate, PlanGraph, PlanSpec, ValidationContext, WorkSpec};
 use crate::repository::PlanRepository;
-use crate::runner::WorkRunner;
+use crate::runner::{Healer, WorkRunner};
 use crate::state::{PlanRecord, PlanStatus};
 
 /// Shared by the orchestrator, its plan actors and their node tasks.
@@ -25,6 +25,7 @@ pub(crate) struct EngineCtx {
     pub(crate) git: Option<Arc<dyn GitOperations>>,
     pub(crate) runners: HashMap<String, Arc<dyn WorkRunner>>,
     pub(crate) resolver: Option<Arc<dyn ConflictResolver>>,
+    pub(crate) healer: Option<Arc<dyn Healer>>,
     pub(crate) capacity: Arc<Semaphore>,
     pub(crate) options: OrchestratorOptions,
     pub(crate) events: EventBus,

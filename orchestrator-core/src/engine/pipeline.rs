@@ -16,7 +16,7 @@ use crate::git::{GitError, GitOperations, MergeStyle};
 use crate::ids::{now_millis, NodeId, NodeIndex, PlanId};
 use crate::plan::{Env, Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
 use crate::repository::{AttemptSpecs, LogKey};
-use crate::runner::{LogSink, LogStream, WorkContext, WorkRunner};
+use crate::runner::{HealRequest, Healer, LogSink, LogStream, WorkContext, WorkRunner};
 use crate::state::{FailureReason, Phase, PhaseStatus, PlanMachine, StateChange};
 
 /// Why a node attempt failed.
@@ -328,7 +328,35 @@ impl NodeRun {
             log,
             session_id: self.session_id.clone(),
         };
-        match runner.run(spec, &ctx).await {
+        let mut result = runner.run(spec, &ctx).await;
+        let healable = matches!(&result, Err(f) if f.reason == FailureReason::PhaseFailed);
+        if let (true, Err(failure), Some(healer)) =
+            (healable, &result, self.healer_for(spec, phase))
+        {
+            let mut failure = failure.clone();
+            for round in 1..=self.ctx.options.auto_heal_budget {
+                ctx.log.line(
+                    LogStream::System,
+                    &format!("auto-heal {round}: {}", failure.message),
+                );
+                let request = HealRequest {
+                    spec: spec.clone(),
+                    failure: failure.clone(),
+                    round,
+                };
+                if let Err(e) = healer.heal(&request, &ctx).await {
+                    ctx.log
+                        .line(LogStream::System, &format!("auto-heal gave up: {e}"));
+                    break;
+                }
+                result = runner.run(spec, &ctx).await;
+                match &result {
+                    Ok(_) => break,
+                    Err(f) => failure = f.clone(),
+                }
+            }
+        }
+        match result {
             Ok(out) => {
                 if let Some(session_id) = out.session_id {
                     self.send(StateChange::Session {
@@ -358,6 +386,20 @@ impl NodeRun {
                 Err(NodeFailure::new(phase, f.reason, message))
             }
         }
+    }
+
+    /// The healer, when this failure may be healed: shell or process work, a plain failure (not
+    /// a timeout or cancel), and neither the job nor the spec opting out.
+    fn healer_for(&self, spec: &WorkSpec, phase: Phase) -> Option<&Arc<dyn Healer>> {
+        let healer = self.ctx.healer.as_ref()?;
+        let kind_ok = matches!(spec, WorkSpec::Shell(_) | WorkSpec::Process(_));
+        let job_ok = self.job().is_none_or(|j| j.auto_heal != Some(false));
+        let spec_ok = spec.on_failure().and_then(|o| o.no_auto_heal) != Some(true);
+        let phase_ok = matches!(
+            phase,
+            Phase::Setup | Phase::Prechecks | Phase::Work | Phase::Postchecks
+        );
+        (kind_ok && job_ok && spec_ok && phase_ok && !self.cancel.is_cancelled()).then_some(healer)
     }
 
     async fn checks_and_work(&self, dir: &Path) -> PhaseResult {
