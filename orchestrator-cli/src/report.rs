@@ -4,8 +4,8 @@ use std::fmt::Write;
 
 use orchestrator_core::plan::PlanGraph;
 use orchestrator_core::repository::PlanSummary;
-use orchestrator_core::state::{NodeState, PlanRecord};
-use orchestrator_core::{NodeStatus, PlanStatus};
+use orchestrator_core::state::PlanRecord;
+use orchestrator_core::PlanStatus;
 use serde_json::{json, Value};
 
 use crate::error::Exit;
@@ -18,111 +18,9 @@ pub fn exit_for(status: PlanStatus) -> Exit {
     }
 }
 
-/// The `--json` document of `run`, `status`, `retry` and `resume`:
-/// `{"planId","name","status","targetBranch","jobs":[{"producerId","name","status","attempts",
-/// "commit","error"}]}`, jobs in plan order, plus the snapshot-validation node and more facts.
-pub fn plan_json(record: &PlanRecord) -> Value {
-    let s = &record.state;
-    let jobs: Vec<Value> = record
-        .spec
-        .jobs
-        .iter()
-        .zip(&s.nodes)
-        .enumerate()
-        .map(|(i, (job, node))| {
-            let mut doc = node_json(node);
-            doc["producerId"] = json!(job.producer_id);
-            doc["name"] = json!(job.display_name());
-            doc["task"] = json!(job.task);
-            if let Some(group) = &job.group {
-                doc["group"] = json!(group);
-            }
-            let blockers = blocked_by(record, i);
-            if !blockers.is_empty() {
-                doc["blockedBy"] = json!(blockers);
-            }
-            doc
-        })
-        .collect();
-    let snapshot = s.nodes.get(record.spec.jobs.len()).map(|node| {
-        let mut doc = node_json(node);
-        doc["name"] = json!("snapshot-validation");
-        doc
-    });
-    let counts = s.counts();
-    json!({
-        "planId": s.id,
-        "name": record.spec.name,
-        "status": record.status().as_str(),
-        "targetBranch": s.target_branch,
-        "jobs": jobs,
-        "snapshotValidation": snapshot,
-        "snapshotBranch": s.snapshot_branch,
-        "baseCommit": s.base_commit,
-        "repo": s.repo,
-        "isolation": record.spec.isolation,
-        "createdAt": s.created_at,
-        "startedAt": s.started_at,
-        "endedAt": s.ended_at,
-        "counts": {
-            "pending": counts.pending + counts.ready,
-            "running": counts.active,
-            "succeeded": counts.succeeded,
-            "failed": counts.failed,
-            "blocked": counts.blocked,
-            "canceled": counts.canceled,
-        },
-    })
-}
-
-fn node_json(node: &NodeState) -> Value {
-    let last = node.last_attempt();
-    json!({
-        "nodeId": node.id,
-        "status": node.status.as_str(),
-        "attempts": node.attempts.len(),
-        "commit": node.commit,
-        "error": node.error,
-        "failedPhase": last.and_then(|a| a.failed_phase),
-        "failureReason": last.and_then(|a| a.failure_reason),
-        "worktree": node.worktree,
-    })
-}
-
-/// The failed jobs a blocked job waits on (its nearest failed ancestors).
-fn blocked_by(record: &PlanRecord, n: usize) -> Vec<String> {
-    let nodes = &record.state.nodes;
-    if n >= record.spec.jobs.len() || nodes.get(n).map(|s| s.status) != Some(NodeStatus::Blocked) {
-        return Vec::new();
-    }
-    let by_id: std::collections::HashMap<&str, usize> = record
-        .spec
-        .jobs
-        .iter()
-        .enumerate()
-        .map(|(i, j)| (j.producer_id.as_str(), i))
-        .collect();
-    let mut seen = vec![false; record.spec.jobs.len()];
-    let mut stack = vec![n];
-    let mut out = Vec::new();
-    while let Some(i) = stack.pop() {
-        for dep in &record.spec.jobs[i].dependencies {
-            let Some(&d) = by_id.get(dep.as_str()) else {
-                continue;
-            };
-            if std::mem::replace(&mut seen[d], true) {
-                continue;
-            }
-            match nodes[d].status {
-                NodeStatus::Failed | NodeStatus::Canceled => out.push(dep.clone()),
-                NodeStatus::Blocked => stack.push(d),
-                _ => {}
-            }
-        }
-    }
-    out.sort();
-    out
-}
+/// The `--json` document of `run`, `status`, `retry` and `resume` (SPEC §5 shape, shared with
+/// the MCP tools).
+pub use orchestrator_core::report::plan_json;
 
 /// The `--json` document of `list`: `{"plans":[{"planId","name","status","createdAt"}]}`.
 pub fn list_json(plans: &[PlanSummary], damaged: &[(String, String)]) -> Value {
@@ -175,7 +73,7 @@ pub fn plan_text(record: &PlanRecord) -> String {
                 .get(i)
                 .map_or("snapshot-validation", |j| j.producer_id.as_str());
             let mut error = node.error.clone().unwrap_or_default();
-            let blockers = blocked_by(record, i);
+            let blockers = orchestrator_core::report::blocked_by(record, i);
             if !blockers.is_empty() {
                 error = format!("waits on failed {}", blockers.join(", "));
             }

@@ -13,6 +13,7 @@ pub mod git;
 pub mod ids;
 pub mod plan;
 pub mod render;
+pub mod report;
 pub mod repository;
 pub mod runner;
 pub mod state;

@@ -2,11 +2,11 @@
 
 use std::fmt::Write;
 
-use orchestrator_core::state::{NodeState, PlanRecord};
+use orchestrator_core::state::PlanRecord;
 use serde_json::{json, Value};
 
 /// Label of the injected final node.
-pub const SNAPSHOT_LABEL: &str = "snapshot-validation";
+pub use orchestrator_core::engine::SNAPSHOT_LABEL;
 
 /// The producerId of node `n` (or `snapshot-validation`).
 pub fn label(record: &PlanRecord, n: usize) -> String {
@@ -32,74 +32,7 @@ pub fn job_ref(record: &PlanRecord, job: &str) -> String {
     }
 }
 
-fn node_json(node: &NodeState) -> Value {
-    let last = node.last_attempt();
-    json!({
-        "jobId": node.id,
-        "nodeId": node.id,
-        "status": node.status.as_str(),
-        "attempts": node.attempts.len(),
-        "commit": node.commit,
-        "error": node.error,
-        "failedPhase": last.and_then(|a| a.failed_phase),
-        "failureReason": last.and_then(|a| a.failure_reason),
-        "worktree": node.worktree,
-    })
-}
-
-fn job_json(record: &PlanRecord, n: usize) -> Value {
-    let node = &record.state.nodes[n];
-    let mut doc = node_json(node);
-    match record.spec.jobs.get(n) {
-        Some(job) => {
-            doc["producerId"] = json!(job.producer_id);
-            doc["name"] = json!(job.display_name());
-            doc["task"] = json!(job.task);
-            doc["dependencies"] = json!(job.dependencies);
-            if let Some(group) = &job.group {
-                doc["group"] = json!(group);
-            }
-        }
-        None => {
-            doc["producerId"] = json!(SNAPSHOT_LABEL);
-            doc["name"] = json!(SNAPSHOT_LABEL);
-        }
-    }
-    doc
-}
-
-/// A plan's status document: `planId, name, status, targetBranch, jobs[], counts ...`.
-pub fn plan_json(record: &PlanRecord) -> Value {
-    let s = &record.state;
-    let jobs: Vec<Value> = (0..record.spec.jobs.len().min(s.nodes.len()))
-        .map(|n| job_json(record, n))
-        .collect();
-    let snapshot =
-        (s.nodes.len() > record.spec.jobs.len()).then(|| job_json(record, record.spec.jobs.len()));
-    let c = s.counts();
-    json!({
-        "planId": s.id,
-        "name": record.spec.name,
-        "status": record.status().as_str(),
-        "targetBranch": s.target_branch,
-        "baseCommit": s.base_commit,
-        "snapshotBranch": s.snapshot_branch,
-        "isolation": record.spec.isolation,
-        "createdAt": s.created_at,
-        "startedAt": s.started_at,
-        "endedAt": s.ended_at,
-        "jobs": jobs,
-        "snapshotValidation": snapshot,
-        "counts": {
-            "pending": c.pending + c.ready,
-            "running": c.active,
-            "succeeded": c.succeeded,
-            "failed": c.failed,
-            "blocked": c.blocked,
-            "canceled": c.canceled,
-        },
-    })
-}
+pub use orchestrator_core::report::{job_json, plan_json};
 
 /// One job in detail: spec, state and attempts.
 pub fn job_detail(record: &PlanRecord, n: usize) -> Value {
