@@ -124,6 +124,29 @@ async fn files_at(f: &Fixture, rev: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Creates `branch` at main plus one commit adding `file`, through a scratch worktree.
+async fn branch_with_file(f: &Fixture, branch: &str, file: &str) -> String {
+    let scratch = f.repo.join(".worktrees").join("scratch-branch");
+    let base = f.git.resolve(&f.repo, "main").await.expect("main");
+    f.git
+        .create_worktree(&f.repo, &scratch, &base)
+        .await
+        .expect("wt");
+    std::fs::write(scratch.join(file), file).expect("write");
+    let commit = f
+        .git
+        .commit_all(&scratch, branch)
+        .await
+        .expect("commit")
+        .expect("a commit");
+    f.git.remove_worktree(&f.repo, &scratch).await.expect("rm");
+    f.git
+        .update_branch(&f.repo, branch, &commit, None)
+        .await
+        .expect("branch");
+    commit
+}
+
 fn checkout_snapshot(repo: &Path) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = std::fs::read_dir(repo)
         .expect("read")
@@ -469,24 +492,7 @@ async fn default_branch_as_target_and_diverged_target_are_refused() {
         "{err}"
     );
     // A branch that does not contain the base.
-    let scratch = f.repo.join(".worktrees").join("div");
-    let base = f.git.resolve(&f.repo, "main").await.expect("main");
-    f.git
-        .create_worktree(&f.repo, &scratch, &base)
-        .await
-        .expect("wt");
-    std::fs::write(scratch.join("x"), "x").expect("write");
-    let side = f
-        .git
-        .commit_all(&scratch, "side")
-        .await
-        .expect("commit")
-        .expect("some");
-    f.git.remove_worktree(&f.repo, &scratch).await.expect("rm");
-    f.git
-        .update_branch(&f.repo, "side", &side, None)
-        .await
-        .expect("side");
+    let side = branch_with_file(&f, "side", "x").await;
     let err =
         f.o.run(
             PlanSpec::new("q")
@@ -500,22 +506,7 @@ async fn default_branch_as_target_and_diverged_target_are_refused() {
     assert!(err.is_ok(), "a fresh target is created at the base");
     // `side` contains main's tip but not `side2`'s commit: as a target of a plan based on
     // `side2` it has diverged, and must not be reset.
-    f.git
-        .create_worktree(&f.repo, &scratch, &base)
-        .await
-        .expect("wt");
-    std::fs::write(scratch.join("y"), "y").expect("write");
-    let side2 = f
-        .git
-        .commit_all(&scratch, "side2")
-        .await
-        .expect("commit")
-        .expect("some");
-    f.git.remove_worktree(&f.repo, &scratch).await.expect("rm");
-    f.git
-        .update_branch(&f.repo, "side2", &side2, None)
-        .await
-        .expect("side2");
+    branch_with_file(&f, "side2", "y").await;
     let err =
         f.o.run(
             PlanSpec::new("r")

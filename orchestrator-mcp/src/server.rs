@@ -200,6 +200,14 @@ impl OrchestratorMcp {
     }
 
     /// Makes sure this server drives the plan (takes a stored one over).
+    /// Resolves a plan id (or prefix) and takes the plan over, as every tool that drives a plan
+    /// must.
+    async fn owned_plan(&self, arg: &str) -> Result<PlanId, Failure> {
+        let id = self.plan_id(arg).await?;
+        self.own(&id).await?;
+        Ok(id)
+    }
+
     async fn own(&self, id: &PlanId) -> Result<(), Failure> {
         if self.orchestrator.plan_ids().contains(id) {
             return Ok(());
@@ -594,8 +602,7 @@ impl OrchestratorMcp {
         answer(
             async {
                 let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                self.own(&id).await?;
+                let id = self.owned_plan(&a.plan_id).await?;
                 self.orchestrator.cancel(&id).await?;
                 self.status_doc(&id).await
             }
@@ -616,8 +623,7 @@ impl OrchestratorMcp {
         answer(
             async {
                 let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                self.own(&id).await?;
+                let id = self.owned_plan(&a.plan_id).await?;
                 self.orchestrator.pause(&id, a.stop_running).await?;
                 self.status_doc(&id).await
             }
@@ -637,8 +643,7 @@ impl OrchestratorMcp {
         answer(
             async {
                 let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                self.own(&id).await?;
+                let id = self.owned_plan(&a.plan_id).await?;
                 self.orchestrator.resume(&id).await?;
                 self.status_doc(&id).await
             }
@@ -905,8 +910,7 @@ impl OrchestratorMcp {
         answer(
             async {
                 let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                self.own(&id).await?;
+                let id = self.owned_plan(&a.plan_id).await?;
                 let removed = self.orchestrator.archive(&id).await?;
                 let (mut doc, text) = self.status_doc(&id).await?;
                 doc["archive"] = json!(removed);
@@ -929,8 +933,7 @@ impl OrchestratorMcp {
         answer(
             async {
                 let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                self.own(&id).await?;
+                let id = self.owned_plan(&a.plan_id).await?;
                 self.orchestrator.recover(&id).await?;
                 let (doc, text) = self.status_doc(&id).await?;
                 Ok((doc, format!("plan {id} recovered (paused)\n{text}")))
@@ -951,8 +954,7 @@ impl OrchestratorMcp {
         answer(
             async {
                 let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                self.own(&id).await?;
+                let id = self.owned_plan(&a.plan_id).await?;
                 let status = self.orchestrator.plan_status(&id)?;
                 if !status.is_terminal() {
                     self.orchestrator.cancel(&id).await?;
