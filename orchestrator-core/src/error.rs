@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::git::GitError;
 use crate::ids::PlanId;
-use crate::plan::ValidationErrors;
+use crate::plan::{EditError, ValidationErrors};
 use crate::repository::StoreError;
 use crate::state::ApplyError;
 
@@ -43,6 +43,15 @@ pub enum Error {
         plan: PlanId,
         /// What is not allowed, and why.
         message: String,
+    },
+    /// An edit of a plan (scaffolding, reshape, update) was refused.
+    #[error("plan {plan}: {source}")]
+    Edit {
+        /// Plan.
+        plan: PlanId,
+        /// Which edit and why.
+        #[source]
+        source: EditError,
     },
     /// A state change was rejected by the state machine.
     #[error("plan {plan}: {source}")]

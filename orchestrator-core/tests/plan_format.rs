@@ -672,6 +672,7 @@ jobs:
     );
     let ctx = ValidationContext {
         repo: Some(repo.path()),
+        ..Default::default()
     };
 
     let json = load_plan_file(&repo.path().join("plan.json")).unwrap_or_else(|e| panic!("{e}"));

@@ -56,7 +56,7 @@ pub async fn run(args: RunArgs) -> CliResult<Exit> {
         },
     };
     // Validated here too so that an invalid plan leaves nothing behind.
-    validate(&spec, ValidationContext { repo: Some(&dir) })?;
+    validate(&spec, ValidationContext { repo: Some(&dir), ..Default::default() })?;
     let o = ws.orchestrator(capacity(&spec))?;
     ws.exclude_own_folders().await?;
     report_orphans(&ws).await;
@@ -278,6 +278,7 @@ fn check_replacement(
         &spec,
         ValidationContext {
             repo: Some(&record.state.repo),
+            ..Default::default()
         },
     )?;
     Ok(())

@@ -21,11 +21,13 @@ use crate::error::{Error, Result};
 use crate::events::OrchestratorEvent;
 use crate::git::GitError;
 use crate::ids::{now_millis, NodeIndex, PlanId};
-use crate::plan::{Isolation, PlanGraph, PlanSpec};
+use crate::plan::{Isolation, PlanEdit, PlanGraph, PlanSpec};
 use crate::repository::Lease;
 use crate::state::{
     ApplyError, FailureReason, NodeStatus, Phase, PlanMachine, PlanRecord, PlanStatus, StateChange,
 };
+
+mod reshape;
 
 type Reply<T> = oneshot::Sender<Result<T>>;
 
@@ -66,10 +68,22 @@ pub(crate) enum Command {
     Close {
         reply: Reply<()>,
     },
-    /// Progress of a node task (phases, worktree, commit, session, metrics), in order.
-    Changes(Vec<StateChange>),
+    Edit {
+        edits: Vec<PlanEdit>,
+        reply: Reply<()>,
+    },
+    Finalize {
+        reply: Reply<()>,
+    },
+    /// Progress of a node task (phases, worktree, commit, session, metrics), in order, with
+    /// the layout generation the task was launched in.
+    Changes {
+        gen: usize,
+        changes: Vec<StateChange>,
+    },
     /// A node task ended, with its last progress.
     Done {
+        gen: usize,
         node: NodeIndex,
         changes: Vec<StateChange>,
         result: std::result::Result<(), NodeFailure>,
@@ -116,6 +130,17 @@ pub(crate) struct PlanActor {
     cleanups: tokio::task::JoinSet<()>,
     /// Time of the current turn: one clock read per turn, not per transition.
     clock: u64,
+    /// Node re-indexings of reshapes that moved running nodes, oldest first: `remaps[g][n]` is
+    /// where node `n` of generation `g` went. The current generation is `remaps.len()`.
+    remaps: Vec<Vec<Option<NodeIndex>>>,
+}
+
+/// The actor's parallelism limit from `maxParallel` (absent or 0: only the global capacity).
+fn max_parallel_of(spec: &PlanSpec) -> usize {
+    match spec.max_parallel {
+        None | Some(0) => usize::MAX,
+        Some(n) => n as usize,
+    }
 }
 
 impl PlanActor {
@@ -129,10 +154,7 @@ impl PlanActor {
     ) -> (PlanActor, watch::Receiver<PlanStatus>) {
         let id = record.state.id.clone();
         let spec = record.spec.clone();
-        let max_parallel = match spec.max_parallel {
-            None | Some(0) => usize::MAX,
-            Some(n) => n as usize,
-        };
+        let max_parallel = max_parallel_of(&spec);
         let n = record.state.nodes.len();
         let mut machine = PlanMachine::new(record, graph);
         // Jobs found running belong to a process that is gone: a failed attempt, re-queued.
@@ -164,6 +186,7 @@ impl PlanActor {
             after_turn: Vec::new(),
             cleanups: tokio::task::JoinSet::new(),
             clock: now_millis(),
+            remaps: Vec::new(),
         };
         let graph = actor.machine.graph().clone();
         for node in actor.machine.ready_nodes() {
@@ -276,14 +299,30 @@ impl PlanActor {
                 }
                 self.closing = Some(reply);
             }
-            Command::Changes(changes) => self.progress(changes),
+            Command::Edit { edits, reply } => {
+                let r = self.edit(&edits);
+                self.reply_after_turn(reply, r);
+            }
+            Command::Finalize { reply } => {
+                let r = self.finalize();
+                self.reply_after_turn(reply, r);
+            }
+            Command::Changes { gen, mut changes } => {
+                self.translate_changes(gen, &mut changes);
+                self.progress(changes);
+            }
             Command::Done {
+                gen,
                 node,
-                changes,
+                mut changes,
                 result,
             } => {
+                self.translate_changes(gen, &mut changes);
                 self.progress(changes);
-                self.on_done(node, result);
+                match self.translate(gen, node) {
+                    Some(node) => self.on_done(node, result),
+                    None => tracing::error!(node, "completion of a node that no longer exists"),
+                }
             }
         }
     }
@@ -877,6 +916,7 @@ impl PlanActor {
             &self.machine,
             self.spec.clone(),
             n,
+            self.remaps.len(),
             attempt,
             resume_from,
             cancel.clone(),

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::events::{EventBus, OrchestratorEvent};
 use crate::git::{ConflictResolver, GitOperations};
 use crate::ids::{now_millis, PlanId};
-use crate::plan::{validate, PlanGraph, PlanSpec, ValidationContext, WorkSpec};
+use crate::plan::{validate, PlanEdit, PlanGraph, PlanSpec, ValidationContext, WorkSpec};
 use crate::repository::PlanRepository;
 use crate::runner::{Healer, WorkRunner};
 use crate::state::{PlanRecord, PlanStatus};
@@ -151,8 +151,47 @@ impl Orchestrator {
     /// Validates and stores a plan working on `dir` (the repository, or the working directory
     /// with `isolation: "none"`), takes ownership of it, and returns its id. It does not start.
     pub async fn create_plan(&self, spec: PlanSpec, dir: impl Into<PathBuf>) -> Result<PlanId> {
-        let dir = dir.into();
-        let graph = validate(&spec, ValidationContext { repo: Some(&dir) })?;
+        self.create(spec, dir.into(), false).await
+    }
+
+    /// Stores a plan that is still being assembled (MCP scaffolding): it may have no jobs yet,
+    /// jobs are added with [`Orchestrator::edit_plan`], and it cannot start until
+    /// [`Orchestrator::finalize_plan`]. Its status is `scaffolding`.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use orchestrator_core::plan::{Isolation, JobSpec, PlanEdit, PlanSpec, WorkSpec};
+    /// use orchestrator_core::{FnRunner, Orchestrator, PlanStatus, WorkOutput};
+    ///
+    /// let o = Orchestrator::builder()
+    ///     .runner("shell", FnRunner::sync(|_, _| Ok(WorkOutput::default())))
+    ///     .build()
+    ///     .unwrap();
+    /// let dir = std::env::temp_dir();
+    /// let id = o
+    ///     .scaffold_plan(PlanSpec::new("step by step").isolation(Isolation::None), &dir)
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(o.plan_status(&id).unwrap(), PlanStatus::Scaffolding);
+    /// let job = JobSpec::new("build", "Build", WorkSpec::shell("make"));
+    /// o.edit_plan(&id, vec![PlanEdit::AddJob(Box::new(job))]).await.unwrap();
+    /// o.finalize_plan(&id).await.unwrap();
+    /// o.start(&id).await.unwrap();
+    /// assert_eq!(o.wait(&id).await.unwrap(), PlanStatus::Succeeded);
+    /// # });
+    /// ```
+    pub async fn scaffold_plan(&self, spec: PlanSpec, dir: impl Into<PathBuf>) -> Result<PlanId> {
+        self.create(spec, dir.into(), true).await
+    }
+
+    async fn create(&self, spec: PlanSpec, dir: PathBuf, scaffolding: bool) -> Result<PlanId> {
+        let graph = validate(
+            &spec,
+            ValidationContext {
+                repo: Some(&dir),
+                scaffolding,
+            },
+        )?;
         if spec.isolation == crate::plan::Isolation::Worktree && self.ctx.git.is_none() {
             return Err(Error::Config(
                 "this plan uses worktree isolation but the orchestrator has no git layer; \
@@ -161,7 +200,8 @@ impl Orchestrator {
             ));
         }
         let id = PlanId::random();
-        let record = PlanRecord::new(id.clone(), spec, dir, graph.node_count(), now_millis());
+        let mut record = PlanRecord::new(id.clone(), spec, dir, graph.node_count(), now_millis());
+        record.state.scaffolding = scaffolding;
         self.ctx.repository.create(&record).await?;
         let name = record.spec.name.clone();
         self.spawn_actor(record, Arc::new(graph)).await?;
@@ -237,6 +277,19 @@ impl Orchestrator {
             .send(make(reply))
             .map_err(|_| Error::Shutdown)?;
         rx.await.map_err(|_| Error::Shutdown)?
+    }
+
+    /// Changes a plan's jobs or options: while it is scaffolded, and while it runs or is paused
+    /// or failed (a reshape). The edits apply in order and all or none take effect; the result
+    /// is validated like a new plan. What each job status allows is in
+    /// [`crate::plan::apply_edits`]. Jobs in flight keep running.
+    pub async fn edit_plan(&self, id: &PlanId, edits: Vec<PlanEdit>) -> Result<()> {
+        self.ask(id, |reply| Command::Edit { edits, reply }).await
+    }
+
+    /// Ends the scaffolding of a plan: it must now be valid as a whole. It does not start.
+    pub async fn finalize_plan(&self, id: &PlanId) -> Result<()> {
+        self.ask(id, |reply| Command::Finalize { reply }).await
     }
 
     /// Starts (or continues) a plan. With `resumeAfterPlan`, it starts once that plan succeeded.

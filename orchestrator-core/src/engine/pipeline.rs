@@ -52,6 +52,8 @@ pub(crate) struct NodeRun {
     ctx: Arc<EngineCtx>,
     plan: PlanId,
     pub(crate) node: NodeIndex,
+    /// Layout generation of the plan when the node was launched (see the actor's reshape).
+    gen: usize,
     pub(crate) node_id: NodeId,
     attempt: u32,
     resume_from: Phase,
@@ -80,6 +82,7 @@ impl NodeRun {
         machine: &PlanMachine,
         spec: Arc<PlanSpec>,
         node: NodeIndex,
+        gen: usize,
         attempt: u32,
         resume_from: Option<Phase>,
         cancel: CancellationToken,
@@ -117,6 +120,7 @@ impl NodeRun {
             spec,
             graph,
             node,
+            gen,
             cancel,
             tx,
             pending: std::sync::Mutex::new(Vec::new()),
@@ -137,6 +141,7 @@ impl NodeRun {
         };
         let changes = std::mem::take(&mut *self.buffer());
         let _ = self.tx.send(Command::Done {
+            gen: self.gen,
             node: self.node,
             changes,
             result,
@@ -160,7 +165,10 @@ impl NodeRun {
     fn flush(&self) {
         let changes = std::mem::take(&mut *self.buffer());
         if !changes.is_empty() {
-            let _ = self.tx.send(Command::Changes(changes));
+            let _ = self.tx.send(Command::Changes {
+                gen: self.gen,
+                changes,
+            });
         }
     }
 

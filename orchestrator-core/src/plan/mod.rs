@@ -1,10 +1,12 @@
 //! The plan: format (SPEC §2), parsing, validation and graph.
 
+mod edit;
 mod graph;
 mod parse;
 mod spec;
 mod validate;
 
+pub use edit::{apply_edits, EditError, JobUpdate, PlanEdit, PlanUpdate};
 pub use graph::{PlanGraph, Priority, SNAPSHOT_PRODUCER_ID};
 pub use parse::{load_plan_file, parse_plan, PlanFormat};
 pub use spec::{

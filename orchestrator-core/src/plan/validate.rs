@@ -90,6 +90,8 @@ impl std::error::Error for ValidationErrors {}
 pub struct ValidationContext<'a> {
     /// Repository root; when given, referenced files and folders must exist inside it.
     pub repo: Option<&'a Path>,
+    /// The plan is being scaffolded: it may have no jobs yet.
+    pub scaffolding: bool,
 }
 
 /// Validates a plan, returning its graph or every problem found.
@@ -178,6 +180,7 @@ struct Validator<'a> {
     repo: Option<PathBuf>,
     /// File-system results per (path, kind): plans often repeat the same folder or file.
     fs_cache: HashMap<(&'a str, PathKind), Option<String>>,
+    scaffolding: bool,
     current: Option<Current<'a>>,
     section: Section,
     problems: Vec<(Position, ValidationError)>,
@@ -192,6 +195,7 @@ impl<'a> Validator<'a> {
                 .repo
                 .map(|r| r.canonicalize().unwrap_or_else(|_| r.to_path_buf())),
             fs_cache: HashMap::new(),
+            scaffolding: ctx.scaffolding,
             current: None,
             section: Section::BeforeDependencies,
             problems: Vec::new(),
@@ -227,7 +231,7 @@ impl<'a> Validator<'a> {
 
     fn plan(&mut self, spec: &'a PlanSpec) {
         self.display_name("name", &spec.name, true);
-        if spec.jobs.is_empty() {
+        if spec.jobs.is_empty() && !self.scaffolding {
             self.report("jobs", "[]", "a plan needs at least one job");
         }
         if let Some(base) = &spec.base_branch {

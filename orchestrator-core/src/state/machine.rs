@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use crate::ids::{Millis, NodeIndex};
+use crate::ids::{Millis, NodeId, NodeIndex};
 use crate::plan::PlanGraph;
 use crate::state::{
-    ApplyError, AttemptStatus, FailureReason, NodeStatus, Phase, PlanRecord, PlanStatus,
+    ApplyError, AttemptStatus, FailureReason, NodeSlot, NodeStatus, Phase, PlanRecord, PlanStatus,
     StateChange, StatusCounts,
 };
 
@@ -399,6 +399,72 @@ impl PlanMachine {
             self.record_change(StateChange::Ended { at })?;
         }
         Ok(terminal)
+    }
+
+    /// Replaces the plan's spec and graph after an edit (scaffolding, reshape). `from[i]` is
+    /// the index node `i` of the new graph had before (`None`: a new node).
+    ///
+    /// Nodes that started or ended keep their status; every other node's status is derived
+    /// anew from its dependencies: blocked if one failed, was blocked or canceled; ready if all
+    /// succeeded and the plan runs; else pending.
+    pub fn reshape(
+        &mut self,
+        spec: crate::plan::PlanSpec,
+        graph: Arc<PlanGraph>,
+        from: &[Option<NodeIndex>],
+        at: Millis,
+    ) -> Result<(), ApplyError> {
+        let state = &self.record.state;
+        let runs = state.started_at.is_some() && !state.scaffolding;
+        let mut status: Vec<NodeStatus> = from
+            .iter()
+            .map(|f| f.map_or(NodeStatus::Pending, |o| state.nodes[o].status))
+            .collect();
+        for &n in graph.topological_order() {
+            if !matches!(
+                status[n],
+                NodeStatus::Pending | NodeStatus::Ready | NodeStatus::Blocked
+            ) {
+                continue;
+            }
+            let mut all_succeeded = true;
+            let mut blocked = false;
+            for d in graph.dependencies(n) {
+                match status[d] {
+                    NodeStatus::Succeeded => {}
+                    NodeStatus::Failed | NodeStatus::Blocked | NodeStatus::Canceled => {
+                        blocked = true;
+                    }
+                    _ => all_succeeded = false,
+                }
+            }
+            status[n] = if blocked {
+                NodeStatus::Blocked
+            } else if all_succeeded && runs {
+                NodeStatus::Ready
+            } else {
+                NodeStatus::Pending
+            };
+        }
+        let layout = from
+            .iter()
+            .zip(&status)
+            .map(|(&from, &status)| NodeSlot {
+                from,
+                id: from.is_none().then(NodeId::random),
+                status,
+            })
+            .collect();
+        self.record_change(StateChange::Reshaped {
+            at,
+            spec: Arc::new(spec),
+            layout,
+        })?;
+        self.graph = graph;
+        self.counts = self.record.state.counts();
+        self.rebuild_waiting();
+        self.newly_ready.clear();
+        Ok(())
     }
 
     /// Nodes currently ready (for re-queueing after a load).

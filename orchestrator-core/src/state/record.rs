@@ -344,6 +344,16 @@ pub enum StateChange {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume_from: Option<Phase>,
     },
+    /// The plan's jobs or options were edited (scaffolding, reshape): the new spec, and for
+    /// each node of the new graph where its state comes from and its status.
+    Reshaped {
+        /// Time.
+        at: Millis,
+        /// The whole new spec.
+        spec: Arc<PlanSpec>,
+        /// One slot per node of the new graph, in its order.
+        layout: Vec<NodeSlot>,
+    },
     /// A node's specs were replaced (retry with new work, MCP updates).
     SpecsReplaced {
         /// Node (a user job; the snapshot node's spec is the plan's `verifyRi`).
@@ -358,6 +368,48 @@ pub enum StateChange {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         postchecks: Option<Box<WorkSpec>>,
     },
+}
+
+impl StateChange {
+    /// The node a node-level change is about (to re-index in-flight progress after a reshape).
+    pub fn node_mut(&mut self) -> Option<&mut NodeIndex> {
+        match self {
+            StateChange::Node { node, .. }
+            | StateChange::AttemptStarted { node, .. }
+            | StateChange::PhaseStarted { node, .. }
+            | StateChange::PhaseEnded { node, .. }
+            | StateChange::AttemptEnded { node, .. }
+            | StateChange::Worktree { node, .. }
+            | StateChange::Commit { node, .. }
+            | StateChange::Session { node, .. }
+            | StateChange::Metrics { node, .. }
+            | StateChange::RetryRequested { node, .. }
+            | StateChange::SpecsReplaced { node, .. } => Some(node),
+            StateChange::PlanStarted { .. }
+            | StateChange::Paused { .. }
+            | StateChange::Resumed { .. }
+            | StateChange::Canceled { .. }
+            | StateChange::Archived { .. }
+            | StateChange::Recovered { .. }
+            | StateChange::Finalized { .. }
+            | StateChange::Ended { .. }
+            | StateChange::Reshaped { .. } => None,
+        }
+    }
+}
+
+/// Where one node of a reshaped plan comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSlot {
+    /// Index of the node before the change, with its history; `None` for a new node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<NodeIndex>,
+    /// Id of a new node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<NodeId>,
+    /// Its status after the change.
+    pub status: NodeStatus,
 }
 
 /// Why a [`StateChange`] could not be applied.
@@ -454,6 +506,26 @@ impl PlanRecord {
             StateChange::Canceled { .. } => self.state.canceled = true,
             StateChange::Archived { .. } => self.state.archived = true,
             StateChange::Finalized { .. } => self.state.scaffolding = false,
+            StateChange::Reshaped { spec, layout, .. } => {
+                let mut old: Vec<Option<NodeState>> =
+                    self.state.nodes.iter().cloned().map(Some).collect();
+                let mut nodes = Vec::with_capacity(layout.len());
+                for (i, slot) in layout.iter().enumerate() {
+                    let mut node = match (slot.from, &slot.id) {
+                        (Some(from), _) => old
+                            .get_mut(from)
+                            .and_then(Option::take)
+                            .ok_or(ApplyError::NoSuchNode { node: from, count })?,
+                        (None, Some(id)) => NodeState::new(id.clone()),
+                        (None, None) => return Err(ApplyError::NoSuchNode { node: i, count }),
+                    };
+                    node.status = slot.status;
+                    nodes.push(node);
+                }
+                self.state.nodes = nodes;
+                self.state.ended_at = None;
+                self.spec = spec.clone();
+            }
             StateChange::Recovered { .. } => {
                 let s = &mut self.state;
                 s.canceled = false;

@@ -48,7 +48,13 @@ fn process(edit: impl FnOnce(&mut ProcessSpec)) -> WorkSpec {
 }
 
 fn problems_in(plan: &PlanSpec, repo: Option<&Path>) -> Vec<ValidationError> {
-    match validate(plan, ValidationContext { repo }) {
+    match validate(
+        plan,
+        ValidationContext {
+            repo,
+            ..Default::default()
+        },
+    ) {
         Ok(_) => Vec::new(),
         Err(errors) => errors.0,
     }

@@ -1,0 +1,204 @@
+//! Editing a plan the actor owns: scaffolding, reshaping a live plan, finalizing.
+//!
+//! A reshape rebuilds the graph and re-indexes the nodes. Jobs in flight keep running: their
+//! progress messages carry the layout generation they were launched in, and the actor maps
+//! their node indices forward through the re-indexings since (see [`PlanActor::translate`]).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use super::PlanActor;
+use crate::engine::queue::ReadyQueue;
+use crate::error::{Error, Result};
+use crate::ids::NodeIndex;
+use crate::plan::{apply_edits, validate, PlanEdit, ValidationContext};
+use crate::state::{NodeStatus, PlanStatus, StateChange};
+
+/// Whether a node's work is under way or done, so its commit is (or will be) final.
+fn started(status: NodeStatus) -> bool {
+    matches!(
+        status,
+        NodeStatus::Scheduled
+            | NodeStatus::Running
+            | NodeStatus::CompletedSplit
+            | NodeStatus::Succeeded
+    )
+}
+
+impl PlanActor {
+    /// Applies `edits` (see [`crate::plan::apply_edits`] for what each job status allows),
+    /// validates the result like a new plan, and re-derives the status of every job that has
+    /// not started.
+    pub(super) fn edit(&mut self, edits: &[PlanEdit]) -> Result<()> {
+        let record = self.machine.record();
+        let state = &record.state;
+        let status = record.status();
+        if state.archived || state.canceled || status == PlanStatus::Succeeded {
+            return Err(self.invalid(format!("a {status} plan cannot be changed")));
+        }
+        let old_graph = self.machine.graph().clone();
+        if let Some(s) = old_graph.snapshot() {
+            if started(state.nodes[s].status) {
+                return Err(self.invalid(
+                    "the plan is delivering its result to the target branch; it can no longer \
+                     change",
+                ));
+            }
+        }
+        let index: HashMap<&str, NodeIndex> = record
+            .spec
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (j.producer_id.as_str(), i))
+            .collect();
+        let spec = apply_edits(
+            &record.spec,
+            edits,
+            |p| index.get(p).map(|&i| state.nodes[i].status),
+            state.started_at.is_some(),
+        )
+        .map_err(|source| Error::Edit {
+            plan: self.id.clone(),
+            source,
+        })?;
+        let graph = validate(
+            &spec,
+            ValidationContext {
+                repo: Some(&state.repo),
+                scaffolding: state.scaffolding,
+            },
+        )?;
+        let from: Vec<Option<NodeIndex>> = (0..graph.node_count())
+            .map(|i| match graph.is_snapshot(i) {
+                true => old_graph.snapshot(),
+                false => index.get(spec.jobs[i].producer_id.as_str()).copied(),
+            })
+            .collect();
+        // A job that merges into the snapshot only as a leaf must not become one after its
+        // pipeline decided to skip that merge.
+        for (i, f) in from.iter().enumerate() {
+            let Some(o) = *f else { continue };
+            if old_graph.snapshot().is_none() {
+                break;
+            }
+            if !old_graph.is_snapshot(o)
+                && started(state.nodes[o].status)
+                && graph.is_user_leaf(i)
+                && !old_graph.is_user_leaf(o)
+            {
+                return Err(self.invalid(format!(
+                    "job `{}` is {} and would become a leaf; keep a job depending on it",
+                    spec.jobs[i].producer_id, state.nodes[o].status
+                )));
+            }
+        }
+        let mut kept = vec![false; state.nodes.len()];
+        for &o in from.iter().flatten() {
+            kept[o] = true;
+        }
+        let dropped: Vec<PathBuf> = state
+            .nodes
+            .iter()
+            .zip(&kept)
+            .filter(|(_, &k)| !k)
+            .filter_map(|(n, _)| n.worktree.clone())
+            .collect();
+        let moved = from
+            .iter()
+            .enumerate()
+            .any(|(i, f)| f.is_some_and(|o| o != i && self.running[o].is_some()));
+        let old_len = state.nodes.len();
+
+        self.machine
+            .reshape(spec, Arc::new(graph), &from, self.clock)
+            .map_err(|e| self.transition_error(e))?;
+        self.running = from
+            .iter()
+            .map(|f| f.and_then(|o| self.running[o].take()))
+            .collect();
+        if moved {
+            let mut map = vec![None; old_len];
+            for (i, &f) in from.iter().enumerate() {
+                if let Some(o) = f {
+                    map[o] = Some(i);
+                }
+            }
+            self.remaps.push(map);
+        }
+        self.spec = self.machine.record().spec.clone();
+        self.max_parallel = super::max_parallel_of(&self.spec);
+        self.queue = ReadyQueue::default();
+        let graph = self.machine.graph().clone();
+        for n in self.machine.ready_nodes() {
+            self.queue.push(&graph, n);
+        }
+        self.remove_worktrees(dropped);
+        Ok(())
+    }
+
+    /// Ends scaffolding: the plan must now be valid as a whole.
+    pub(super) fn finalize(&mut self) -> Result<()> {
+        let record = self.machine.record();
+        if !record.state.scaffolding {
+            return Err(self.invalid("the plan is not being scaffolded"));
+        }
+        validate(
+            &record.spec,
+            ValidationContext {
+                repo: Some(&record.state.repo),
+                scaffolding: false,
+            },
+        )?;
+        self.machine
+            .record_change(StateChange::Finalized { at: self.clock })
+            .map_err(|e| self.transition_error(e))
+    }
+
+    /// The index node `n` of layout generation `gen` has now.
+    pub(super) fn translate(&self, gen: usize, n: NodeIndex) -> Option<NodeIndex> {
+        self.remaps
+            .get(gen..)?
+            .iter()
+            .try_fold(n, |n, map| map.get(n).copied().flatten())
+    }
+
+    /// Re-indexes a node task's progress from its generation to the current one.
+    pub(super) fn translate_changes(&self, gen: usize, changes: &mut Vec<StateChange>) {
+        if gen == self.remaps.len() {
+            return;
+        }
+        changes.retain_mut(|c| match c.node_mut() {
+            Some(n) => match self.translate(gen, *n) {
+                Some(m) => {
+                    *n = m;
+                    true
+                }
+                None => false,
+            },
+            None => true,
+        });
+    }
+
+    /// Removes worktrees of jobs that no longer exist, aside from the actor's turn.
+    fn remove_worktrees(&mut self, paths: Vec<PathBuf>) {
+        let Some(git) = self.ctx.git.clone() else {
+            return;
+        };
+        let repo = self.machine.record().state.repo.clone();
+        for path in paths {
+            let (git, repo) = (git.clone(), repo.clone());
+            self.cleanups.spawn(
+                async move {
+                    if let Err(e) = git.remove_worktree(&repo, &path).await {
+                        tracing::warn!(path = %path.display(), error = %e, "could not remove worktree");
+                    }
+                }
+                .in_current_span(),
+            );
+        }
+    }
+}

@@ -1,0 +1,658 @@
+//! Changing a plan's jobs and options after it was created: scaffolding (jobs added one by one
+//! before the plan runs) and reshaping a live plan.
+//!
+//! [`apply_edits`] is the pure part: it turns a spec and a list of [`PlanEdit`]s into a new spec,
+//! refusing edits that would rewrite history. A job's *status* decides what may change:
+//!
+//! | status                          | remove | dependencies | work, checks, task, env | name, group |
+//! |---------------------------------|--------|--------------|-------------------------|-------------|
+//! | pending, ready, blocked, (new)  | yes    | yes          | yes                     | yes         |
+//! | failed                          | yes    | no           | yes (used by the retry) | yes         |
+//! | scheduled, running, succeeded, canceled, completed_split | no | no | no          | yes         |
+//!
+//! Jobs that depend on a removed job inherit its dependencies, so the order the removed job
+//! imposed between them stays. The engine ([`crate::Orchestrator::edit_plan`]) then validates
+//! the result like a new plan and re-derives the status of every job that has not started.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+use crate::plan::{Env, JobSpec, PlanSpec, WorkSpec};
+use crate::state::NodeStatus;
+
+/// One change to a plan.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum PlanEdit {
+    /// Adds a job (its `dependencies` name existing or earlier-added jobs).
+    AddJob(Box<JobSpec>),
+    /// Removes a job; jobs depending on it inherit its dependencies.
+    RemoveJob {
+        /// producerId of the job.
+        job: String,
+    },
+    /// Replaces a job's dependencies.
+    UpdateDeps {
+        /// producerId of the job.
+        job: String,
+        /// New dependencies (producerIds).
+        dependencies: Vec<String>,
+    },
+    /// Inserts a new job before `before`: it takes over `before`'s dependencies (plus its own),
+    /// and `before` then depends on it alone.
+    AddBefore {
+        /// The new job.
+        job: Box<JobSpec>,
+        /// producerId of the existing job that will wait for it.
+        before: String,
+    },
+    /// Inserts a new job after `after`: it depends on `after` (plus its own dependencies), and
+    /// every job that depended on `after` depends on the new job instead.
+    AddAfter {
+        /// The new job.
+        job: Box<JobSpec>,
+        /// producerId of the existing job it follows.
+        after: String,
+    },
+    /// Changes some fields of a job.
+    UpdateJob {
+        /// producerId of the job.
+        job: String,
+        /// Fields to change.
+        update: Box<JobUpdate>,
+    },
+    /// Changes plan options.
+    UpdatePlan(Box<PlanUpdate>),
+}
+
+impl PlanEdit {
+    /// The operation's name as the MCP tools spell it.
+    pub fn op(&self) -> &'static str {
+        match self {
+            PlanEdit::AddJob(_) => "add_job",
+            PlanEdit::RemoveJob { .. } => "remove_job",
+            PlanEdit::UpdateDeps { .. } => "update_deps",
+            PlanEdit::AddBefore { .. } => "add_before",
+            PlanEdit::AddAfter { .. } => "add_after",
+            PlanEdit::UpdateJob { .. } => "update_job",
+            PlanEdit::UpdatePlan(_) => "update_plan",
+        }
+    }
+}
+
+/// Fields of a job to change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JobUpdate {
+    /// New task description.
+    #[serde(default)]
+    pub task: Option<String>,
+    /// New display name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// New work.
+    #[serde(default)]
+    pub work: Option<WorkSpec>,
+    /// New prechecks.
+    #[serde(default)]
+    pub prechecks: Option<WorkSpec>,
+    /// New postchecks.
+    #[serde(default)]
+    pub postchecks: Option<WorkSpec>,
+    /// New agent instructions.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// New dependencies.
+    #[serde(default)]
+    pub dependencies: Option<Vec<String>>,
+    /// New environment (replaces the job's).
+    #[serde(default)]
+    pub env: Option<Env>,
+    /// New `expectsNoChanges`.
+    #[serde(default, alias = "expects_no_changes")]
+    pub expects_no_changes: Option<bool>,
+    /// New `autoHeal`.
+    #[serde(default, alias = "auto_heal")]
+    pub auto_heal: Option<bool>,
+    /// New group.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// New base branch (root jobs).
+    #[serde(default, alias = "base_branch")]
+    pub base_branch: Option<String>,
+}
+
+impl JobUpdate {
+    /// Whether only display fields (`name`, `group`) change, which is allowed at any time.
+    fn is_cosmetic(&self) -> bool {
+        let JobUpdate {
+            task,
+            name: _,
+            work,
+            prechecks,
+            postchecks,
+            instructions,
+            dependencies,
+            env,
+            expects_no_changes,
+            auto_heal,
+            group: _,
+            base_branch,
+        } = self;
+        task.is_none()
+            && work.is_none()
+            && prechecks.is_none()
+            && postchecks.is_none()
+            && instructions.is_none()
+            && dependencies.is_none()
+            && env.is_none()
+            && expects_no_changes.is_none()
+            && auto_heal.is_none()
+            && base_branch.is_none()
+    }
+
+    fn apply(&self, job: &mut JobSpec) {
+        let u = self.clone();
+        if let Some(v) = u.task {
+            job.task = v;
+        }
+        if u.name.is_some() {
+            job.name = u.name;
+        }
+        if let Some(v) = u.work {
+            job.work = v;
+        }
+        if u.prechecks.is_some() {
+            job.prechecks = u.prechecks;
+        }
+        if u.postchecks.is_some() {
+            job.postchecks = u.postchecks;
+        }
+        if u.instructions.is_some() {
+            job.instructions = u.instructions;
+        }
+        if let Some(v) = u.dependencies {
+            job.dependencies = v;
+        }
+        if let Some(v) = u.env {
+            job.env = v;
+        }
+        if let Some(v) = u.expects_no_changes {
+            job.expects_no_changes = v;
+        }
+        if u.auto_heal.is_some() {
+            job.auto_heal = u.auto_heal;
+        }
+        if u.group.is_some() {
+            job.group = u.group;
+        }
+        if u.base_branch.is_some() {
+            job.base_branch = u.base_branch;
+        }
+    }
+}
+
+/// Plan options to change; `None` leaves an option as it is. Branches can change only before
+/// the plan first starts (they are pinned then).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanUpdate {
+    /// New name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// New `maxParallel` (0 = no plan limit).
+    #[serde(default, alias = "max_parallel")]
+    pub max_parallel: Option<u32>,
+    /// New plan environment (replaces it).
+    #[serde(default)]
+    pub env: Option<Env>,
+    /// New `verifyRi`.
+    #[serde(default, alias = "verify_ri")]
+    pub verify_ri: Option<WorkSpec>,
+    /// New `cleanUpSuccessfulWork`.
+    #[serde(default, alias = "clean_up_successful_work")]
+    pub clean_up_successful_work: Option<bool>,
+    /// New `additionalSymlinkDirs`.
+    #[serde(default, alias = "additional_symlink_dirs")]
+    pub additional_symlink_dirs: Option<Vec<String>>,
+    /// New `worktreeInit`.
+    #[serde(default, alias = "worktree_init")]
+    pub worktree_init: Option<Vec<WorkSpec>>,
+    /// New base branch (before the first start only).
+    #[serde(default, alias = "base_branch")]
+    pub base_branch: Option<String>,
+    /// New target branch (before the first start only).
+    #[serde(default, alias = "target_branch")]
+    pub target_branch: Option<String>,
+}
+
+impl PlanUpdate {
+    fn apply(&self, spec: &mut PlanSpec) {
+        let u = self.clone();
+        if let Some(v) = u.name {
+            spec.name = v;
+        }
+        if u.max_parallel.is_some() {
+            spec.max_parallel = u.max_parallel;
+        }
+        if let Some(v) = u.env {
+            spec.env = v;
+        }
+        if u.verify_ri.is_some() {
+            spec.verify_ri = u.verify_ri;
+        }
+        if u.clean_up_successful_work.is_some() {
+            spec.clean_up_successful_work = u.clean_up_successful_work;
+        }
+        if let Some(v) = u.additional_symlink_dirs {
+            spec.additional_symlink_dirs = v;
+        }
+        if let Some(v) = u.worktree_init {
+            spec.worktree_init = v;
+        }
+        if u.base_branch.is_some() {
+            spec.base_branch = u.base_branch;
+        }
+        if u.target_branch.is_some() {
+            spec.target_branch = u.target_branch;
+        }
+    }
+
+    fn changes_branches(&self) -> bool {
+        self.base_branch.is_some() || self.target_branch.is_some()
+    }
+}
+
+/// Why an edit was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub struct EditError {
+    /// Position of the edit in the list (0-based).
+    pub index: usize,
+    /// The edit's operation (`add_job`, `remove_job`, ...).
+    pub op: &'static str,
+    /// The job it is about, when it names one.
+    pub job: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for EditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "edit #{} ({}", self.index, self.op)?;
+        if let Some(job) = &self.job {
+            write!(f, " `{job}`")?;
+        }
+        write!(f, "): {}", self.message)
+    }
+}
+
+/// What the edits may do to a job, from its status (`None`: added by these edits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Freedom {
+    /// Not started: anything.
+    Open,
+    /// Failed: its specs may change (for the retry) and it may be removed; its place may not.
+    Failed,
+    /// Started or done: only display fields.
+    Fixed(NodeStatus),
+}
+
+fn freedom(status: Option<NodeStatus>) -> Freedom {
+    match status {
+        None | Some(NodeStatus::Pending | NodeStatus::Ready | NodeStatus::Blocked) => Freedom::Open,
+        Some(NodeStatus::Failed) => Freedom::Failed,
+        Some(s) => Freedom::Fixed(s),
+    }
+}
+
+/// Applies `edits` in order to a copy of `spec`.
+///
+/// `status_of` gives the status of an existing job by producerId (`None` for jobs the plan
+/// does not have yet); see the module docs for what each status allows. `started` says whether
+/// the plan has started (its branches are pinned). The result is not validated: the caller runs
+/// [`crate::plan::validate`] on it.
+///
+/// ```
+/// use orchestrator_core::plan::{apply_edits, JobSpec, PlanEdit, PlanSpec, WorkSpec};
+/// use orchestrator_core::NodeStatus;
+///
+/// let spec = PlanSpec::new("p")
+///     .job(JobSpec::new("build", "Build", WorkSpec::shell("make")))
+///     .job(JobSpec::new("test", "Test", WorkSpec::shell("make test")).depends_on(["build"]));
+/// let edits = [PlanEdit::AddAfter {
+///     job: Box::new(JobSpec::new("lint", "Lint", WorkSpec::shell("make lint"))),
+///     after: "build".into(),
+/// }];
+/// let new = apply_edits(&spec, &edits, |_| Some(NodeStatus::Pending), false).unwrap();
+/// assert_eq!(new.jobs[1].dependencies, ["lint"]);
+/// assert_eq!(new.jobs[2].dependencies, ["build"]);
+///
+/// // A running job keeps its place.
+/// let running = |p: &str| Some(if p == "test" { NodeStatus::Running } else { NodeStatus::Succeeded });
+/// let err = apply_edits(&spec, &[PlanEdit::RemoveJob { job: "test".into() }], running, true);
+/// assert!(err.unwrap_err().to_string().contains("running"));
+/// ```
+pub fn apply_edits(
+    spec: &PlanSpec,
+    edits: &[PlanEdit],
+    status_of: impl Fn(&str) -> Option<NodeStatus>,
+    started: bool,
+) -> Result<PlanSpec, EditError> {
+    let mut out = spec.clone();
+    for (index, edit) in edits.iter().enumerate() {
+        let fail = |job: Option<&str>, message: String| EditError {
+            index,
+            op: edit.op(),
+            job: job.map(str::to_owned),
+            message,
+        };
+        let position = |spec: &PlanSpec, job: &str| {
+            spec.jobs
+                .iter()
+                .position(|j| j.producer_id == job)
+                .ok_or_else(|| fail(Some(job), "no job has this producerId".into()))
+        };
+        // A job whose place in the graph (removal, dependencies) is about to change.
+        let movable = |job: &str, what: &str| match freedom(status_of(job)) {
+            Freedom::Open => Ok(()),
+            Freedom::Failed | Freedom::Fixed(_) => Err(fail(
+                Some(job),
+                format!(
+                    "cannot {what}: the job is {}; only pending, ready or blocked jobs can",
+                    status_of(job).map_or("new", NodeStatus::as_str)
+                ),
+            )),
+        };
+        let adding = |spec: &PlanSpec, job: &JobSpec| {
+            if spec.jobs.iter().any(|j| j.producer_id == job.producer_id) {
+                Err(fail(
+                    Some(&job.producer_id),
+                    "a job with this producerId already exists".into(),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match edit {
+            PlanEdit::AddJob(job) => {
+                adding(&out, job)?;
+                out.jobs.push((**job).clone());
+            }
+            PlanEdit::RemoveJob { job } => {
+                let i = position(&out, job)?;
+                if let Freedom::Fixed(s) = freedom(status_of(job)) {
+                    return Err(fail(
+                        Some(job),
+                        format!(
+                            "cannot remove a job that is {s}; only pending, ready, blocked or \
+                             failed jobs can be removed"
+                        ),
+                    ));
+                }
+                let removed = out.jobs.remove(i);
+                for other in &mut out.jobs {
+                    if other.dependencies.contains(&removed.producer_id) {
+                        movable(&other.producer_id, "inherit the removed job's dependencies")?;
+                        let mut deps: Vec<String> = Vec::new();
+                        for d in &other.dependencies {
+                            if *d == removed.producer_id {
+                                deps.extend(removed.dependencies.iter().cloned());
+                            } else {
+                                deps.push(d.clone());
+                            }
+                        }
+                        other.dependencies = dedup(deps);
+                    }
+                }
+            }
+            PlanEdit::UpdateDeps { job, dependencies } => {
+                let i = position(&out, job)?;
+                movable(job, "change its dependencies")?;
+                out.jobs[i].dependencies = dependencies.clone();
+            }
+            PlanEdit::AddBefore { job, before } => {
+                adding(&out, job)?;
+                let i = position(&out, before)?;
+                movable(before, "insert a job before it")?;
+                let mut new = (**job).clone();
+                let mut deps = std::mem::take(&mut out.jobs[i].dependencies);
+                deps.append(&mut new.dependencies);
+                new.dependencies = dedup(deps);
+                out.jobs[i].dependencies = vec![new.producer_id.clone()];
+                out.jobs.push(new);
+            }
+            PlanEdit::AddAfter { job, after } => {
+                adding(&out, job)?;
+                position(&out, after)?;
+                let mut new = (**job).clone();
+                for other in &mut out.jobs {
+                    if let Some(d) = other.dependencies.iter_mut().find(|d| *d == after) {
+                        movable(&other.producer_id, "depend on the inserted job instead")?;
+                        d.clone_from(&new.producer_id);
+                        other.dependencies = dedup(std::mem::take(&mut other.dependencies));
+                    }
+                }
+                new.dependencies.insert(0, after.clone());
+                new.dependencies = dedup(new.dependencies);
+                out.jobs.push(new);
+            }
+            PlanEdit::UpdateJob { job, update } => {
+                let i = position(&out, job)?;
+                if update.dependencies.is_some() {
+                    movable(job, "change its dependencies")?;
+                }
+                if let Freedom::Fixed(s) = freedom(status_of(job)) {
+                    if !update.is_cosmetic() {
+                        return Err(fail(
+                            Some(job),
+                            format!(
+                                "the job is {s}: only its name and group can change; work, \
+                                 checks and task can change on pending, ready, blocked or \
+                                 failed jobs"
+                            ),
+                        ));
+                    }
+                }
+                update.apply(&mut out.jobs[i]);
+            }
+            PlanEdit::UpdatePlan(update) => {
+                if started && update.changes_branches() {
+                    return Err(fail(
+                        None,
+                        "baseBranch and targetBranch are pinned when the plan starts; they can \
+                         change only before that"
+                            .into(),
+                    ));
+                }
+                update.apply(&mut out);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn dedup(items: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str, deps: &[&str]) -> JobSpec {
+        JobSpec::new(id, id, WorkSpec::shell("true")).depends_on(deps.iter().copied())
+    }
+
+    fn plan() -> PlanSpec {
+        PlanSpec::new("p")
+            .job(job("aaa", &[]))
+            .job(job("bbb", &["aaa"]))
+            .job(job("ccc", &["bbb"]))
+    }
+
+    fn deps(spec: &PlanSpec) -> Vec<(String, Vec<String>)> {
+        spec.jobs
+            .iter()
+            .map(|j| (j.producer_id.clone(), j.dependencies.clone()))
+            .collect()
+    }
+
+    fn pending(_: &str) -> Option<NodeStatus> {
+        Some(NodeStatus::Pending)
+    }
+
+    fn owned(v: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        v.iter()
+            .map(|(j, d)| (j.to_string(), d.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn remove_bridges_dependents() {
+        let out = apply_edits(
+            &plan(),
+            &[PlanEdit::RemoveJob { job: "bbb".into() }],
+            pending,
+            false,
+        )
+        .expect("edit");
+        assert_eq!(deps(&out), owned(&[("aaa", &[]), ("ccc", &["aaa"])]));
+    }
+
+    #[test]
+    fn add_before_and_after_rewire() {
+        let out = apply_edits(
+            &plan(),
+            &[
+                PlanEdit::AddBefore {
+                    job: Box::new(job("pre", &[])),
+                    before: "bbb".into(),
+                },
+                PlanEdit::AddAfter {
+                    job: Box::new(job("post", &[])),
+                    after: "bbb".into(),
+                },
+            ],
+            pending,
+            false,
+        )
+        .expect("edit");
+        assert_eq!(
+            deps(&out),
+            owned(&[
+                ("aaa", &[]),
+                ("bbb", &["pre"]),
+                ("ccc", &["post"]),
+                ("pre", &["aaa"]),
+                ("post", &["bbb"]),
+            ])
+        );
+    }
+
+    #[test]
+    fn started_jobs_keep_their_place() {
+        let status = |p: &str| {
+            Some(match p {
+                "aaa" => NodeStatus::Succeeded,
+                "bbb" => NodeStatus::Running,
+                _ => NodeStatus::Failed,
+            })
+        };
+        let refused = |edit: PlanEdit| {
+            apply_edits(&plan(), &[edit], status, true)
+                .expect_err("refused")
+                .to_string()
+        };
+        assert!(refused(PlanEdit::RemoveJob { job: "bbb".into() }).contains("running"));
+        assert!(refused(PlanEdit::UpdateDeps {
+            job: "ccc".into(),
+            dependencies: vec![]
+        })
+        .contains("failed"));
+        assert!(refused(PlanEdit::AddBefore {
+            job: Box::new(job("new", &[])),
+            before: "bbb".into()
+        })
+        .contains("running"));
+        let work = JobUpdate {
+            work: Some(WorkSpec::shell("x")),
+            ..JobUpdate::default()
+        };
+        assert!(refused(PlanEdit::UpdateJob {
+            job: "aaa".into(),
+            update: Box::new(work.clone())
+        })
+        .contains("succeeded"));
+        // A failed job's work can change, and it can be removed.
+        let ok = apply_edits(
+            &plan(),
+            &[
+                PlanEdit::UpdateJob {
+                    job: "ccc".into(),
+                    update: Box::new(work),
+                },
+                PlanEdit::RemoveJob { job: "ccc".into() },
+            ],
+            status,
+            true,
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+        // Cosmetic changes are always fine; branches are pinned once started.
+        let name = JobUpdate {
+            name: Some("Nice".into()),
+            ..JobUpdate::default()
+        };
+        assert!(apply_edits(
+            &plan(),
+            &[PlanEdit::UpdateJob {
+                job: "bbb".into(),
+                update: Box::new(name)
+            }],
+            status,
+            true
+        )
+        .is_ok());
+        let branch = PlanUpdate {
+            target_branch: Some("x".into()),
+            ..PlanUpdate::default()
+        };
+        assert!(refused(PlanEdit::UpdatePlan(Box::new(branch))).contains("pinned"));
+    }
+
+    #[test]
+    fn errors_name_the_edit_and_job() {
+        let e = apply_edits(
+            &plan(),
+            &[
+                PlanEdit::AddJob(Box::new(job("ddd", &[]))),
+                PlanEdit::AddJob(Box::new(job("ddd", &[]))),
+            ],
+            pending,
+            false,
+        )
+        .expect_err("duplicate");
+        assert_eq!(
+            (e.index, e.op, e.job.as_deref()),
+            (1, "add_job", Some("ddd"))
+        );
+        let e = apply_edits(
+            &plan(),
+            &[PlanEdit::RemoveJob { job: "zzz".into() }],
+            pending,
+            false,
+        )
+        .expect_err("unknown");
+        assert_eq!(
+            e.to_string(),
+            "edit #0 (remove_job `zzz`): no job has this producerId"
+        );
+    }
+}
