@@ -1,0 +1,221 @@
+//! Gemini API: `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, `:generateContent`
+//! and `:countTokens`.
+
+use serde_json::{json, Value};
+
+use super::responses::is_injected_context;
+use super::sse_event;
+use crate::conversation::{
+    all_strings, estimate_tokens, find_cwd, fresh_id, Conversation, Reply, ToolSpec,
+};
+
+/// Reads a `generateContent` request; `model` and `stream` come from the URL.
+pub fn conversation(body: &Value, body_len: usize, model: &str, stream: bool) -> Conversation {
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool.get("functionDeclarations")?.as_array())
+                .flatten()
+                .filter_map(|function| {
+                    Some(ToolSpec {
+                        name: function.get("name")?.as_str()?.to_owned(),
+                        schema: function
+                            .get("parametersJsonSchema")
+                            .or_else(|| function.get("parameters"))
+                            .cloned()
+                            .unwrap_or(Value::Null),
+                        freeform: false,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let contents = body.get("contents").cloned().unwrap_or(Value::Null);
+    let mut prompt = String::new();
+    let mut results = 0;
+    for content in contents.as_array().map(Vec::as_slice).unwrap_or_default() {
+        if content.get("role").and_then(Value::as_str) == Some("model") {
+            continue;
+        }
+        let parts = content
+            .get("parts")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let responses = parts
+            .iter()
+            .filter(|part| part.get("functionResponse").is_some())
+            .count();
+        if responses > 0 {
+            results += responses;
+            continue;
+        }
+        let text = parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !text.is_empty() && !is_injected_context(&text) {
+            prompt = text;
+            results = 0;
+        }
+    }
+    let mut texts = Vec::new();
+    all_strings(
+        body.get("systemInstruction").unwrap_or(&Value::Null),
+        &mut texts,
+    );
+    all_strings(&contents, &mut texts);
+    Conversation {
+        model: model.to_owned(),
+        stream,
+        tools,
+        prompt,
+        results_since_prompt: results,
+        cwd: find_cwd(texts.iter().map(String::as_str)),
+        input_tokens: estimate_tokens(body_len),
+    }
+}
+
+/// The JSON schema the request wants the answer to follow, if it asks for JSON.
+pub fn response_schema(body: &Value) -> Option<&Value> {
+    let config = body.get("generationConfig")?;
+    if config.get("responseMimeType").and_then(Value::as_str) != Some("application/json") {
+        return None;
+    }
+    config
+        .get("responseJsonSchema")
+        .or_else(|| config.get("responseSchema"))
+}
+
+/// A minimal instance of a JSON schema (first enum value, empty strings, …): lets structured
+/// side calls (Gemini's next-speaker check) parse.
+pub fn instance_of(schema: &Value) -> Value {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    let kind = schema
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("object")
+        .to_ascii_lowercase();
+    match kind.as_str() {
+        "object" => Value::Object(
+            schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|properties| {
+                    properties
+                        .iter()
+                        .map(|(name, property)| (name.clone(), instance_of(property)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
+        "array" => json!([]),
+        "boolean" => json!(false),
+        "integer" | "number" => json!(0),
+        _ => json!("OK"),
+    }
+}
+
+/// One `GenerateContentResponse` carrying the whole reply.
+pub fn response(conversation: &Conversation, reply: &Reply) -> Value {
+    let part = match reply {
+        Reply::Text(text) => json!({"text": text}),
+        Reply::ToolCall(call) => {
+            json!({"functionCall": {"name": call.name, "args": call.arguments_value()}})
+        }
+    };
+    let output = reply.output_tokens();
+    json!({
+        "candidates": [{
+            "content": {"role": "model", "parts": [part]},
+            "finishReason": "STOP",
+            "index": 0,
+        }],
+        "usageMetadata": {
+            "promptTokenCount": conversation.input_tokens,
+            "candidatesTokenCount": output,
+            "totalTokenCount": conversation.input_tokens + output,
+        },
+        "modelVersion": conversation.model,
+        "responseId": fresh_id("gem_"),
+    })
+}
+
+/// The streamed reply as SSE (`alt=sse`): one chunk.
+pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
+    sse_event(None, &response(conversation, reply))
+}
+
+/// The `countTokens` answer.
+pub fn count_tokens(body_len: usize) -> Value {
+    json!({"totalTokens": estimate_tokens(body_len)})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{ToolCall, ToolInput};
+
+    #[test]
+    fn reads_function_declarations_and_responses() {
+        let body = json!({
+            "contents": [
+                {"role": "user", "parts": [{"text": "I'm currently working in the directory: /g"}]},
+                {"role": "model", "parts": [{"text": "Got it."}]},
+                {"role": "user", "parts": [{"text": "make a file"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "write_file", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "write_file", "response": {}}}]}
+            ],
+            "tools": [{"functionDeclarations": [{"name": "write_file", "parametersJsonSchema": {"type": "object"}}, {"name": "run_shell_command", "parameters": {}}]}]
+        });
+        let conversation = conversation(&body, 40, "gemini-x", true);
+        assert_eq!(
+            conversation.tool_names(),
+            ["write_file", "run_shell_command"]
+        );
+        assert_eq!(
+            (
+                conversation.prompt.as_str(),
+                conversation.results_since_prompt
+            ),
+            ("make a file", 1)
+        );
+        assert_eq!(conversation.cwd.as_deref(), Some("/g"));
+    }
+
+    #[test]
+    fn writes_function_calls_and_schema_instances() {
+        let conversation = Conversation {
+            model: "g".into(),
+            input_tokens: 3,
+            ..Conversation::default()
+        };
+        let reply = Reply::ToolCall(ToolCall {
+            id: "x".into(),
+            name: "run_shell_command".into(),
+            input: ToolInput::Json(json!({"command": "ls"})),
+        });
+        let value = response(&conversation, &reply);
+        assert_eq!(
+            value["candidates"][0]["content"]["parts"][0]["functionCall"]["args"]["command"],
+            "ls"
+        );
+        assert_eq!(value["usageMetadata"]["totalTokenCount"], 7);
+        assert!(stream(&conversation, &reply).starts_with("data: {"));
+        let schema = json!({"type": "object", "properties": {"reasoning": {"type": "string"}, "next_speaker": {"type": "string", "enum": ["user", "model"]}}});
+        assert_eq!(
+            instance_of(&schema),
+            json!({"reasoning": "OK", "next_speaker": "user"})
+        );
+    }
+}
