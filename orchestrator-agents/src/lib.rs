@@ -1,6 +1,7 @@
 //! # orchestrator-agents
 //!
-//! Work runners that start programs, and the process supervision they share:
+//! Work runners that start programs — shell commands, processes, agent CLIs — and the
+//! process supervision they share:
 //!
 //! - [`ShellRunner`] runs `shell` work (`sh -c`, `bash -c`, `pwsh`, `powershell`, `cmd /C`);
 //!   [`ProcessRunner`] runs `process` work (an executable and its arguments, no shell).
@@ -12,12 +13,17 @@
 //! - [`ChildEnv`] builds a child's environment: the host's minus [`REMOVED_ENV_VARS`], then the
 //!   plan/job and spec layers with `$VAR` expansion.
 //! - [`resolve_cwd`] keeps a spec's `cwd` inside the job directory.
+//! - [`agent`]: agent CLIs (Copilot, Claude Code, Codex, Gemini, host-defined) as the `agent`
+//!   work runner, [`AgentWorkRunner`]: `.runner("agent", AgentWorkRunner::new())`, and
+//!   auto-heal through an agent, [`AgentHealer`]. Its module documentation has the table of
+//!   which spec field becomes which flag of each CLI.
 //!
 //! Only a `shell` spec's `command` is ever given to a shell; env values, `cwd` and process
 //! arguments are never interpreted by one.
 //!
 //! Process groups are a Unix feature: elsewhere, stopping a run kills the main process only.
 
+pub mod agent;
 pub mod env;
 mod error;
 mod group;
@@ -26,9 +32,10 @@ mod runners;
 mod supervise;
 mod workdir;
 
+pub use agent::{AgentHealer, AgentRunner, AgentUsage, AgentWorkRunner};
 pub use env::{ChildEnv, REMOVED_ENV_VARS};
 pub use error::Error;
-pub use lines::LineObserver;
+pub use lines::{LineObserver, LineRewrite};
 pub use runners::{ProcessRunner, ShellRunner};
 pub use supervise::{Ending, Invocation, Outcome, Supervisor, SupervisorOptions};
 pub use workdir::resolve_cwd;

@@ -9,11 +9,16 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 /// Called with every line of output, besides the log (e.g. to parse an agent's JSON events).
 pub type LineObserver = Arc<dyn Fn(LogStream, &str) + Send + Sync>;
 
+/// Rewrites every line of output before it goes anywhere (log, observer, stderr tail), e.g. to
+/// redact secrets.
+pub type LineRewrite = Arc<dyn Fn(String) -> String + Send + Sync>;
+
 /// Where the lines of one stream go.
 pub(crate) struct LineOut {
     pub(crate) stream: LogStream,
     pub(crate) log: LogSink,
     pub(crate) observer: Option<LineObserver>,
+    pub(crate) rewrite: Option<LineRewrite>,
     pub(crate) tail: Option<Arc<Tail>>,
     pub(crate) max_line_bytes: usize,
 }
@@ -25,6 +30,9 @@ impl LineOut {
         let mut line = String::from_utf8_lossy(bytes).into_owned();
         if cut > 0 {
             line.push_str(&format!(" … [{cut} more bytes cut]"));
+        }
+        if let Some(rewrite) = &self.rewrite {
+            line = rewrite(line);
         }
         self.log.line(self.stream, &line);
         if let Some(observer) = &self.observer {
@@ -118,6 +126,7 @@ mod tests {
             stream: LogStream::Stderr,
             log: log.clone(),
             observer: None,
+            rewrite: None,
             tail: Some(tail.clone()),
             max_line_bytes: max,
         };

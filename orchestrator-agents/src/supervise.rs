@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::env::ChildEnv;
 use crate::error::Error;
 use crate::group::{Group, KillOnDrop};
-use crate::lines::{pump, LineObserver, LineOut, Tail};
+use crate::lines::{pump, LineObserver, LineOut, LineRewrite, Tail};
 
 /// Tunables of a [`Supervisor`]. Build from [`SupervisorOptions::default`] and the setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +104,7 @@ pub struct Invocation {
     env: ChildEnv,
     timeout: Option<Duration>,
     observer: Option<LineObserver>,
+    rewrite: Option<LineRewrite>,
 }
 
 impl fmt::Debug for Invocation {
@@ -115,6 +116,7 @@ impl fmt::Debug for Invocation {
             .field("env_vars", &self.env.len())
             .field("timeout", &self.timeout)
             .field("observer", &self.observer.is_some())
+            .field("rewrite", &self.rewrite.is_some())
             .finish()
     }
 }
@@ -130,6 +132,7 @@ impl Invocation {
             env: ChildEnv::from_host(),
             timeout: None,
             observer: None,
+            rewrite: None,
         }
     }
 
@@ -166,6 +169,23 @@ impl Invocation {
     pub fn observe(mut self, observer: impl Fn(LogStream, &str) + Send + Sync + 'static) -> Self {
         self.observer = Some(Arc::new(observer));
         self
+    }
+
+    /// Rewrites every output line before it reaches the log, the observer and the stderr tail
+    /// quoted in failure messages (e.g. to redact secrets). Called from the reading tasks.
+    pub fn rewrite(mut self, rewrite: impl Fn(String) -> String + Send + Sync + 'static) -> Self {
+        self.rewrite = Some(Arc::new(rewrite));
+        self
+    }
+
+    /// The arguments.
+    pub fn arguments(&self) -> &[OsString] {
+        &self.args
+    }
+
+    /// The environment the child gets.
+    pub fn child_env(&self) -> &ChildEnv {
+        &self.env
     }
 
     /// The program.
@@ -573,6 +593,7 @@ impl Readers {
             stream,
             log: log.clone(),
             observer: invocation.observer.clone(),
+            rewrite: invocation.rewrite.clone(),
             tail,
             max_line_bytes,
         };

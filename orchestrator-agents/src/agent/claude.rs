@@ -1,0 +1,201 @@
+//! [`ClaudeCode`]: Anthropic's Claude Code CLI.
+
+use orchestrator_core::plan::Env;
+use orchestrator_core::runner::{LogStream, WorkFailure};
+use serde_json::Value;
+
+use super::cli::{cli_builder, CliSettings};
+use super::usage::{count, text};
+use super::{json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript};
+
+/// Claude Code, run headless:
+///
+/// ```text
+/// claude -p <prompt> --output-format stream-json --verbose --dangerously-skip-permissions
+///        [--model M] [--effort E] [--max-turns N] [--resume ID] [--add-dir D]...
+/// ```
+///
+/// Environment: `CLAUDE_CONFIG_DIR=<state>/claude`, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`,
+/// `DISABLE_AUTOUPDATER=1`, `CLAUDE_CODE_MAX_RETRIES=0` (the work runner retries itself, with
+/// its own backoff) and, when running as root, `IS_SANDBOX=1` (Claude Code refuses
+/// `--dangerously-skip-permissions` as root otherwise). A [`ModelEndpoint`](super::ModelEndpoint)
+/// sets `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY`.
+///
+/// Output (`stream-json`): `system`/`init` gives the session id and model; the final `result`
+/// event gives `is_error`, `num_turns`, `duration_ms`, `total_cost_usd` and `usage`
+/// (`inputTokens` = `input_tokens` + `cache_creation_input_tokens` + `cache_read_input_tokens`,
+/// `cachedTokens` = `cache_read_input_tokens`).
+///
+/// Tiers: `fast` = `haiku`, `standard` = `sonnet`, `premium` = `opus` (Claude Code's aliases).
+///
+/// ```
+/// use orchestrator_agents::agent::{AgentRequest, AgentRunner, ClaudeCode};
+/// let mut r = AgentRequest::new("/wt", "Do it");
+/// r.model = Some("sonnet".into());
+/// r.resume = Some("abc".into());
+/// let cmd = ClaudeCode::new().command(&r).unwrap();
+/// assert_eq!(&cmd.args_lossy()[..2], ["-p", "Do it"]);
+/// assert!(cmd.args_lossy().ends_with(&["--model".into(), "sonnet".into(), "--resume".into(), "abc".into()]));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ClaudeCode {
+    cli: CliSettings,
+}
+
+impl Default for ClaudeCode {
+    fn default() -> Self {
+        ClaudeCode {
+            cli: CliSettings::new("claude", [Some("haiku"), Some("sonnet"), Some("opus")]),
+        }
+    }
+}
+
+impl ClaudeCode {
+    /// Claude Code as `claude` on the child's `PATH`.
+    pub fn new() -> Self {
+        ClaudeCode::default()
+    }
+}
+
+cli_builder!(ClaudeCode);
+
+impl AgentRunner for ClaudeCode {
+    fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
+        let config = r.state_dir.join("claude");
+        let mut cmd = AgentCommand::new(&self.cli.program)
+            .arg("-p")
+            .arg(&r.prompt)
+            .args(["--output-format", "stream-json", "--verbose"])
+            .arg("--dangerously-skip-permissions")
+            .flag_opt("--model", self.cli.model(r))
+            .flag_opt("--effort", r.effort_str())
+            .flag_opt("--max-turns", r.max_turns.map(|n| n.to_string()))
+            .flag_opt("--resume", r.resume.as_deref());
+        for folder in &r.allowed_folders {
+            cmd = cmd.flag("--add-dir", folder);
+        }
+        if !r.allowed_urls.is_empty() {
+            cmd = cmd.note(unsupported(
+                "Claude Code",
+                "allowedUrls (every tool is approved)",
+            ));
+        }
+        cmd = cmd
+            .dir(&config)
+            .env_path("CLAUDE_CONFIG_DIR", &config)
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "0");
+        if running_as_root() {
+            cmd = cmd.env("IS_SANDBOX", "1");
+        }
+        if let Some(endpoint) = &self.cli.endpoint {
+            cmd = cmd.env("ANTHROPIC_BASE_URL", &endpoint.base_url);
+            if let Some(key) = &endpoint.api_key {
+                cmd = cmd.env("ANTHROPIC_API_KEY", key);
+            }
+        }
+        Ok(cmd)
+    }
+
+    fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
+        if stream != LogStream::Stdout {
+            return;
+        }
+        let Some(event) = json_event(line) else {
+            return;
+        };
+        t.session(text(&event, "session_id"));
+        match event.get("type").and_then(Value::as_str) {
+            Some("system") if t.usage.model.is_none() => {
+                t.usage.model = text(&event, "model");
+            }
+            Some("assistant") => {
+                if let Some(error) = text(&event, "error") {
+                    t.error(error);
+                }
+            }
+            Some("result") => {
+                let is_error = event.get("is_error").and_then(Value::as_bool) == Some(true)
+                    || text(&event, "subtype").is_some_and(|s| s != "success");
+                let u = &mut t.usage;
+                u.turns = count(&event, "num_turns").and_then(|n| u32::try_from(n).ok());
+                u.duration_ms = count(&event, "duration_ms");
+                u.cost_usd = event.get("total_cost_usd").and_then(Value::as_f64);
+                if let Some(usage) = event.get("usage") {
+                    let fresh = count(usage, "input_tokens").unwrap_or(0);
+                    let created = count(usage, "cache_creation_input_tokens").unwrap_or(0);
+                    let read = count(usage, "cache_read_input_tokens");
+                    u.input_tokens = Some(fresh + created + read.unwrap_or(0));
+                    u.cached_tokens = read;
+                    u.output_tokens = count(usage, "output_tokens");
+                }
+                let error = is_error.then(|| {
+                    text(&event, "result")
+                        .filter(|r| !r.is_empty())
+                        .or_else(|| text(&event, "subtype"))
+                        .unwrap_or_else(|| "the result reports an error".into())
+                });
+                t.finish(error);
+            }
+            _ => {}
+        }
+    }
+
+    fn extra_env(&self) -> Env {
+        self.cli.env.clone()
+    }
+}
+
+#[cfg(unix)]
+fn running_as_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+#[cfg(not(unix))]
+fn running_as_root() -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(lines: &[&str]) -> Transcript {
+        let mut t = Transcript::default();
+        for l in lines {
+            ClaudeCode::new().parse_line(LogStream::Stdout, l, &mut t);
+        }
+        t
+    }
+
+    #[test]
+    fn parses_init_and_result() {
+        let t = parse(&[
+            r#"{"type":"system","subtype":"init","session_id":"s-1","model":"claude-sonnet-4-5","tools":["Bash"]}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash"}]},"session_id":"s-1"}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":1234,"num_turns":3,"result":"done","session_id":"s-1","total_cost_usd":0.0123,"usage":{"input_tokens":10,"cache_creation_input_tokens":20,"cache_read_input_tokens":30,"output_tokens":7}}"#,
+        ]);
+        assert!(t.finished && t.result_error.is_none());
+        let u = &t.usage;
+        assert_eq!(u.session_id.as_deref(), Some("s-1"));
+        assert_eq!(u.model.as_deref(), Some("claude-sonnet-4-5"));
+        assert_eq!(
+            (u.input_tokens, u.cached_tokens, u.output_tokens),
+            (Some(60), Some(30), Some(7))
+        );
+        assert_eq!(
+            (u.turns, u.duration_ms, u.cost_usd),
+            (Some(3), Some(1234), Some(0.0123))
+        );
+    }
+
+    #[test]
+    fn error_results_and_noise() {
+        let t = parse(&[
+            "not json",
+            r#"{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s"}"#,
+        ]);
+        assert_eq!(t.result_error.as_deref(), Some("error_max_turns"));
+    }
+}

@@ -1,0 +1,226 @@
+//! [`CodexCli`]: OpenAI's Codex CLI (`codex exec`).
+
+use orchestrator_core::plan::Env;
+use orchestrator_core::runner::{LogStream, WorkFailure};
+use serde_json::Value;
+
+use super::cli::{cli_builder, CliSettings};
+use super::usage::{count, find_text, text};
+use super::{json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript};
+
+/// Name of the provider a [`ModelEndpoint`](super::ModelEndpoint) becomes in `config.toml`.
+const PROVIDER_ID: &str = "orchestrator";
+/// Variable that carries the endpoint's API key to Codex (`env_key`).
+const KEY_VAR: &str = "ORCHESTRATOR_CODEX_API_KEY";
+
+/// Codex, run headless (stdin is closed):
+///
+/// ```text
+/// codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
+///            [--model M] [-c model_reasoning_effort=E] [--add-dir D]... <prompt>
+/// codex exec <same options> resume <ID> <prompt>
+/// ```
+///
+/// `CODEX_HOME=<state>/codex` holds a `config.toml` written before each run
+/// (`[analytics] enabled = false`, `[features] plugins = false`). A
+/// [`ModelEndpoint`](super::ModelEndpoint) adds `model_provider = "orchestrator"` and a
+/// `[model_providers.orchestrator]` table (`base_url`, `wire_api = "responses"`, and
+/// `env_key = "ORCHESTRATOR_CODEX_API_KEY"` carrying its key).
+///
+/// Output (`--json`): `thread.started` gives the session (thread) id; each `turn.completed`
+/// adds its `usage` (`input_tokens` include `cached_input_tokens`) and a turn, and ends the
+/// run; `turn.failed` and `error` events carry error messages.
+///
+/// `maxTurns` has no Codex option (noted in the log); `allowedUrls` is not enforced.
+///
+/// ```
+/// use orchestrator_agents::agent::{AgentRequest, AgentRunner, CodexCli};
+/// let mut r = AgentRequest::new("/wt", "Do it");
+/// r.resume = Some("t-1".into());
+/// let args = CodexCli::new().command(&r).unwrap().args_lossy();
+/// assert_eq!(args[0], "exec");
+/// assert!(args.ends_with(&["resume".into(), "t-1".into(), "Do it".into()]));
+/// ```
+#[derive(Debug, Clone)]
+pub struct CodexCli {
+    cli: CliSettings,
+}
+
+impl Default for CodexCli {
+    fn default() -> Self {
+        CodexCli {
+            cli: CliSettings::new("codex", [None, None, None]),
+        }
+    }
+}
+
+impl CodexCli {
+    /// Codex as `codex` on the child's `PATH`.
+    pub fn new() -> Self {
+        CodexCli::default()
+    }
+
+    fn config_toml(&self) -> String {
+        let mut toml = String::new();
+        if let Some(endpoint) = &self.cli.endpoint {
+            toml.push_str(&format!("model_provider = \"{PROVIDER_ID}\"\n\n"));
+            toml.push_str(&format!("[model_providers.{PROVIDER_ID}]\n"));
+            toml.push_str(&format!("name = \"{PROVIDER_ID}\"\n"));
+            toml.push_str(&format!("base_url = {}\n", toml_string(&endpoint.base_url)));
+            toml.push_str("wire_api = \"responses\"\n");
+            if endpoint.api_key.is_some() {
+                toml.push_str(&format!("env_key = \"{KEY_VAR}\"\n"));
+            }
+            toml.push('\n');
+        }
+        toml.push_str("[analytics]\nenabled = false\n\n[features]\nplugins = false\n");
+        toml
+    }
+}
+
+cli_builder!(CodexCli);
+
+/// A TOML basic string (JSON string escapes are valid TOML escapes).
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+impl AgentRunner for CodexCli {
+    fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
+        let home = r.state_dir.join("codex");
+        let mut cmd = AgentCommand::new(&self.cli.program)
+            .args(["exec", "--json", "--skip-git-repo-check"])
+            .arg("--dangerously-bypass-approvals-and-sandbox")
+            .flag_opt("--model", self.cli.model(r));
+        if let Some(effort) = r.effort_str() {
+            cmd = cmd.flag("-c", format!("model_reasoning_effort={effort}"));
+        }
+        for folder in &r.allowed_folders {
+            cmd = cmd.flag("--add-dir", folder);
+        }
+        if let Some(session) = &r.resume {
+            cmd = cmd.arg("resume").arg(session);
+        }
+        cmd = cmd.arg(&r.prompt);
+        if r.max_turns.is_some() {
+            cmd = cmd.note(unsupported("Codex", "maxTurns"));
+        }
+        if !r.allowed_urls.is_empty() {
+            cmd = cmd.note(unsupported(
+                "Codex",
+                "allowedUrls (the sandbox is bypassed)",
+            ));
+        }
+        cmd = cmd
+            .dir(&home)
+            .file(home.join("config.toml"), self.config_toml())
+            .env_path("CODEX_HOME", &home);
+        if let Some(key) = self.cli.endpoint.as_ref().and_then(|e| e.api_key.as_ref()) {
+            cmd = cmd.env(KEY_VAR, key);
+        }
+        Ok(cmd)
+    }
+
+    fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
+        if stream != LogStream::Stdout {
+            return;
+        }
+        let Some(event) = json_event(line) else {
+            return;
+        };
+        match event.get("type").and_then(Value::as_str) {
+            Some("thread.started") => t.session(text(&event, "thread_id")),
+            Some("turn.completed") => {
+                let u = &mut t.usage;
+                if let Some(usage) = event.get("usage") {
+                    add(&mut u.input_tokens, count(usage, "input_tokens"));
+                    add(&mut u.cached_tokens, count(usage, "cached_input_tokens"));
+                    add(&mut u.output_tokens, count(usage, "output_tokens"));
+                }
+                u.turns = Some(u.turns.unwrap_or(0) + 1);
+                t.finish(None);
+            }
+            Some("turn.failed") => {
+                let message =
+                    find_text(&event, &["message"]).unwrap_or_else(|| "the turn failed".into());
+                t.error(message.clone());
+                t.finish(Some(message));
+            }
+            Some("error") => {
+                if let Some(message) = find_text(&event, &["message"]) {
+                    t.error(message);
+                }
+            }
+            Some("item.completed") => {
+                let item = event.get("item").unwrap_or(&Value::Null);
+                if item.get("type").and_then(Value::as_str) == Some("error") {
+                    if let Some(message) = text(item, "message") {
+                        t.error(message);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn extra_env(&self) -> Env {
+        self.cli.env.clone()
+    }
+}
+
+fn add(into: &mut Option<u64>, more: Option<u64>) {
+    if let Some(more) = more {
+        *into = Some(into.unwrap_or(0) + more);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{ModelEndpoint, ProviderKind};
+
+    #[test]
+    fn parses_threads_turns_and_errors() {
+        let mut t = Transcript::default();
+        for l in [
+            r#"{"type":"thread.started","thread_id":"th-9"}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"ok"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":9}}"#,
+        ] {
+            CodexCli::new().parse_line(LogStream::Stdout, l, &mut t);
+        }
+        assert!(t.finished && t.result_error.is_none());
+        let u = &t.usage;
+        assert_eq!(u.session_id.as_deref(), Some("th-9"));
+        assert_eq!(
+            (u.input_tokens, u.cached_tokens, u.output_tokens, u.turns),
+            (Some(100), Some(40), Some(9), Some(1))
+        );
+
+        let mut t = Transcript::default();
+        CodexCli::new().parse_line(
+            LogStream::Stdout,
+            r#"{"type":"turn.failed","error":{"message":"stream error: 429 Too Many Requests"}}"#,
+            &mut t,
+        );
+        assert_eq!(
+            t.result_error.as_deref(),
+            Some("stream error: 429 Too Many Requests")
+        );
+    }
+
+    #[test]
+    fn config_with_an_endpoint() {
+        let codex = CodexCli::new().endpoint(
+            ModelEndpoint::new("http://127.0.0.1:9/v1", ProviderKind::OpenAi).api_key("k-123456"),
+        );
+        let toml = codex.config_toml();
+        assert!(
+            toml.starts_with("model_provider = \"orchestrator\"\n"),
+            "{toml}"
+        );
+        assert!(toml.contains("base_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\nenv_key = \"ORCHESTRATOR_CODEX_API_KEY\"\n"), "{toml}");
+        assert!(toml.ends_with("[analytics]\nenabled = false\n\n[features]\nplugins = false\n"));
+    }
+}

@@ -1,0 +1,211 @@
+//! [`GeminiCli`]: Google's Gemini CLI.
+
+use orchestrator_core::plan::Env;
+use orchestrator_core::runner::{LogStream, WorkFailure};
+use serde_json::{json, Value};
+
+use super::cli::{cli_builder, CliSettings};
+use super::usage::{count, find_text, text};
+use super::{
+    classify, json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, FailureClass,
+    Transcript,
+};
+
+/// Exit code of Gemini CLI when the API answered 4xx.
+const EXIT_CLIENT_ERROR: i32 = 144;
+/// Exit code of Gemini CLI when the API answered 5xx.
+const EXIT_SERVER_ERROR: i32 = 244;
+
+/// Gemini CLI, run headless:
+///
+/// ```text
+/// gemini -p <prompt> --output-format stream-json --yolo --skip-trust [-m M] [--resume ID]
+///        [--include-directories D]...
+/// ```
+///
+/// `HOME` is the per-worktree agent home; `$HOME/.gemini/settings.json` is written before each
+/// run: API-key authentication (`security.auth.selectedType = "gemini-api-key"`, the key comes
+/// from `GEMINI_API_KEY` in the environment), usage statistics off, and
+/// `model.maxSessionTurns` from the spec's `maxTurns`. A [`ModelEndpoint`](super::ModelEndpoint)
+/// sets `GOOGLE_GEMINI_BASE_URL` and `GEMINI_API_KEY`.
+///
+/// Output (`stream-json`): `init` gives the session id and model; the final `result` event
+/// ends the run (`status` other than `success` is a failure) and its `stats` give
+/// `input_tokens`, `output_tokens`, `cached` and `duration_ms`. Exit code 244 (the API answered
+/// 5xx) is transient, 144 (4xx) only when it was a rate limit (429).
+///
+/// `effort` has no Gemini option (noted in the log); `allowedUrls` is not enforced.
+/// Tiers: `fast` = `gemini-2.5-flash`, `standard` and `premium` = `gemini-2.5-pro`.
+///
+/// ```
+/// use orchestrator_agents::agent::{AgentRequest, AgentRunner, GeminiCli};
+/// let mut r = AgentRequest::new("/wt", "Do it");
+/// r.model = Some("gemini-2.5-flash".into());
+/// let args = GeminiCli::new().command(&r).unwrap().args_lossy();
+/// assert!(args.windows(2).any(|w| w == ["-m", "gemini-2.5-flash"]));
+/// ```
+#[derive(Debug, Clone)]
+pub struct GeminiCli {
+    cli: CliSettings,
+}
+
+impl Default for GeminiCli {
+    fn default() -> Self {
+        GeminiCli {
+            cli: CliSettings::new(
+                "gemini",
+                [
+                    Some("gemini-2.5-flash"),
+                    Some("gemini-2.5-pro"),
+                    Some("gemini-2.5-pro"),
+                ],
+            ),
+        }
+    }
+}
+
+impl GeminiCli {
+    /// Gemini CLI as `gemini` on the child's `PATH`.
+    pub fn new() -> Self {
+        GeminiCli::default()
+    }
+}
+
+cli_builder!(GeminiCli);
+
+impl AgentRunner for GeminiCli {
+    fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
+        let mut cmd = AgentCommand::new(&self.cli.program)
+            .arg("-p")
+            .arg(&r.prompt)
+            .args(["--output-format", "stream-json", "--yolo", "--skip-trust"])
+            .flag_opt("-m", self.cli.model(r))
+            .flag_opt("--resume", r.resume.as_deref());
+        for folder in &r.allowed_folders {
+            cmd = cmd.flag("--include-directories", folder);
+        }
+        if r.effort.is_some() {
+            cmd = cmd.note(unsupported("Gemini CLI", "effort"));
+        }
+        if !r.allowed_urls.is_empty() {
+            cmd = cmd.note(unsupported(
+                "Gemini CLI",
+                "allowedUrls (every tool is approved)",
+            ));
+        }
+        let mut settings = json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "privacy": {"usageStatisticsEnabled": false},
+        });
+        if let Some(turns) = r.max_turns {
+            settings["model"] = json!({ "maxSessionTurns": turns });
+        }
+        let gemini_dir = r.home_dir.join(".gemini");
+        cmd = cmd
+            .dir(&gemini_dir)
+            .file(gemini_dir.join("settings.json"), format!("{settings:#}\n"));
+        if let Some(endpoint) = &self.cli.endpoint {
+            cmd = cmd.env("GOOGLE_GEMINI_BASE_URL", &endpoint.base_url);
+            if let Some(key) = &endpoint.api_key {
+                cmd = cmd.env("GEMINI_API_KEY", key);
+            }
+        }
+        Ok(cmd)
+    }
+
+    fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
+        if stream != LogStream::Stdout {
+            return;
+        }
+        let Some(event) = json_event(line) else {
+            return;
+        };
+        t.session(text(&event, "session_id"));
+        match event.get("type").and_then(Value::as_str) {
+            Some("init") => t.usage.model = text(&event, "model"),
+            Some("error") => {
+                if let Some(message) = find_text(&event, &["message"]) {
+                    t.error(message);
+                }
+            }
+            Some("result") => {
+                if let Some(stats) = event.get("stats") {
+                    let u = &mut t.usage;
+                    u.input_tokens = count(stats, "input_tokens");
+                    u.output_tokens = count(stats, "output_tokens");
+                    u.cached_tokens = count(stats, "cached");
+                    u.duration_ms = count(stats, "duration_ms");
+                }
+                let ok = text(&event, "status").is_none_or(|s| s == "success");
+                let error = (!ok).then(|| {
+                    find_text(&event, &["message"])
+                        .unwrap_or_else(|| "the result reports an error".into())
+                });
+                t.finish(error);
+            }
+            _ => {}
+        }
+    }
+
+    fn extra_env(&self) -> Env {
+        self.cli.env.clone()
+    }
+
+    fn classify(&self, exit_code: Option<i32>, t: &Transcript) -> FailureClass {
+        match exit_code {
+            Some(EXIT_SERVER_ERROR) => FailureClass::Transient,
+            Some(EXIT_CLIENT_ERROR) => {
+                let rate_limited = t.said().any(|s| {
+                    let s = s.to_ascii_lowercase();
+                    s.contains("429") || s.contains("rate limit") || s.contains("quota")
+                });
+                if rate_limited {
+                    FailureClass::Transient
+                } else {
+                    FailureClass::Permanent
+                }
+            }
+            _ => classify(exit_code, t.said()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_init_and_result_stats() {
+        let mut t = Transcript::default();
+        let g = GeminiCli::new();
+        for l in [
+            r#"{"type":"init","timestamp":"x","session_id":"g-1","model":"gemini-2.5-pro"}"#,
+            r#"{"type":"message","role":"assistant","content":"done","delta":true}"#,
+            r#"{"type":"result","status":"success","stats":{"total_tokens":30,"input_tokens":20,"output_tokens":10,"cached":5,"duration_ms":77,"tool_calls":1}}"#,
+        ] {
+            g.parse_line(LogStream::Stdout, l, &mut t);
+        }
+        assert!(t.finished && t.result_error.is_none());
+        let u = &t.usage;
+        assert_eq!(u.session_id.as_deref(), Some("g-1"));
+        assert_eq!(
+            (
+                u.input_tokens,
+                u.output_tokens,
+                u.cached_tokens,
+                u.duration_ms
+            ),
+            (Some(20), Some(10), Some(5), Some(77))
+        );
+    }
+
+    #[test]
+    fn exit_codes_classify() {
+        let g = GeminiCli::new();
+        let mut t = Transcript::default();
+        assert_eq!(g.classify(Some(244), &t), FailureClass::Transient);
+        assert_eq!(g.classify(Some(144), &t), FailureClass::Permanent);
+        t.error("[API Error: 429 Resource exhausted]");
+        assert_eq!(g.classify(Some(144), &t), FailureClass::Transient);
+    }
+}

@@ -1,0 +1,582 @@
+//! [`AgentWorkRunner`]: the `agent` work runner.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use orchestrator_core::plan::{AgentSpec, WorkSpec};
+use orchestrator_core::runner::{
+    LogStream, WorkContext, WorkFailure, WorkOutput, WorkResult, WorkRunner,
+};
+use orchestrator_core::state::FailureReason;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::{
+    AgentRequest, AgentRunner, AgentUsage, ClaudeCode, CodexCli, CopilotCli, FailureClass,
+    GeminiCli, Redactor, RetryPolicy, Transcript,
+};
+use crate::env::ChildEnv;
+use crate::error::Error;
+use crate::supervise::{Ending, Invocation, Outcome, Supervisor, SupervisorOptions};
+
+/// Default grace between a CLI's final result event and its exit.
+const RESULT_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs `agent` work specs through agent CLIs. Register it as
+/// `Orchestrator::builder().runner("agent", AgentWorkRunner::new())`.
+///
+/// The spec's `agent` (else [`AgentWorkRunner::default_agent`], `copilot` by default) picks
+/// an [`AgentRunner`] from the registry: `copilot`, `claude`, `codex` and `gemini` are built
+/// in; [`AgentWorkRunner::register`] adds or replaces one. Each run:
+///
+/// 1. writes the instructions (the spec's `instructions`, or the `instructionsFile` read
+///    from the worktree) to `<worktree>/.orchestrator/agent/<phase>-<attempt>/instructions.md`
+///    and prompts the CLI to follow that file;
+/// 2. builds the environment: the host's less [`REMOVED_ENV_VARS`](crate::REMOVED_ENV_VARS),
+///    the runner's extra env, the plan/job env, the spec env, then `HOME`, `XDG_*_HOME` (the
+///    agent's home for this worktree) and `TMPDIR`/`TMP`/`TEMP` (this run's), then the CLI's own
+///    variables (config dirs, endpoint) — never the user's own configuration;
+/// 3. resumes the context's session when the spec's `resumeSession` is not `false`;
+/// 4. runs the CLI headless in the worktree under the [`Supervisor`]: output lines, with
+///    secrets [redacted](super::Redactor), go to the phase log and events, and to the CLI's
+///    parser; the spec's `timeout` (ms, covering all tries) and cancellation stop the whole
+///    process tree;
+/// 5. once the CLI printed its final result, gives it [`AgentWorkRunner::result_grace`] to
+///    exit, then stops it and takes the result as it was reported (some CLIs hang on open
+///    handles after finishing);
+/// 6. retries [transient](super::FailureClass::Transient) failures with exponential backoff
+///    ([`RetryPolicy`]), resuming the session the failed try started;
+/// 7. returns the session id and the [`AgentUsage`] as metrics — on failure the session id
+///    too, so a retry of the job resumes it.
+///
+/// ```
+/// use orchestrator_agents::agent::{AgentWorkRunner, GenericAgent};
+/// let runner = AgentWorkRunner::new()
+///     .register("mine", GenericAgent::new("my-agent").arg("{prompt}"))
+///     .default_agent("claude");
+/// assert_eq!(
+///     runner.agent_names().collect::<Vec<_>>(),
+///     ["claude", "codex", "copilot", "gemini", "mine"]
+/// );
+/// ```
+#[derive(Debug, Clone)]
+pub struct AgentWorkRunner {
+    agents: BTreeMap<String, Arc<dyn AgentRunner>>,
+    default_agent: String,
+    retry: RetryPolicy,
+    result_grace: Duration,
+    supervisor: Supervisor,
+}
+
+impl Default for AgentWorkRunner {
+    fn default() -> Self {
+        AgentWorkRunner::empty()
+            .register("copilot", CopilotCli::new())
+            .register("claude", ClaudeCode::new())
+            .register("codex", CodexCli::new())
+            .register("gemini", GeminiCli::new())
+    }
+}
+
+impl AgentWorkRunner {
+    /// The four built-in CLIs, `copilot` as the default agent, default retries and grace.
+    pub fn new() -> Self {
+        AgentWorkRunner::default()
+    }
+
+    /// No agents registered (the default agent is still `copilot`).
+    pub fn empty() -> Self {
+        AgentWorkRunner {
+            agents: BTreeMap::new(),
+            default_agent: "copilot".into(),
+            retry: RetryPolicy::default(),
+            result_grace: RESULT_GRACE,
+            supervisor: Supervisor::new(),
+        }
+    }
+
+    /// Registers `runner` under `name`, replacing any runner of that name.
+    pub fn register(self, name: impl Into<String>, runner: impl AgentRunner) -> Self {
+        self.register_arc(name, Arc::new(runner))
+    }
+
+    /// Registers a shared `runner` under `name`, replacing any runner of that name.
+    pub fn register_arc(mut self, name: impl Into<String>, runner: Arc<dyn AgentRunner>) -> Self {
+        self.agents.insert(name.into(), runner);
+        self
+    }
+
+    /// The agent used when a spec names none. Default: `copilot`.
+    pub fn default_agent(mut self, name: impl Into<String>) -> Self {
+        self.default_agent = name.into();
+        self
+    }
+
+    /// How transient failures are retried. Default: [`RetryPolicy::default`].
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// How long a CLI may take to exit after its final result. Default: 10 s.
+    pub fn result_grace(mut self, grace: Duration) -> Self {
+        self.result_grace = grace;
+        self
+    }
+
+    /// Options of the process supervisor.
+    pub fn supervisor_options(mut self, options: SupervisorOptions) -> Self {
+        self.supervisor = Supervisor::with_options(options);
+        self
+    }
+
+    /// The registered agent names, sorted.
+    pub fn agent_names(&self) -> impl Iterator<Item = &str> {
+        self.agents.keys().map(String::as_str)
+    }
+
+    /// The runner registered under `name`.
+    pub fn agent(&self, name: &str) -> Option<&Arc<dyn AgentRunner>> {
+        self.agents.get(name)
+    }
+
+    fn unknown_agent(&self, name: &str) -> WorkFailure {
+        let known = self.agent_names().collect::<Vec<_>>().join(", ");
+        WorkFailure::new(format!(
+            "unknown agent `{name}`; known agents: {known} (register others with AgentWorkRunner::register)"
+        ))
+        .reason(FailureReason::StartupError)
+    }
+}
+
+/// One try's result, and what the transcript said.
+struct Tried {
+    result: Result<(), (WorkFailure, FailureClass)>,
+    usage: AgentUsage,
+}
+
+#[async_trait]
+impl WorkRunner for AgentWorkRunner {
+    async fn run(&self, spec: &WorkSpec, ctx: &WorkContext) -> WorkResult {
+        let WorkSpec::Agent(agent) = spec else {
+            return Err(WorkFailure::new(format!(
+                "the agent runner cannot run `{}` work; register a runner for it",
+                spec.kind()
+            ))
+            .reason(FailureReason::StartupError));
+        };
+        if ctx.cancel.is_cancelled() {
+            return Err(WorkFailure::canceled());
+        }
+        let name = agent.agent.as_deref().unwrap_or(&self.default_agent);
+        let runner = self
+            .agents
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.unknown_agent(name))?;
+        let mut request = prepare(name, agent, runner.as_ref(), ctx)?;
+        let deadline = agent
+            .timeout
+            .filter(|&ms| ms > 0)
+            .map(|ms| Instant::now() + Duration::from_millis(ms));
+
+        let mut total = AgentUsage::default();
+        let attempts = self.retry.attempts.max(1);
+        for attempt in 1..=attempts {
+            let tried = self.try_once(&runner, &request, ctx, deadline).await;
+            total.absorb(&tried.usage);
+            total.agent = Some(name.to_owned());
+            let session = total.session_id.clone();
+            match tried.result {
+                Ok(()) => {
+                    let mut output = WorkOutput::default();
+                    output.session_id = session;
+                    output.metrics = Some(total.to_json());
+                    return Ok(output);
+                }
+                Err((failure, FailureClass::Transient)) if attempt < attempts => {
+                    let delay = self.retry.delay_before(attempt + 1);
+                    ctx.log.line(
+                        LogStream::System,
+                        &format!(
+                            "transient failure (try {attempt} of {attempts}), retrying in {} ms: {}",
+                            delay.as_millis(),
+                            first_line(&failure.message)
+                        ),
+                    );
+                    tokio::select! {
+                        () = ctx.cancel.cancelled() => {
+                            return Err(with_session(WorkFailure::canceled(), session));
+                        }
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                    if request.resume.is_none() && resume_wanted(agent) {
+                        request.resume = session;
+                    }
+                }
+                Err((failure, _)) => return Err(with_session(failure, session)),
+            }
+        }
+        Err(WorkFailure::new("the agent was never started"))
+    }
+}
+
+impl AgentWorkRunner {
+    async fn try_once(
+        &self,
+        runner: &Arc<dyn AgentRunner>,
+        request: &AgentRequest,
+        ctx: &WorkContext,
+        deadline: Option<Instant>,
+    ) -> Tried {
+        let failed = |failure: WorkFailure| Tried {
+            result: Err((failure, FailureClass::Permanent)),
+            usage: AgentUsage::default(),
+        };
+        let command = match runner.command(request) {
+            Ok(c) => c,
+            Err(f) => return failed(f),
+        };
+        if let Err(f) = materialize(&command.dirs, &command.files) {
+            return failed(f);
+        }
+        let mut env = request.env.clone();
+        for (name, value) in &command.env {
+            env.set(name, value);
+        }
+        let redactor = Redactor::from_env(&env);
+        for note in &command.notes {
+            ctx.log.line(LogStream::System, note);
+        }
+        let shown: Vec<String> = std::iter::once(command.program.to_string_lossy().into_owned())
+            .chain(command.args_lossy())
+            .map(|a| redactor.redact(&a))
+            .collect();
+        ctx.log.line(
+            LogStream::System,
+            &format!("starting agent `{}`: {}", request.agent, shown.join(" ")),
+        );
+
+        let transcript = Arc::new(Mutex::new(Transcript::default()));
+        let finished = Arc::new(Notify::new());
+        let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let invocation = Invocation::new(&command.program, &request.dir)
+            .args(&command.args)
+            .env(env)
+            .timeout(timeout)
+            .rewrite(move |line| redactor.redact(&line))
+            .observe({
+                let transcript = transcript.clone();
+                let finished = finished.clone();
+                let runner = runner.clone();
+                move |stream, line| {
+                    let mut t = transcript.lock().unwrap_or_else(|e| e.into_inner());
+                    let was_finished = t.finished;
+                    if stream != LogStream::Stdout || super::json_event(line).is_none() {
+                        t.plain_line(line);
+                    }
+                    runner.parse_line(stream, line, &mut t);
+                    if t.finished && !was_finished {
+                        finished.notify_one();
+                    }
+                }
+            });
+
+        let stop = ctx.cancel.child_token();
+        let hung = AtomicBool::new(false);
+        let guard = async {
+            finished.notified().await;
+            tokio::time::sleep(self.result_grace).await;
+            hung.store(true, Ordering::SeqCst);
+            ctx.log.line(
+                LogStream::System,
+                &format!(
+                    "the agent reported its result but did not exit within {} ms; stopping it",
+                    self.result_grace.as_millis()
+                ),
+            );
+            stop.cancel();
+            // The supervisor now stops the process and returns; this arm never completes.
+            std::future::pending::<Result<Outcome, Error>>().await
+        };
+        let outcome = tokio::select! {
+            outcome = self.supervisor.run(&invocation, &stop, &ctx.log) => outcome,
+            never = guard => never,
+        };
+        let mut t = std::mem::take(&mut *transcript.lock().unwrap_or_else(|e| e.into_inner()));
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => return failed(start_failure(e, &request.agent)),
+        };
+        runner.after_exit(request, &mut t);
+        if t.usage.duration_ms.is_none() {
+            t.usage.duration_ms = u64::try_from(outcome.elapsed.as_millis()).ok();
+        }
+        let result = judge(
+            runner.as_ref(),
+            &outcome,
+            &t,
+            hung.load(Ordering::SeqCst),
+            ctx,
+            &request.agent,
+        );
+        Tried {
+            result,
+            usage: t.usage,
+        }
+    }
+}
+
+/// Success, or the failure and its class, from how the process ended and what it said.
+fn judge(
+    runner: &dyn AgentRunner,
+    outcome: &Outcome,
+    t: &Transcript,
+    hung: bool,
+    ctx: &WorkContext,
+    agent: &str,
+) -> Result<(), (WorkFailure, FailureClass)> {
+    let canceled_by_user = outcome.ending == Ending::Canceled && ctx.cancel.is_cancelled();
+    if canceled_by_user {
+        return Err((WorkFailure::canceled(), FailureClass::Permanent));
+    }
+    let completed = outcome.success() || (hung && t.finished);
+    if completed && t.result_error.is_none() {
+        return Ok(());
+    }
+    let label = format!("agent {agent}");
+    let base = outcome
+        .failure(&label)
+        .filter(|_| !completed)
+        .unwrap_or_else(|| WorkFailure::new(format!("`{label}` reported a failure")));
+    let mut failure = base;
+    if let Some(error) = &t.result_error {
+        failure
+            .message
+            .push_str(&format!("\nthe agent reported: {error}"));
+    } else if let Some(error) = t.errors.back() {
+        failure.message.push_str(&format!("\nlast error: {error}"));
+    }
+    let class = match outcome.ending {
+        Ending::TimedOut(_) | Ending::Canceled => FailureClass::Permanent,
+        Ending::Exited(code) => runner.classify(Some(code), t),
+        _ => runner.classify(None, t),
+    };
+    Err((failure, class))
+}
+
+fn start_failure(e: Error, agent: &str) -> WorkFailure {
+    match e {
+        Error::ProgramNotFound { program } => WorkFailure::new(format!(
+            "agent `{agent}`: program `{program}` was not found on PATH; install the CLI or \
+             configure its program path"
+        ))
+        .reason(FailureReason::StartupError),
+        other => other.into(),
+    }
+}
+
+fn with_session(mut failure: WorkFailure, session: Option<String>) -> WorkFailure {
+    if failure.session_id.is_none() {
+        failure.session_id = session;
+    }
+    failure
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+fn resume_wanted(spec: &AgentSpec) -> bool {
+    spec.resume_session != Some(false)
+}
+
+/// The request for one run: directories created, instructions written, environment built.
+fn prepare(
+    name: &str,
+    spec: &AgentSpec,
+    runner: &dyn AgentRunner,
+    ctx: &WorkContext,
+) -> Result<AgentRequest, WorkFailure> {
+    let startup = |message: String| WorkFailure::new(message).reason(FailureReason::StartupError);
+    let instructions = instructions(spec, &ctx.dir)?;
+    let base = ctx.dir.join(".orchestrator").join("agent");
+    let run_dir =
+        unique_run_dir(&base, &format!("{}-{}", ctx.phase, ctx.attempt)).map_err(|e| {
+            startup(format!(
+                "could not create the agent's run directory under {}: {e}",
+                base.display()
+            ))
+        })?;
+    let state_dir = base.join("sessions").join(safe_name(name));
+    let home = state_dir.join("home");
+    let tmp = run_dir.join("tmp");
+    let xdg = [
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local").join("share")),
+        ("XDG_STATE_HOME", home.join(".local").join("state")),
+        ("XDG_CACHE_HOME", home.join(".cache")),
+    ];
+    let dirs: Vec<PathBuf> = xdg
+        .iter()
+        .map(|(_, d)| d.clone())
+        .chain([tmp.clone()])
+        .collect();
+    let instructions_file = run_dir.join("instructions.md");
+    materialize(&dirs, &[(instructions_file.clone(), instructions)])?;
+
+    for (layer, which) in [(&ctx.env, "plan/job"), (&spec.env, "spec")] {
+        if let Some((name, _)) = layer
+            .iter()
+            .find(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0'))
+        {
+            return Err(startup(format!(
+                "{which} env: `{name}` cannot be passed to a process"
+            )));
+        }
+    }
+    let mut env = ChildEnv::from_host();
+    env.overlay(&runner.extra_env());
+    env.overlay(&ctx.env);
+    env.overlay(&spec.env);
+    env.set("HOME", &home);
+    for (var, dir) in &xdg {
+        env.set(var, dir);
+    }
+    for var in ["TMPDIR", "TMP", "TEMP"] {
+        env.set(var, &tmp);
+    }
+
+    let mut allowed_folders = Vec::with_capacity(spec.allowed_folders.len());
+    for folder in &spec.allowed_folders {
+        let path = ctx.dir.join(folder);
+        allowed_folders.push(path.canonicalize().unwrap_or(path));
+    }
+    let prompt = format!(
+        "Read the file {} and carry out the instructions in it completely. They are job \
+         `{}`: {}. Work in the current directory ({}); do not ask questions.",
+        instructions_file.display(),
+        ctx.producer_id,
+        first_line(&ctx.task),
+        ctx.dir.display()
+    );
+    let mut request = AgentRequest::new(&ctx.dir, prompt);
+    request.agent = name.to_owned();
+    request.instructions_file = instructions_file;
+    request.run_dir = run_dir;
+    request.state_dir = state_dir;
+    request.home_dir = home;
+    request.model = spec.model.clone();
+    request.model_tier = spec.model_tier;
+    request.effort = spec.effort;
+    request.max_turns = spec.max_turns;
+    request.allowed_folders = allowed_folders;
+    request.allowed_urls = spec.allowed_urls.clone();
+    request.resume = ctx.session_id.clone().filter(|_| resume_wanted(spec));
+    request.env = env;
+    Ok(request)
+}
+
+/// The spec's instructions, or the content of its `instructionsFile` (relative to `dir`).
+fn instructions(spec: &AgentSpec, dir: &Path) -> Result<String, WorkFailure> {
+    let startup = |message: String| WorkFailure::new(message).reason(FailureReason::StartupError);
+    match (&spec.instructions, &spec.instructions_file) {
+        (Some(text), _) => Ok(text.clone()),
+        (None, Some(file)) => {
+            let relative = Path::new(file);
+            let escapes = relative.is_absolute()
+                || relative
+                    .components()
+                    .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)));
+            if escapes {
+                return Err(startup(format!(
+                    "instructionsFile `{file}` must be a path inside the repository"
+                )));
+            }
+            std::fs::read_to_string(dir.join(relative))
+                .map_err(|e| startup(format!("cannot read instructionsFile `{file}`: {e}")))
+        }
+        (None, None) => Err(startup(
+            "agent work needs `instructions` or `instructionsFile`".into(),
+        )),
+    }
+}
+
+/// Creates `base/<name>`, or `base/<name>-2`, `-3`, ... when it exists (a heal in the same
+/// phase and attempt).
+fn unique_run_dir(base: &Path, name: &str) -> io::Result<PathBuf> {
+    std::fs::create_dir_all(base)?;
+    for n in 1u32.. {
+        let dir = if n == 1 {
+            base.join(name)
+        } else {
+            base.join(format!("{name}-{n}"))
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("no free run directory name"))
+}
+
+/// An agent name usable as a directory name.
+fn safe_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if cleaned.is_empty() || cleaned.starts_with('.') {
+        format!("agent{cleaned}")
+    } else {
+        cleaned
+    }
+}
+
+/// Creates `dirs` and writes `files` (creating their parents).
+fn materialize(dirs: &[PathBuf], files: &[(PathBuf, String)]) -> Result<(), WorkFailure> {
+    let failed = |path: &Path, e: io::Error| {
+        WorkFailure::new(format!("could not prepare {}: {e}", path.display()))
+            .reason(FailureReason::StartupError)
+    };
+    for dir in dirs {
+        std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
+    }
+    for (path, content) in files {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| failed(parent, e))?;
+        }
+        std::fs::write(path, content).map_err(|e| failed(path, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_run_dirs() {
+        assert_eq!(safe_name("my/agent"), "my_agent");
+        assert_eq!(safe_name(".."), "__");
+        assert_eq!(safe_name(""), "agent");
+        let dir = std::env::temp_dir().join(format!("agent-run-dirs-{}", std::process::id()));
+        let a = unique_run_dir(&dir, "work-1").ok();
+        let b = unique_run_dir(&dir, "work-1").ok();
+        assert_eq!(a, Some(dir.join("work-1")));
+        assert_eq!(b, Some(dir.join("work-1-2")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,809 @@
+//! `AgentWorkRunner` with fake agent CLIs: small `sh` scripts that record their argv and env
+//! and print each real CLI's output shapes. Exact argv per CLI, session capture and resume,
+//! usage, retries of transient failures only, timeouts killing the tree, the hang guard,
+//! redaction, per-run directories, unknown agents, and auto-heal and agent jobs through the
+//! engine.
+#![cfg(unix)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{alive, ctx, read_pid};
+use orchestrator_agents::agent::{
+    AgentHealer, AgentUsage, AgentWorkRunner, ClaudeCode, CodexCli, CopilotCli, GeminiCli,
+    GenericAgent, ModelEndpoint, ProviderKind, RetryPolicy,
+};
+use orchestrator_agents::ShellRunner;
+use orchestrator_core::plan::{AgentSpec, Effort, Isolation, JobSpec, PlanSpec, WorkSpec};
+use orchestrator_core::runner::{WorkOutput, WorkRunner};
+use orchestrator_core::state::FailureReason;
+use orchestrator_core::{NodeStatus, Orchestrator, PlanStatus};
+
+/// A fake CLI: a script that counts its calls and records argv (one per line) and env.
+struct Fake {
+    dir: PathBuf,
+    script: PathBuf,
+}
+
+impl Fake {
+    fn new(root: &Path, name: &str, body: &str) -> Fake {
+        let dir = root.join(format!("fake-{name}"));
+        std::fs::create_dir_all(&dir).expect("fake dir");
+        let script = dir.join(name);
+        let text = format!(
+            "#!/bin/sh\nF='{}'\n\
+             n=$(cat \"$F/count\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$F/count\"\n\
+             printf '%s\\n' \"$@\" > \"$F/argv.$n\"\nenv > \"$F/env.$n\"\n{body}\n",
+            dir.display()
+        );
+        std::fs::write(&script, text).expect("write fake");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        Fake { dir, script }
+    }
+
+    fn program(&self) -> String {
+        self.script.display().to_string()
+    }
+
+    fn calls(&self) -> u32 {
+        std::fs::read_to_string(self.dir.join("count"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn argv(&self, call: u32) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join(format!("argv.{call}")))
+            .expect("argv recorded")
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn env(&self, call: u32) -> BTreeMap<String, String> {
+        std::fs::read_to_string(self.dir.join(format!("env.{call}")))
+            .expect("env recorded")
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+}
+
+fn quick(runner: AgentWorkRunner) -> AgentWorkRunner {
+    runner
+        .retry(RetryPolicy::new(3, Duration::from_millis(10)))
+        .result_grace(Duration::from_millis(300))
+}
+
+fn agent_spec(agent: &str, f: impl FnOnce(&mut AgentSpec)) -> WorkSpec {
+    let mut spec = AgentSpec {
+        instructions: Some("Add a greeting to README.md".into()),
+        agent: Some(agent.into()),
+        ..AgentSpec::default()
+    };
+    f(&mut spec);
+    WorkSpec::Agent(spec)
+}
+
+fn usage(out: &WorkOutput) -> AgentUsage {
+    serde_json::from_value(out.metrics.clone().expect("metrics")).expect("usage json")
+}
+
+/// Asserts `argv` starts with `before`, then the prompt (pointing at the instructions), then
+/// `after`.
+fn assert_argv(argv: &[String], before: &[&str], after: &[String]) {
+    assert_eq!(&argv[..before.len()], before, "{argv:#?}");
+    let prompt = &argv[before.len()];
+    assert!(
+        prompt.starts_with("Read the file ") && prompt.contains("instructions.md"),
+        "{prompt}"
+    );
+    assert_eq!(&argv[before.len() + 1..], after, "{argv:#?}");
+}
+
+fn s(items: &[&str]) -> Vec<String> {
+    items.iter().map(|i| i.to_string()).collect()
+}
+
+const CLAUDE_OK: &str = r#"echo '{"type":"system","subtype":"init","session_id":"sess-claude-1","model":"claude-opus-4","tools":["Bash","Edit"]}'
+echo '{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{}}]},"session_id":"sess-claude-1"}'
+echo '{"type":"user","message":{"content":[{"type":"tool_result","content":"ok"}]},"session_id":"sess-claude-1"}'
+echo '{"type":"result","subtype":"success","is_error":false,"duration_ms":1500,"num_turns":2,"result":"done","session_id":"sess-claude-1","total_cost_usd":0.25,"usage":{"input_tokens":100,"cache_creation_input_tokens":10,"cache_read_input_tokens":50,"output_tokens":20},"modelUsage":{}}'"#;
+
+#[tokio::test]
+async fn claude_argv_env_usage_and_resume() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    std::fs::create_dir(wt.path().join("shared")).expect("shared");
+    let fake = Fake::new(root.path(), "claude", CLAUDE_OK);
+    let runner = quick(
+        AgentWorkRunner::new().register(
+            "claude",
+            ClaudeCode::new().program(fake.program()).endpoint(
+                ModelEndpoint::new("http://127.0.0.1:9", ProviderKind::Anthropic)
+                    .api_key("endpoint-key-123"),
+            ),
+        ),
+    );
+    let spec = agent_spec("claude", |a| {
+        a.model = Some("opus".into());
+        a.effort = Some(Effort::High);
+        a.max_turns = Some(7);
+        a.allowed_folders = vec!["shared".into()];
+    });
+    let mut c = ctx(wt.path());
+    let out = runner.run(&spec, &c).await.expect("runs");
+    let shared = wt.path().join("shared").canonicalize().expect("canonical");
+    assert_argv(
+        &fake.argv(1),
+        &["-p"],
+        &[
+            s(&[
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--dangerously-skip-permissions",
+            ]),
+            s(&["--model", "opus", "--effort", "high", "--max-turns", "7"]),
+            vec!["--add-dir".into(), shared.display().to_string()],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.session_id.as_deref(), Some("sess-claude-1"));
+    let u = usage(&out);
+    assert_eq!(
+        (u.input_tokens, u.cached_tokens, u.output_tokens),
+        (Some(160), Some(50), Some(20))
+    );
+    assert_eq!(
+        (u.turns, u.duration_ms, u.cost_usd),
+        (Some(2), Some(1500), Some(0.25))
+    );
+    assert_eq!(u.agent.as_deref(), Some("claude"));
+    assert_eq!(u.model.as_deref(), Some("claude-opus-4"));
+
+    // Per-run and per-worktree directories, never the user's own.
+    let base = wt.path().join(".orchestrator/agent");
+    let instructions =
+        std::fs::read_to_string(base.join("work-1/instructions.md")).expect("instructions");
+    assert_eq!(instructions, "Add a greeting to README.md");
+    let env = fake.env(1);
+    let home = base.join("sessions/claude/home");
+    assert_eq!(env["HOME"], home.display().to_string());
+    assert_ne!(Some(&env["HOME"]), std::env::var("HOME").ok().as_ref());
+    assert_eq!(
+        env["CLAUDE_CONFIG_DIR"],
+        base.join("sessions/claude/claude").display().to_string()
+    );
+    assert_eq!(
+        env["XDG_CONFIG_HOME"],
+        home.join(".config").display().to_string()
+    );
+    assert_eq!(env["TMPDIR"], base.join("work-1/tmp").display().to_string());
+    assert_eq!(env["CLAUDE_CODE_MAX_RETRIES"], "0");
+    assert_eq!(env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9");
+    assert_eq!(env["ANTHROPIC_API_KEY"], "endpoint-key-123");
+    assert!(base.join("sessions/claude/claude").is_dir());
+
+    // The next phase (or a retry) resumes the captured session.
+    c.session_id = out.session_id.clone();
+    c.attempt = 2;
+    runner.run(&spec, &c).await.expect("resumes");
+    let argv = fake.argv(2);
+    assert!(
+        argv.windows(2).any(|w| w == ["--resume", "sess-claude-1"]),
+        "{argv:#?}"
+    );
+    assert!(base.join("work-2/instructions.md").is_file());
+
+    // `resumeSession: false` starts afresh.
+    let fresh = agent_spec("claude", |a| a.resume_session = Some(false));
+    runner.run(&fresh, &c).await.expect("fresh");
+    assert!(!fake.argv(3).contains(&"--resume".to_string()));
+    assert!(
+        base.join("work-2-2").is_dir(),
+        "a second run of the same attempt gets its own dir"
+    );
+}
+
+#[tokio::test]
+async fn codex_argv_config_usage_and_resume() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(
+        root.path(),
+        "codex",
+        r#"echo '{"type":"thread.started","thread_id":"thread-7"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"ls","status":"in_progress"}}'
+echo '{"type":"item.completed","item":{"id":"item_1","type":"file_change","changes":[{"path":"README.md","kind":"update"}],"status":"completed"}}'
+echo '{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"done"}}'
+echo '{"type":"turn.completed","usage":{"input_tokens":300,"cached_input_tokens":120,"output_tokens":40}}'"#,
+    );
+    let runner = quick(
+        AgentWorkRunner::new().register(
+            "codex",
+            CodexCli::new().program(fake.program()).endpoint(
+                ModelEndpoint::new("http://127.0.0.1:9/v1", ProviderKind::OpenAi)
+                    .api_key("codex-key-123"),
+            ),
+        ),
+    );
+    let spec = agent_spec("codex", |a| {
+        a.model = Some("gpt-5-codex".into());
+        a.effort = Some(Effort::Low);
+        a.max_turns = Some(3);
+    });
+    let mut c = ctx(wt.path());
+    let out = runner.run(&spec, &c).await.expect("runs");
+    let head = [
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--model",
+        "gpt-5-codex",
+        "-c",
+        "model_reasoning_effort=low",
+    ];
+    assert_argv(&fake.argv(1), &head, &[]);
+    assert_eq!(out.session_id.as_deref(), Some("thread-7"));
+    let u = usage(&out);
+    assert_eq!(
+        (u.input_tokens, u.cached_tokens, u.output_tokens, u.turns),
+        (Some(300), Some(120), Some(40), Some(1))
+    );
+    let env = fake.env(1);
+    let home = wt.path().join(".orchestrator/agent/sessions/codex/codex");
+    assert_eq!(env["CODEX_HOME"], home.display().to_string());
+    assert_eq!(env["ORCHESTRATOR_CODEX_API_KEY"], "codex-key-123");
+    let config = std::fs::read_to_string(home.join("config.toml")).expect("config.toml");
+    assert!(
+        config.contains("[model_providers.orchestrator]"),
+        "{config}"
+    );
+    assert!(config.contains("[analytics]\nenabled = false"), "{config}");
+    assert!(c.log.take().contains("Codex has no option for maxTurns"));
+
+    c.session_id = out.session_id;
+    runner.run(&spec, &c).await.expect("resumes");
+    let resumed = [&head[..], &["resume", "thread-7"]].concat();
+    assert_argv(&fake.argv(2), &resumed, &[]);
+}
+
+#[tokio::test]
+async fn copilot_argv_and_usage_from_the_session_events() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let cache = root.path().join("shared-cache");
+    let fake = Fake::new(
+        root.path(),
+        "copilot",
+        r#"mkdir -p "$COPILOT_HOME/session-state/cp-1"
+cat > "$COPILOT_HOME/session-state/cp-1/events.jsonl" <<'EOF'
+{"type":"session.start","data":{"sessionId":"cp-1"}}
+{"type":"assistant.usage","data":{"model":"gpt-5","inputTokens":1000,"outputTokens":50,"cacheReadTokens":400}}
+{"type":"assistant.turn_end","data":{}}
+{"type":"assistant.usage","data":{"model":"gpt-5","inputTokens":500,"outputTokens":25,"cacheReadTokens":0}}
+{"type":"assistant.turn_end","data":{}}
+EOF
+echo '{"type":"assistant.message","data":{"content":"done"}}'
+echo '{"type":"result","timestamp":"2025-01-01T00:00:00Z","sessionId":"cp-1","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":800,"sessionDurationMs":1200,"codeChanges":{"linesAdded":12,"linesRemoved":3,"filesModified":["README.md"]}}}'"#,
+    );
+    let runner = quick(
+        AgentWorkRunner::new().register(
+            "copilot",
+            CopilotCli::new()
+                .program(fake.program())
+                .shared_cache(&cache),
+        ),
+    );
+    let spec = agent_spec("copilot", |a| {
+        a.agent = None; // the default agent
+        a.model = Some("gpt-5".into());
+        a.effort = Some(Effort::Xhigh);
+        a.allowed_urls = vec!["https://docs.rs".into()];
+    });
+    let mut c = ctx(wt.path());
+    c.session_id = Some("cp-0".into());
+    let out = runner.run(&spec, &c).await.expect("runs");
+    let logs = wt.path().join(".orchestrator/agent/work-1/logs");
+    assert_argv(
+        &fake.argv(1),
+        &["-p"],
+        &[
+            s(&[
+                "--allow-all-tools",
+                "--no-ask-user",
+                "--no-auto-update",
+                "--output-format",
+                "json",
+            ]),
+            vec!["--add-dir".into(), wt.path().display().to_string()],
+            s(&[
+                "--allow-url",
+                "https://docs.rs",
+                "--model",
+                "gpt-5",
+                "--effort",
+                "xhigh",
+                "--resume",
+                "cp-0",
+            ]),
+            vec!["--log-dir".into(), logs.display().to_string()],
+        ]
+        .concat(),
+    );
+    let env = fake.env(1);
+    assert_eq!(env["XDG_CACHE_HOME"], cache.display().to_string());
+    assert_eq!(
+        env["COPILOT_HOME"],
+        wt.path()
+            .join(".orchestrator/agent/sessions/copilot/copilot")
+            .display()
+            .to_string()
+    );
+    assert_eq!(out.session_id.as_deref(), Some("cp-1"));
+    let u = usage(&out);
+    assert_eq!(
+        (u.input_tokens, u.output_tokens, u.cached_tokens, u.turns),
+        (Some(1500), Some(75), Some(400), Some(2))
+    );
+    assert_eq!(
+        (u.lines_added, u.lines_removed, u.premium_requests),
+        (Some(12), Some(3), Some(1.0))
+    );
+    assert_eq!(u.agent.as_deref(), Some("copilot"));
+}
+
+#[tokio::test]
+async fn gemini_argv_settings_and_a_5xx_exit_retried() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(
+        root.path(),
+        "gemini",
+        r#"if [ "$n" = 1 ]; then echo '{"type":"init","session_id":"g-1","model":"gemini-2.5-pro"}'; echo 'API error 503' >&2; exit 244; fi
+echo '{"type":"init","timestamp":"t","session_id":"g-1","model":"gemini-2.5-pro"}'
+echo '{"type":"tool_use","tool_name":"write_file","tool_id":"t1","parameters":{}}'
+echo '{"type":"tool_result","tool_id":"t1","status":"success"}'
+echo '{"type":"message","role":"assistant","content":"done"}'
+echo '{"type":"result","status":"success","stats":{"total_tokens":90,"input_tokens":70,"output_tokens":20,"cached":30,"duration_ms":640,"tool_calls":1}}'"#,
+    );
+    let runner = quick(
+        AgentWorkRunner::new().register(
+            "gemini",
+            GeminiCli::new().program(fake.program()).endpoint(
+                ModelEndpoint::new("http://127.0.0.1:9", ProviderKind::Gemini)
+                    .api_key("gemini-key-123"),
+            ),
+        ),
+    );
+    let spec = agent_spec("gemini", |a| {
+        a.model_tier = Some(orchestrator_core::plan::ModelTier::Fast);
+        a.max_turns = Some(5);
+        a.effort = Some(Effort::Medium);
+    });
+    let c = ctx(wt.path());
+    let out = runner.run(&spec, &c).await.expect("second try succeeds");
+    assert_eq!(fake.calls(), 2);
+    let head = s(&[
+        "--output-format",
+        "stream-json",
+        "--yolo",
+        "--skip-trust",
+        "-m",
+        "gemini-2.5-flash",
+    ]);
+    assert_argv(&fake.argv(1), &["-p"], &head);
+    // The retry resumes the session the first try started.
+    assert_argv(
+        &fake.argv(2),
+        &["-p"],
+        &[head, s(&["--resume", "g-1"])].concat(),
+    );
+    let env = fake.env(1);
+    assert_eq!(env["GOOGLE_GEMINI_BASE_URL"], "http://127.0.0.1:9");
+    let settings = std::fs::read_to_string(
+        wt.path()
+            .join(".orchestrator/agent/sessions/gemini/home/.gemini/settings.json"),
+    )
+    .expect("settings");
+    let settings: serde_json::Value = serde_json::from_str(&settings).expect("json");
+    assert_eq!(
+        settings["security"]["auth"]["selectedType"],
+        "gemini-api-key"
+    );
+    assert_eq!(settings["model"]["maxSessionTurns"], 5);
+    let u = usage(&out);
+    assert_eq!(
+        (u.input_tokens, u.output_tokens, u.cached_tokens),
+        (Some(70), Some(20), Some(30))
+    );
+    let log = c.log.take();
+    assert!(log.contains("Gemini CLI has no option for effort"), "{log}");
+    assert!(log.contains("transient failure (try 1 of 3)"), "{log}");
+}
+
+#[tokio::test]
+async fn a_transient_failure_is_retried_and_resumes_its_session() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(
+        root.path(),
+        "claude",
+        &format!(
+            r#"if [ "$n" = 1 ]; then
+echo '{{"type":"system","subtype":"init","session_id":"sess-claude-1","model":"m"}}'
+echo '{{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}}}","session_id":"sess-claude-1","usage":{{"input_tokens":5,"output_tokens":1}}}}'
+exit 1
+fi
+{CLAUDE_OK}"#
+        ),
+    );
+    let runner =
+        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let c = ctx(wt.path());
+    let out = runner
+        .run(&agent_spec("claude", |_| {}), &c)
+        .await
+        .expect("retried");
+    assert_eq!(fake.calls(), 2);
+    assert!(fake
+        .argv(2)
+        .windows(2)
+        .any(|w| w == ["--resume", "sess-claude-1"]));
+    let u = usage(&out);
+    assert_eq!(u.input_tokens, Some(165), "usage of both tries is summed");
+}
+
+#[tokio::test]
+async fn a_permanent_failure_is_not_retried_and_keeps_the_session() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(
+        root.path(),
+        "codex",
+        r#"echo '{"type":"thread.started","thread_id":"thread-x"}'
+echo '{"type":"error","message":"model gpt-9 does not exist"}'
+echo '{"type":"turn.failed","error":{"message":"model gpt-9 does not exist"}}'
+exit 1"#,
+    );
+    let runner =
+        quick(AgentWorkRunner::new().register("codex", CodexCli::new().program(fake.program())));
+    let failure = runner
+        .run(&agent_spec("codex", |_| {}), &ctx(wt.path()))
+        .await
+        .expect_err("fails");
+    assert_eq!(fake.calls(), 1);
+    assert_eq!(failure.reason, FailureReason::PhaseFailed);
+    assert_eq!(failure.exit_code, Some(1));
+    assert_eq!(failure.session_id.as_deref(), Some("thread-x"));
+    assert!(
+        failure.message.contains("model gpt-9 does not exist"),
+        "{}",
+        failure.message
+    );
+}
+
+#[tokio::test]
+async fn transient_failures_give_up_after_the_policy() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(
+        root.path(),
+        "copilot",
+        "echo 'Error: 429 Too Many Requests' >&2; exit 1",
+    );
+    let runner = quick(
+        AgentWorkRunner::new().register("copilot", CopilotCli::new().program(fake.program())),
+    );
+    let failure = runner
+        .run(&agent_spec("copilot", |_| {}), &ctx(wt.path()))
+        .await
+        .expect_err("fails");
+    assert_eq!(fake.calls(), 3);
+    assert!(
+        failure.message.contains("429 Too Many Requests"),
+        "{}",
+        failure.message
+    );
+}
+
+#[tokio::test]
+async fn secrets_are_redacted_from_the_log() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(
+        root.path(),
+        "claude",
+        &format!(
+            "echo \"key is $MY_SERVICE_API_KEY\"\necho \"token ghp_0123456789abcdefghijABCDEFGHIJ\" >&2\n\
+             echo \"auth: Bearer $MY_SERVICE_API_KEY-extra\"\n{CLAUDE_OK}"
+        ),
+    );
+    let runner =
+        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let spec = agent_spec("claude", |a| {
+        a.env
+            .insert("MY_SERVICE_API_KEY".into(), "s3cr3t-value-42".into());
+    });
+    let (c, mut events) = common::ctx_with_events(wt.path());
+    runner.run(&spec, &c).await.expect("runs");
+    let log = c.log.take();
+    assert!(!log.contains("s3cr3t-value-42"), "{log}");
+    assert!(!log.contains("ghp_0123"), "{log}");
+    assert!(log.contains("key is [REDACTED]"), "{log}");
+    assert!(log.contains("[stderr] token [REDACTED]"), "{log}");
+    assert!(log.contains("auth: Bearer [REDACTED]"), "{log}");
+    while let Ok(event) = events.try_recv() {
+        let text = format!("{event:?}");
+        assert!(!text.contains("s3cr3t-value-42"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn the_hang_guard_ends_a_cli_that_does_not_exit_after_its_result() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(root.path(), "claude", &format!("{CLAUDE_OK}\nsleep 600"));
+    let runner =
+        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let started = Instant::now();
+    let out = runner
+        .run(&agent_spec("claude", |_| {}), &ctx(wt.path()))
+        .await
+        .expect("taken as completed");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.session_id.as_deref(), Some("sess-claude-1"));
+    assert_eq!(fake.calls(), 1);
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_tree_and_is_not_retried() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let pid_file = root.path().join("grandchild.pid");
+    let fake = Fake::new(
+        root.path(),
+        "gemini",
+        &format!("sleep 600 &\necho $! > '{}'\nsleep 600", pid_file.display()),
+    );
+    let runner =
+        quick(AgentWorkRunner::new().register("gemini", GeminiCli::new().program(fake.program())));
+    let spec = agent_spec("gemini", |a| a.timeout = Some(400));
+    let started = Instant::now();
+    let failure = runner
+        .run(&spec, &ctx(wt.path()))
+        .await
+        .expect_err("times out");
+    assert_eq!(failure.reason, FailureReason::Timeout);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let grandchild = read_pid(&pid_file).await;
+    assert!(
+        common::dies_within(grandchild, Duration::from_secs(5)).await,
+        "grandchild {grandchild} survived"
+    );
+    assert!(!alive(grandchild));
+    assert_eq!(fake.calls(), 1);
+}
+
+#[tokio::test]
+async fn cancel_stops_the_agent() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(root.path(), "claude", "sleep 600");
+    let runner =
+        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let c = ctx(wt.path());
+    let cancel = c.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let failure = runner
+        .run(&agent_spec("claude", |_| {}), &c)
+        .await
+        .expect_err("canceled");
+    assert_eq!(failure.reason, FailureReason::Canceled);
+    assert_eq!(fake.calls(), 1);
+}
+
+#[tokio::test]
+async fn unknown_agents_and_missing_programs_are_clear_startup_errors() {
+    let wt = tempfile::tempdir().expect("worktree");
+    let runner = AgentWorkRunner::new();
+    let failure = runner
+        .run(&agent_spec("nope", |_| {}), &ctx(wt.path()))
+        .await
+        .expect_err("unknown");
+    assert_eq!(failure.reason, FailureReason::StartupError);
+    assert!(
+        failure
+            .message
+            .contains("unknown agent `nope`; known agents: claude, codex, copilot, gemini"),
+        "{}",
+        failure.message
+    );
+    let runner =
+        AgentWorkRunner::new().register("claude", ClaudeCode::new().program("no-such-claude-4711"));
+    let failure = runner
+        .run(&agent_spec("claude", |_| {}), &ctx(wt.path()))
+        .await
+        .expect_err("missing");
+    assert_eq!(failure.reason, FailureReason::StartupError);
+    assert!(
+        failure
+            .message
+            .contains("`no-such-claude-4711` was not found"),
+        "{}",
+        failure.message
+    );
+}
+
+#[tokio::test]
+async fn instructions_files_are_read_from_the_worktree() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    std::fs::write(wt.path().join("task.md"), "Do the thing from the file").expect("write");
+    let fake = Fake::new(root.path(), "claude", CLAUDE_OK);
+    let runner =
+        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let spec = agent_spec("claude", |a| {
+        a.instructions = None;
+        a.instructions_file = Some("task.md".into());
+    });
+    runner.run(&spec, &ctx(wt.path())).await.expect("runs");
+    let written =
+        std::fs::read_to_string(wt.path().join(".orchestrator/agent/work-1/instructions.md"))
+            .expect("copied");
+    assert_eq!(written, "Do the thing from the file");
+    let escape = agent_spec("claude", |a| {
+        a.instructions = None;
+        a.instructions_file = Some("../outside.md".into());
+    });
+    let failure = runner
+        .run(&escape, &ctx(wt.path()))
+        .await
+        .expect_err("escapes");
+    assert_eq!(failure.reason, FailureReason::StartupError);
+}
+
+#[tokio::test]
+async fn a_generic_agent_substitutes_placeholders_without_a_shell() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(
+        root.path(),
+        "my-agent",
+        r#"echo '{"type":"result","session_id":"gen-1","usage":{"input_tokens":3,"output_tokens":4}}'"#,
+    );
+    let runner = quick(
+        AgentWorkRunner::new().register(
+            "mine",
+            GenericAgent::new(fake.program())
+                .args(["run", "--file={prompt_file}", "--cwd", "{dir}"])
+                .optional(["--model", "{model}"])
+                .optional(["--resume", "{session}"])
+                .env("MY_AGENT_MODE", "headless"),
+        ),
+    );
+    let spec = agent_spec("mine", |a| a.model = Some("m-1".into()));
+    let out = runner.run(&spec, &ctx(wt.path())).await.expect("runs");
+    let instructions = wt.path().join(".orchestrator/agent/work-1/instructions.md");
+    assert_eq!(
+        fake.argv(1),
+        [
+            "run".to_string(),
+            format!("--file={}", instructions.display()),
+            "--cwd".into(),
+            wt.path().display().to_string(),
+            "--model".into(),
+            "m-1".into(),
+        ]
+    );
+    assert_eq!(fake.env(1)["MY_AGENT_MODE"], "headless");
+    assert_eq!(out.session_id.as_deref(), Some("gen-1"));
+    assert_eq!(usage(&out).output_tokens, Some(4));
+}
+
+#[tokio::test]
+async fn an_agent_job_runs_through_the_engine() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::tempdir().expect("plan dir");
+    let fake = Fake::new(
+        root.path(),
+        "claude",
+        &format!("echo hello > greeting.txt\n{CLAUDE_OK}"),
+    );
+    let o = Orchestrator::builder()
+        .runner("shell", ShellRunner::new())
+        .runner(
+            "agent",
+            quick(
+                AgentWorkRunner::new()
+                    .register("claude", ClaudeCode::new().program(fake.program())),
+            ),
+        )
+        .build()
+        .expect("build");
+    let plan = PlanSpec::new("agent e2e")
+        .isolation(Isolation::None)
+        .job(JobSpec::new(
+            "greet",
+            "Write a greeting",
+            agent_spec("claude", |_| {}),
+        ))
+        .job(
+            JobSpec::new(
+                "check",
+                "Check it",
+                WorkSpec::shell("grep hello greeting.txt"),
+            )
+            .depends_on(["greet"]),
+        );
+    let id = o.run(plan, dir.path()).await.expect("run");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    let r = o.status(&id).await.expect("status");
+    let greet = &r.state.nodes[0];
+    assert_eq!(greet.status, NodeStatus::Succeeded);
+    assert_eq!(greet.session_id.as_deref(), Some("sess-claude-1"));
+    let metrics = greet
+        .last_attempt()
+        .and_then(|a| a.metrics.clone())
+        .expect("metrics");
+    assert_eq!(metrics["agent"], "claude");
+    assert_eq!(metrics["outputTokens"], 20);
+}
+
+#[tokio::test]
+async fn auto_heal_runs_an_agent_that_fixes_the_worktree() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::tempdir().expect("plan dir");
+    let fixer = Fake::new(
+        root.path(),
+        "fixer",
+        r#"cp "$1" heal-instructions.md
+echo fixed > fixed.txt
+echo '{"type":"result","session_id":"heal-1"}'"#,
+    );
+    let agents = quick(AgentWorkRunner::new().register(
+        "fixer",
+        GenericAgent::new(fixer.program()).arg("{prompt_file}"),
+    ));
+    let o = Orchestrator::builder()
+        .runner("shell", ShellRunner::new())
+        .healer(AgentHealer::new(agents).agent("fixer"))
+        .build()
+        .expect("build");
+    let plan = PlanSpec::new("heal e2e")
+        .isolation(Isolation::None)
+        .job(JobSpec::new(
+            "needs-fix",
+            "Needs a fix",
+            WorkSpec::shell("echo 'fixed.txt is missing' >&2; test -f fixed.txt"),
+        ));
+    let id = o.run(plan, dir.path()).await.expect("run");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    assert_eq!(fixer.calls(), 1);
+    let instructions =
+        std::fs::read_to_string(dir.path().join("heal-instructions.md")).expect("instructions");
+    assert!(
+        instructions.contains("echo 'fixed.txt is missing' >&2; test -f fixed.txt"),
+        "{instructions}"
+    );
+    assert!(instructions.contains("Exit code: 1."), "{instructions}");
+    assert!(
+        instructions.contains("fixed.txt is missing"),
+        "{instructions}"
+    );
+}
