@@ -10,6 +10,8 @@
 //! naming the field, the value given and what is allowed.
 
 mod args;
+mod edit_args;
+mod edit_tools;
 mod report;
 mod schema;
 mod server;

@@ -34,9 +34,9 @@ fn env() -> Value {
     })
 }
 
-/// The plan schema.
-pub fn plan_schema() -> schemars::Schema {
-    let job = json!({
+/// The schema of one job.
+pub fn job_schema() -> Value {
+    json!({
         "type": "object",
         "required": ["producerId", "task", "work", "dependencies"],
         "properties": {
@@ -62,8 +62,49 @@ pub fn plan_schema() -> schemars::Schema {
             "group": {"type": "string", "description": "Visual grouping path like `backend/api`; no effect on order."},
             "env": env()
         }
+    })
+}
+
+/// The plan schema (the input of `create_copilot_plan`).
+pub fn plan_schema() -> schemars::Schema {
+    to_schema(plan_value())
+}
+
+/// The input of `scaffold_copilot_plan`: a plan whose jobs are optional (added later).
+pub fn scaffold_schema() -> schemars::Schema {
+    let mut plan = plan_value();
+    plan["required"] = json!(["name"]);
+    plan["description"] = json!(
+        "A plan to assemble step by step: the same fields as create_copilot_plan, with `jobs` \
+         optional (0 to 500). Add jobs with add_copilot_plan_job(s), then finalize_copilot_plan \
+         validates the whole plan and starts it."
+    );
+    plan["properties"]["jobs"]["minItems"] = json!(0);
+    to_schema(plan)
+}
+
+/// The input of `add_copilot_plan_job`: `planId` plus one job's fields.
+pub fn add_job_schema() -> schemars::Schema {
+    let mut job = job_schema();
+    job["properties"]["planId"] = json!({
+        "type": "string",
+        "description": "The scaffolded (or running) plan to add the job to."
     });
-    let plan = json!({
+    job["required"] = json!(["planId", "producerId", "task", "work", "dependencies"]);
+    job["description"] = json!(
+        "One job, with the fields of a job in create_copilot_plan, plus planId. Its \
+         dependencies name jobs already in the plan."
+    );
+    to_schema(job)
+}
+
+fn to_schema(value: Value) -> schemars::Schema {
+    schemars::Schema::try_from(value).unwrap_or_default()
+}
+
+fn plan_value() -> Value {
+    let job = job_schema();
+    json!({
         "type": "object",
         "description": "A plan: a DAG of jobs. Each job runs in its own git worktree, commits its work, \
                         and the leaves are merged into the target branch at the end (after `verifyRi`). \
@@ -87,6 +128,5 @@ pub fn plan_schema() -> schemars::Schema {
             "worktreeInit": {"type": "array", "items": work_spec("Setup run in every new worktree (e.g. `npm ci`)"), "description": "Setup commands for every new worktree."},
             "isolation": {"type": "string", "enum": ["worktree", "none"], "description": "`worktree` (default) or `none`: jobs run in the repository folder itself with no git phases."}
         }
-    });
-    schemars::Schema::try_from(plan).unwrap_or_default()
+    })
 }

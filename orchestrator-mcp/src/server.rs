@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use orchestrator_core::engine::resolve_job;
-use orchestrator_core::plan::{parse_plan, PlanFormat, PlanGraph, WorkSpec};
+use orchestrator_core::plan::{PlanGraph, WorkSpec};
 use orchestrator_core::repository::LogQuery;
 use orchestrator_core::state::PlanRecord;
 use orchestrator_core::{Orchestrator, Phase, PlanId, RetryRequest};
@@ -23,25 +23,35 @@ use crate::report;
 pub const MAX_JOBS_PER_CALL: usize = 500;
 
 /// The names of the tools this server offers, in the order they are listed.
-pub const TOOL_NAMES: [&str; 18] = [
+pub const TOOL_NAMES: [&str; 28] = [
     "create_copilot_plan",
+    "scaffold_copilot_plan",
+    "add_copilot_plan_job",
+    "add_copilot_plan_jobs",
+    "finalize_copilot_plan",
     "get_copilot_plan_status",
     "list_copilot_plans",
     "get_copilot_job_logs",
+    "get_copilot_job_attempts",
     "cancel_copilot_plan",
     "pause_copilot_plan",
     "resume_copilot_plan",
+    "delete_copilot_plan",
+    "archive_copilot_plan",
+    "recover_copilot_plan",
     "retry_copilot_plan",
+    "reshape_copilot_plan",
+    "update_copilot_plan",
+    "get_copilot_plan_graph",
+    "clone_copilot_plan",
     "get_copilot_job",
     "list_copilot_jobs",
     "retry_copilot_job",
     "force_fail_copilot_job",
-    "get_copilot_plan_graph",
-    "archive_copilot_plan",
-    "recover_copilot_plan",
-    "delete_copilot_plan",
-    "get_copilot_job_attempts",
     "get_copilot_job_failure_context",
+    "update_copilot_plan_job",
+    "bulk_update_copilot_plan_jobs",
+    "run_copilot_integration_test",
 ];
 
 const PLAN_STATUSES: [&str; 9] = [
@@ -57,10 +67,10 @@ const PLAN_STATUSES: [&str; 9] = [
 ];
 
 /// What a tool answers: a result (structured JSON and a short text) or a tool-level error.
-type ToolResult = Result<CallToolResult, rmcp::ErrorData>;
+pub(crate) type ToolResult = Result<CallToolResult, rmcp::ErrorData>;
 
 /// A tool failure shown to the model.
-enum Failure {
+pub(crate) enum Failure {
     Arg(ArgError),
     Engine(String),
 }
@@ -83,7 +93,7 @@ impl From<orchestrator_core::StoreError> for Failure {
     }
 }
 
-fn answer(result: Result<(Value, String), Failure>) -> ToolResult {
+pub(crate) fn answer(result: Result<(Value, String), Failure>) -> ToolResult {
     Ok(match result {
         Ok((value, text)) => {
             let mut r = CallToolResult::structured(value);
@@ -117,8 +127,8 @@ fn answer(result: Result<(Value, String), Failure>) -> ToolResult {
 /// ```
 #[derive(Debug, Clone)]
 pub struct OrchestratorMcp {
-    orchestrator: Orchestrator,
-    repo: PathBuf,
+    pub(crate) orchestrator: Orchestrator,
+    pub(crate) repo: PathBuf,
     tool_router: ToolRouter<Self>,
 }
 
@@ -128,7 +138,7 @@ impl OrchestratorMcp {
         OrchestratorMcp {
             orchestrator,
             repo: repo.into(),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::edit_router(),
         }
     }
 
@@ -151,7 +161,7 @@ impl OrchestratorMcp {
     }
 
     /// A plan id from an argument: exact, or a unique prefix of a stored plan's id.
-    async fn plan_id(&self, arg: &str) -> Result<PlanId, Failure> {
+    pub(crate) async fn plan_id(&self, arg: &str) -> Result<PlanId, Failure> {
         let arg = arg.trim();
         let not_found = |message: String| {
             ArgError::new(
@@ -190,7 +200,7 @@ impl OrchestratorMcp {
     }
 
     /// The plan's current record (live when this server drives it, else as stored).
-    async fn record(&self, id: &PlanId) -> Result<PlanRecord, Failure> {
+    pub(crate) async fn record(&self, id: &PlanId) -> Result<PlanRecord, Failure> {
         if self.orchestrator.plan_ids().contains(id) {
             if let Ok(r) = self.orchestrator.status(id).await {
                 return Ok(r);
@@ -202,13 +212,13 @@ impl OrchestratorMcp {
     /// Makes sure this server drives the plan (takes a stored one over).
     /// Resolves a plan id (or prefix) and takes the plan over, as every tool that drives a plan
     /// must.
-    async fn owned_plan(&self, arg: &str) -> Result<PlanId, Failure> {
+    pub(crate) async fn owned_plan(&self, arg: &str) -> Result<PlanId, Failure> {
         let id = self.plan_id(arg).await?;
         self.own(&id).await?;
         Ok(id)
     }
 
-    async fn own(&self, id: &PlanId) -> Result<(), Failure> {
+    pub(crate) async fn own(&self, id: &PlanId) -> Result<(), Failure> {
         if self.orchestrator.plan_ids().contains(id) {
             return Ok(());
         }
@@ -225,7 +235,7 @@ impl OrchestratorMcp {
     }
 
     /// Resolves `jobId`/`producerId` to a node index and its label.
-    fn job(
+    pub(crate) fn job(
         record: &PlanRecord,
         job_id: Option<&str>,
         producer_id: Option<&str>,
@@ -308,36 +318,13 @@ impl OrchestratorMcp {
         Ok(())
     }
 
-    async fn status_doc(&self, id: &PlanId) -> Result<(Value, String), Failure> {
+    pub(crate) async fn status_doc(&self, id: &PlanId) -> Result<(Value, String), Failure> {
         let record = self.record(id).await?;
         Ok((report::plan_json(&record), report::plan_text(&record)))
     }
 
     async fn create(&self, args: &Args<PlanInput>) -> Result<(Value, String), Failure> {
-        let text = serde_json::to_string(args.raw()).map_err(|e| Failure::Engine(e.to_string()))?;
-        let spec =
-            parse_plan(&text, PlanFormat::Json, "create_copilot_plan").map_err(|e| match e {
-                orchestrator_core::Error::Parse { path, message, .. } => {
-                    let field = path.unwrap_or_else(|| "(plan)".to_owned());
-                    let value = crate::args::value_at(args.raw(), &field);
-                    Failure::Arg(ArgError::new(
-                        field,
-                        value,
-                        message,
-                        "see the create_copilot_plan input schema (camelCase or snake_case fields)",
-                    ))
-                }
-                e => e.into(),
-            })?;
-        if spec.jobs.len() > MAX_JOBS_PER_CALL {
-            return Err(ArgError::new(
-                "jobs",
-                Some(json!(format!("{} jobs", spec.jobs.len()))),
-                "too many jobs for one call",
-                format!("1 to {MAX_JOBS_PER_CALL} jobs; run larger plans from a plan file"),
-            )
-            .into());
-        }
+        let spec = self.parse_plan_args(args.raw(), "create_copilot_plan")?;
         let isolation = spec.isolation;
         let id = self
             .orchestrator
@@ -354,13 +341,7 @@ impl OrchestratorMcp {
             })?;
         self.orchestrator.start(&id).await?;
         let record = self.record(&id).await?;
-        let mapping: serde_json::Map<String, Value> = record
-            .spec
-            .jobs
-            .iter()
-            .zip(&record.state.nodes)
-            .map(|(j, n)| (j.producer_id.clone(), json!(n.id)))
-            .collect();
+        let mapping = crate::edit_tools::job_mapping(&record);
         let status = record.status().as_str();
         let doc = json!({
             "success": true,

@@ -56,7 +56,13 @@ pub async fn run(args: RunArgs) -> CliResult<Exit> {
         },
     };
     // Validated here too so that an invalid plan leaves nothing behind.
-    validate(&spec, ValidationContext { repo: Some(&dir), ..Default::default() })?;
+    validate(
+        &spec,
+        ValidationContext {
+            repo: Some(&dir),
+            ..Default::default()
+        },
+    )?;
     let o = ws.orchestrator(capacity(&spec))?;
     ws.exclude_own_folders().await?;
     report_orphans(&ws).await;
