@@ -87,7 +87,12 @@ pub fn job_json(record: &PlanRecord, n: usize) -> Value {
 
 fn node_json(node: &NodeState) -> Value {
     let last = node.last_attempt();
-    json!({
+    let usage: Vec<&Value> = node
+        .attempts
+        .iter()
+        .filter_map(|a| a.metrics.as_ref())
+        .collect();
+    let mut doc = json!({
         "jobId": node.id,
         "nodeId": node.id,
         "status": node.status.as_str(),
@@ -97,7 +102,18 @@ fn node_json(node: &NodeState) -> Value {
         "failedPhase": last.and_then(|a| a.failed_phase),
         "failureReason": last.and_then(|a| a.failure_reason),
         "worktree": node.worktree,
-    })
+    });
+    // Runner metrics (agent usage: tokens, cost, turns, session): the last attempt's, and each
+    // attempt's in order.
+    if let Some(latest) = usage.last() {
+        doc["usage"] = (*latest).clone();
+        doc["usageByAttempt"] = json!(node
+            .attempts
+            .iter()
+            .map(|a| a.metrics.clone().unwrap_or(Value::Null))
+            .collect::<Vec<_>>());
+    }
+    doc
 }
 
 /// The failed (or canceled) jobs a blocked job waits on: its nearest such ancestors, sorted.

@@ -152,9 +152,21 @@ pub struct HealRequest {
     pub round: u32,
 }
 
-/// Auto-heal (SPEC §3): when a shell or process phase fails, a healer (typically an agent)
-/// gets the failure and fixes the worktree; the engine then runs the phase again, up to
-/// [`crate::OrchestratorOptions::auto_heal_budget`] times. A job opts out with
+impl HealRequest {
+    /// A request to fix what made `spec` fail.
+    pub fn new(spec: WorkSpec, failure: WorkFailure, round: u32) -> Self {
+        HealRequest {
+            spec,
+            failure,
+            round,
+        }
+    }
+}
+
+/// Auto-heal (SPEC §3): when a shell or process phase fails, the attempt fails and a new
+/// attempt starts that first lets the healer (typically an agent) fix the worktree, then runs
+/// the phase again; up to [`crate::OrchestratorOptions::auto_heal_budget`] heals in a row per
+/// phase. A job opts out with
 /// `autoHeal: false`, a spec with `onFailure.noAutoHeal`.
 #[async_trait]
 pub trait Healer: Send + Sync + Debug + 'static {

@@ -656,15 +656,28 @@ async fn a_failing_shell_job_is_healed_and_the_plan_succeeds() {
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
     assert_eq!(heals.load(Ordering::SeqCst), 2, "healed once in two rounds");
     let r = o.status(&id).await.expect("status");
-    let log = o
-        .repository()
-        .read_log(&id, &r.state.nodes[0].id, Default::default())
-        .await
-        .expect("log");
-    assert!(
-        log.contains("auto-heal 1:") && log.contains("auto-heal 2:"),
-        "{log}"
-    );
+    // Each heal is an attempt of its own: the failure, a heal that did not fix it, a heal that did.
+    let attempts = &r.state.nodes[0].attempts;
+    let rounds: Vec<Option<u32>> = attempts
+        .iter()
+        .map(|a| a.heal.as_ref().map(|h| h.round))
+        .collect();
+    assert_eq!(rounds, [None, Some(1), Some(2)]);
+    assert_eq!(attempts[1].resumed_from, Some(Phase::Work));
+    assert!(attempts[1].heal.as_ref().is_some_and(|h| h.failure.contains("missing file")));
+    assert_eq!(r.state.nodes[1].attempts.len(), 1, "bbb found the fix in place");
+    for (attempt, line) in [(2, "auto-heal 1 of 4:"), (3, "auto-heal 2 of 4:")] {
+        let log = o
+            .repository()
+            .read_log(
+                &id,
+                &r.state.nodes[0].id,
+                orchestrator_core::repository::LogQuery::new().attempt(attempt),
+            )
+            .await
+            .expect("log");
+        assert!(log.contains(line), "attempt {attempt}: {log}");
+    }
 }
 
 #[tokio::test]
@@ -688,4 +701,7 @@ async fn auto_heal_respects_opt_outs_and_budget() {
         1,
         "aaa opted out; bbb got its budget of one round (which does not fix it)"
     );
+    let r = o.status(&id).await.expect("status");
+    assert_eq!(r.state.nodes[0].attempts.len(), 1);
+    assert_eq!(r.state.nodes[1].attempts.len(), 2, "one failure, one heal attempt");
 }

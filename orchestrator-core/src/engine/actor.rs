@@ -767,11 +767,40 @@ impl PlanActor {
                 FailureReason::ForceFailed,
                 f.phase,
             ),
-            (None, Err(f)) => self.machine.fail(n, at, f.message, f.reason, f.phase),
+            (None, Err(mut f)) => {
+                let heal = f.heal.take().and_then(|h| self.next_heal(n, h));
+                self.machine
+                    .fail(n, at, f.message, f.reason, f.phase)
+                    .and_then(|()| match heal {
+                        Some(heal) => {
+                            let resume = Some(heal.phase.retry_from());
+                            self.machine
+                                .record_change(StateChange::HealScheduled { node: n, heal })
+                                .and_then(|()| self.machine.retry(n, resume, at))
+                        }
+                        None => Ok(()),
+                    })
+            }
         };
         if let Err(e) = outcome {
             tracing::error!(node = n, error = %e, "state machine rejected a node completion");
         }
+    }
+
+    /// The heal to start a new attempt with, numbered after the heals of the same phase just
+    /// before it, or `None` once the budget is spent.
+    fn next_heal(
+        &self,
+        n: NodeIndex,
+        mut heal: Box<crate::state::Heal>,
+    ) -> Option<Box<crate::state::Heal>> {
+        let previous = self.machine.record().state.nodes[n]
+            .last_attempt()
+            .and_then(|a| a.heal.as_ref())
+            .filter(|h| h.phase == heal.phase)
+            .map_or(0, |h| h.round);
+        heal.round = previous + 1;
+        (heal.round <= self.ctx.options.auto_heal_budget).then_some(heal)
     }
 
     /// With `cleanUpSuccessfulWork`, removes worktrees whose commits every consumer has taken,

@@ -16,8 +16,10 @@ use crate::git::{GitError, GitOperations, MergeStyle};
 use crate::ids::{now_millis, NodeId, NodeIndex, PlanId};
 use crate::plan::{Env, Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
 use crate::repository::{AttemptSpecs, LogKey};
-use crate::runner::{HealRequest, Healer, LogSink, LogStream, WorkContext, WorkRunner};
-use crate::state::{FailureReason, Phase, PhaseStatus, PlanMachine, StateChange};
+use crate::runner::{
+    HealRequest, Healer, LogSink, LogStream, WorkContext, WorkFailure, WorkRunner,
+};
+use crate::state::{FailureReason, Heal, Phase, PhaseStatus, PlanMachine, StateChange};
 
 /// Why a node attempt failed.
 #[derive(Debug, Clone)]
@@ -25,6 +27,8 @@ pub(crate) struct NodeFailure {
     pub(crate) message: String,
     pub(crate) reason: FailureReason,
     pub(crate) phase: Option<Phase>,
+    /// A shell or process failure a healer may fix (its `round` is set by the actor).
+    pub(crate) heal: Option<Box<Heal>>,
 }
 
 impl NodeFailure {
@@ -33,6 +37,7 @@ impl NodeFailure {
             message: message.into(),
             reason,
             phase: Some(phase),
+            heal: None,
         }
     }
 
@@ -68,6 +73,8 @@ pub(crate) struct NodeRun {
     worktree: Option<PathBuf>,
     prev_commit: Option<String>,
     session_id: Option<String>,
+    /// The auto-heal this attempt starts with, until it has run.
+    heal: std::sync::Mutex<Option<Box<Heal>>>,
     cancel: CancellationToken,
     tx: mpsc::UnboundedSender<Command>,
     /// Changes not yet sent to the actor: sent before anything slow starts, and with `Done`.
@@ -116,6 +123,7 @@ impl NodeRun {
             worktree: ns.worktree.clone(),
             prev_commit: ns.commit.clone(),
             session_id: ns.session_id.clone(),
+            heal: std::sync::Mutex::new(ns.last_attempt().and_then(|a| a.heal.clone())),
             ctx,
             spec,
             graph,
@@ -336,34 +344,8 @@ impl NodeRun {
             log,
             session_id: self.session_id.clone(),
         };
-        let mut result = runner.run(spec, &ctx).await;
-        let healable = matches!(&result, Err(f) if f.reason == FailureReason::PhaseFailed);
-        if let (true, Err(failure), Some(healer)) =
-            (healable, &result, self.healer_for(spec, phase))
-        {
-            let mut failure = failure.clone();
-            for round in 1..=self.ctx.options.auto_heal_budget {
-                ctx.log.line(
-                    LogStream::System,
-                    &format!("auto-heal {round}: {}", failure.message),
-                );
-                let request = HealRequest {
-                    spec: spec.clone(),
-                    failure: failure.clone(),
-                    round,
-                };
-                if let Err(e) = healer.heal(&request, &ctx).await {
-                    ctx.log
-                        .line(LogStream::System, &format!("auto-heal gave up: {e}"));
-                    break;
-                }
-                result = runner.run(spec, &ctx).await;
-                match &result {
-                    Ok(_) => break,
-                    Err(f) => failure = f.clone(),
-                }
-            }
-        }
+        self.heal_first(phase, spec, &ctx).await?;
+        let result = runner.run(spec, &ctx).await;
         match result {
             Ok(out) => {
                 if let Some(session_id) = out.session_id {
@@ -387,13 +369,64 @@ impl NodeRun {
                         session_id,
                     });
                 }
+                let heal = (f.reason == FailureReason::PhaseFailed
+                    && self.healer_for(spec, phase).is_some())
+                .then(|| {
+                    Box::new(Heal {
+                        round: 0,
+                        phase,
+                        spec: spec.clone(),
+                        failure: f.message.clone(),
+                        exit_code: f.exit_code,
+                    })
+                });
                 let mut message = f.message;
                 if let Some(extra) = spec.on_failure().and_then(|o| o.message.as_deref()) {
                     message = format!("{message} ({extra})");
                 }
-                Err(NodeFailure::new(phase, f.reason, message))
+                let mut failure = NodeFailure::new(phase, f.reason, message);
+                failure.heal = heal;
+                Err(failure)
             }
         }
+    }
+
+    /// Runs the attempt's pending auto-heal before the spec it is about. A heal that fails
+    /// fails the phase (and is not healed again).
+    async fn heal_first(&self, phase: Phase, spec: &WorkSpec, ctx: &WorkContext) -> PhaseResult {
+        let heal = {
+            let mut pending = self.heal.lock().unwrap_or_else(|e| e.into_inner());
+            match pending.as_ref() {
+                Some(h) if h.phase == phase && h.spec == *spec => pending.take(),
+                _ => None,
+            }
+        };
+        let (Some(heal), Some(healer)) = (heal, self.ctx.healer.as_ref()) else {
+            return Ok(());
+        };
+        ctx.log.line(
+            LogStream::System,
+            &format!(
+                "auto-heal {} of {}: asking the healer to fix: {}",
+                heal.round, self.ctx.options.auto_heal_budget, heal.failure
+            ),
+        );
+        let mut failure = WorkFailure::new(heal.failure.clone());
+        failure.exit_code = heal.exit_code;
+        let request = HealRequest::new(spec.clone(), failure, heal.round);
+        healer.heal(&request, ctx).await.map_err(|e| {
+            NodeFailure::new(
+                phase,
+                e.reason,
+                format!(
+                    "auto-heal {} failed: {e}; the phase had failed with: {}",
+                    heal.round, heal.failure
+                ),
+            )
+        })?;
+        ctx.log
+            .line(LogStream::System, "auto-heal done; running the phase again");
+        Ok(())
     }
 
     /// The healer, when this failure may be healed: shell or process work, a plain failure (not

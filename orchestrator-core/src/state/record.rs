@@ -99,6 +99,27 @@ pub struct NodeState {
     /// Agent session to resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The auto-heal the next attempt starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal: Option<Box<Heal>>,
+}
+
+/// An auto-heal (SPEC §3): an attempt that first lets the healer (an agent) fix what made a
+/// shell or process phase fail, then runs that phase again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Heal {
+    /// 1 for the first heal of this phase in a row, then 2, ... up to the budget.
+    pub round: u32,
+    /// The phase that failed.
+    pub phase: Phase,
+    /// The spec that failed.
+    pub spec: WorkSpec,
+    /// How it failed (message with the last lines of output).
+    pub failure: String,
+    /// Its exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
 }
 
 impl NodeState {
@@ -114,6 +135,7 @@ impl NodeState {
             resume_from: None,
             error: None,
             session_id: None,
+            heal: None,
         }
     }
 
@@ -169,6 +191,9 @@ pub struct Attempt {
     /// Runner-reported metrics (agent usage, ...), free-form JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<serde_json::Value>,
+    /// The auto-heal this attempt started with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal: Option<Box<Heal>>,
 }
 
 /// One phase of one attempt.
@@ -354,6 +379,13 @@ pub enum StateChange {
         /// One slot per node of the new graph, in its order.
         layout: Vec<NodeSlot>,
     },
+    /// The node's next attempt starts with an auto-heal.
+    HealScheduled {
+        /// Node.
+        node: NodeIndex,
+        /// What to heal.
+        heal: Box<Heal>,
+    },
     /// A node's specs were replaced (retry with new work, MCP updates).
     SpecsReplaced {
         /// Node (a user job; the snapshot node's spec is the plan's `verifyRi`).
@@ -384,6 +416,7 @@ impl StateChange {
             | StateChange::Session { node, .. }
             | StateChange::Metrics { node, .. }
             | StateChange::RetryRequested { node, .. }
+            | StateChange::HealScheduled { node, .. }
             | StateChange::SpecsReplaced { node, .. } => Some(node),
             StateChange::PlanStarted { .. }
             | StateChange::Paused { .. }
@@ -578,6 +611,7 @@ impl PlanRecord {
                     failure_reason: None,
                     failed_phase: None,
                     metrics: None,
+                    heal: n.heal.take(),
                 });
                 n.resume_from = None;
                 n.error = None;
@@ -661,6 +695,9 @@ impl PlanRecord {
             StateChange::Metrics { node, metrics } => {
                 let a = running_attempt(node_mut(&mut self.state, *node)?, *node, "metrics")?;
                 a.metrics = Some(metrics.clone());
+            }
+            StateChange::HealScheduled { node, heal } => {
+                node_mut(&mut self.state, *node)?.heal = Some(heal.clone());
             }
             StateChange::RetryRequested { node, resume_from } => {
                 node_mut(&mut self.state, *node)?.resume_from = *resume_from;
