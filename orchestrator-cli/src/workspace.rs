@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use orchestrator_agents::agent::{AgentHealer, AgentWorkRunner};
 use orchestrator_agents::{ProcessRunner, ShellRunner};
 use orchestrator_core::state::PlanRecord;
 use orchestrator_core::{Orchestrator, OrchestratorOptions, PlanId, PlanRepository, StoreError};
@@ -10,6 +11,16 @@ use orchestrator_git::Git2Operations;
 use orchestrator_storage::{Durability, FsOptions, FsPlanRepository};
 
 use crate::error::{CliError, CliResult};
+
+/// Environment variable naming the default agent CLI.
+const AGENT_VAR: &str = "ORCHESTRATOR_AGENT";
+/// Environment variable naming the agent that heals failed shell/process phases.
+const HEAL_AGENT_VAR: &str = "ORCHESTRATOR_HEAL_AGENT";
+
+/// A non-empty variable's value.
+fn env_name(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
 
 /// Folder of the plan store inside the repository (SPEC §4).
 pub const STORE_DIR: &str = ".orchestrator";
@@ -83,18 +94,28 @@ impl Workspace {
         self.git_root.as_deref().unwrap_or(&self.dir)
     }
 
-    /// An orchestrator on this workspace's store, with the git layer and the shell and process
-    /// runners. `capacity` bounds the jobs running at once.
+    /// An orchestrator on this workspace's store, with the git layer and the shell, process and
+    /// agent runners. `capacity` bounds the jobs running at once.
+    ///
+    /// `ORCHESTRATOR_AGENT` names the agent CLI for agent work that names none (default
+    /// `copilot`); `ORCHESTRATOR_HEAL_AGENT` turns auto-heal on with that agent.
     pub fn orchestrator(&self, capacity: usize) -> CliResult<Orchestrator> {
         let store: Arc<dyn PlanRepository> = self.store.clone();
-        Orchestrator::builder()
+        let mut agents = AgentWorkRunner::new();
+        if let Some(name) = env_name(AGENT_VAR) {
+            agents = agents.default_agent(name);
+        }
+        let mut builder = Orchestrator::builder()
             .repository_arc(store)
             .git(self.git.clone())
             .runner("shell", ShellRunner::new())
             .runner("process", ProcessRunner::new())
-            .options(OrchestratorOptions::default().global_capacity(capacity.max(1)))
-            .build()
-            .map_err(CliError::from)
+            .runner("agent", agents.clone())
+            .options(OrchestratorOptions::default().global_capacity(capacity.max(1)));
+        if let Some(name) = env_name(HEAL_AGENT_VAR) {
+            builder = builder.healer(AgentHealer::new(agents).agent(name));
+        }
+        builder.build().map_err(CliError::from)
     }
 
     /// Keeps the store and worktree folders out of `git status` before anything is written.
@@ -181,11 +202,8 @@ impl Workspace {
                 );
             }
         }
-        let own_branches = [&record.state.snapshot_branch, &record.state.target_branch];
-        for branch in own_branches.into_iter().flatten() {
-            if branch.starts_with("orchestrator/") {
-                candidates.push(common.join("refs/heads").join(format!("{branch}.lock")));
-            }
+        for branch in orchestrator_core::engine::own_branches(record) {
+            candidates.push(common.join("refs/heads").join(format!("{branch}.lock")));
         }
         candidates
             .into_iter()

@@ -664,8 +664,15 @@ async fn a_failing_shell_job_is_healed_and_the_plan_succeeds() {
         .collect();
     assert_eq!(rounds, [None, Some(1), Some(2)]);
     assert_eq!(attempts[1].resumed_from, Some(Phase::Work));
-    assert!(attempts[1].heal.as_ref().is_some_and(|h| h.failure.contains("missing file")));
-    assert_eq!(r.state.nodes[1].attempts.len(), 1, "bbb found the fix in place");
+    assert!(attempts[1]
+        .heal
+        .as_ref()
+        .is_some_and(|h| h.failure.contains("missing file")));
+    assert_eq!(
+        r.state.nodes[1].attempts.len(),
+        1,
+        "bbb found the fix in place"
+    );
     for (attempt, line) in [(2, "auto-heal 1 of 4:"), (3, "auto-heal 2 of 4:")] {
         let log = o
             .repository()
@@ -703,5 +710,9 @@ async fn auto_heal_respects_opt_outs_and_budget() {
     );
     let r = o.status(&id).await.expect("status");
     assert_eq!(r.state.nodes[0].attempts.len(), 1);
-    assert_eq!(r.state.nodes[1].attempts.len(), 2, "one failure, one heal attempt");
+    assert_eq!(
+        r.state.nodes[1].attempts.len(),
+        2,
+        "one failure, one heal attempt"
+    );
 }

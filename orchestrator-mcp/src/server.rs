@@ -148,16 +148,49 @@ impl OrchestratorMcp {
     }
 
     /// Serves on stdin/stdout until the client goes away, then releases every plan it drives
-    /// (running jobs are stopped; their state is saved for a later resume).
+    /// (running jobs are stopped and resume from their phase when the plan is next started, for
+    /// example by [`OrchestratorMcp::resume_interrupted`] in the next server).
     pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let orchestrator = self.orchestrator.clone();
         let service = self.serve(rmcp::transport::stdio()).await?;
         let ended = service.waiting().await;
         for id in orchestrator.plan_ids() {
-            let _ = orchestrator.close(&id).await;
+            let _ = orchestrator.release(&id).await;
         }
         ended?;
         Ok(())
+    }
+
+    /// Takes over and starts again every stored plan that was running when its last owner
+    /// stopped (a restarted server continues its plans). Paused, scaffolded and ended plans
+    /// are left alone, and so are plans another process is running. Returns the plans resumed.
+    pub async fn resume_interrupted(&self) -> Vec<PlanId> {
+        let Ok(listing) = self.orchestrator.repository().list().await else {
+            return Vec::new();
+        };
+        let mut resumed = Vec::new();
+        for summary in listing.plans {
+            let id = summary.plan_id;
+            let Ok(record) = self.orchestrator.repository().load(&id).await else {
+                continue;
+            };
+            let s = &record.state;
+            let interrupted = s.started_at.is_some()
+                && !s.paused
+                && !s.scaffolding
+                && !s.canceled
+                && !s.archived
+                && !record.status().is_terminal();
+            if !interrupted {
+                continue;
+            }
+            if self.orchestrator.open_plan(&id).await.is_ok()
+                && self.orchestrator.start(&id).await.is_ok()
+            {
+                resumed.push(id);
+            }
+        }
+        resumed
     }
 
     /// A plan id from an argument: exact, or a unique prefix of a stored plan's id.

@@ -35,7 +35,13 @@ async fn mcp(args: RepoArgs) -> CliResult<Exit> {
     if let Err(e) = ws.remove_orphans().await {
         eprintln!("warning: removing worktrees left by crashes: {e}");
     }
-    orchestrator_mcp::OrchestratorMcp::new(o, ws.root())
+    let server = orchestrator_mcp::OrchestratorMcp::new(o, ws.root());
+    let resumed = server.resume_interrupted().await;
+    if !resumed.is_empty() {
+        let ids: Vec<&str> = resumed.iter().map(|id| id.as_str()).collect();
+        eprintln!("resumed interrupted plan(s): {}", ids.join(", "));
+    }
+    server
         .serve_stdio()
         .await
         .map_err(|e| CliError::other(format!("MCP server: {e}")))?;

@@ -66,6 +66,8 @@ pub(crate) enum Command {
         reply: Reply<ArchiveReport>,
     },
     Close {
+        /// Record a pause (else just stop running jobs so they resume later).
+        pause: bool,
         reply: Reply<()>,
     },
     Edit {
@@ -293,9 +295,11 @@ impl PlanActor {
             Command::Snapshot { reply } => {
                 let _ = reply.send(Ok(self.machine.record().clone()));
             }
-            Command::Close { reply } => {
-                if self.active > 0 || !self.machine.plan_status().is_terminal() {
+            Command::Close { pause, reply } => {
+                if pause && (self.active > 0 || !self.machine.plan_status().is_terminal()) {
                     let _ = self.pause(true);
+                } else {
+                    self.stop_all(StopReason::Pause);
                 }
                 self.closing = Some(reply);
             }
@@ -415,7 +419,7 @@ impl PlanActor {
                 Some(t) => t.clone(),
                 None => match &current {
                     Some(c) if *c != default => c.clone(),
-                    _ => format!("orchestrator/{}", sanitize_branch_part(&self.spec.name)),
+                    _ => super::generated_target_branch(&self.spec.name),
                 },
             };
         match git.branch_tip(repo, &target).await? {
@@ -430,7 +434,7 @@ impl PlanActor {
                 }
             }
         }
-        let snapshot = format!("orchestrator/snapshot/{}", self.id);
+        let snapshot = super::snapshot_branch_name(&self.id);
         if git.branch_tip(repo, &snapshot).await?.is_none() {
             git.update_branch(repo, &snapshot, &base, None).await?;
         }
@@ -1029,28 +1033,9 @@ impl PlanActor {
     }
 }
 
-/// `My Plan: v2!` -> `my-plan-v2`: a safe branch component (never empty, never a leading `-`).
-fn sanitize_branch_part(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let trimmed: String = out.trim_matches('-').chars().take(60).collect();
-    let trimmed = trimmed.trim_end_matches('-').to_owned();
-    if trimmed.is_empty() {
-        "plan".into()
-    } else {
-        trimmed
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::sanitize_branch_part;
+    use crate::engine::sanitize_branch_part;
 
     #[test]
     fn branch_names_are_sanitized() {

@@ -56,6 +56,56 @@ pub fn resolve_job(record: &PlanRecord, graph: &PlanGraph, job: &str) -> Result<
     }
 }
 
+/// `My Plan: v2!` -> `my-plan-v2`: a safe branch component (never empty, never a leading `-`).
+pub(crate) fn sanitize_branch_part(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed: String = out.trim_matches('-').chars().take(60).collect();
+    let trimmed = trimmed.trim_end_matches('-').to_owned();
+    if trimmed.is_empty() {
+        "plan".into()
+    } else {
+        trimmed
+    }
+}
+
+/// The target branch a plan gets when it names none and the current branch is the default
+/// one: `orchestrator/<sanitized name>`.
+pub fn generated_target_branch(plan_name: &str) -> String {
+    format!("orchestrator/{}", sanitize_branch_part(plan_name))
+}
+
+/// The plan's snapshot branch (SPEC §4): `orchestrator/snapshot/<planId>`.
+pub fn snapshot_branch_name(plan: &crate::ids::PlanId) -> String {
+    format!("orchestrator/snapshot/{plan}")
+}
+
+/// The branches under `orchestrator/` a plan writes or may have started to write: its
+/// snapshot branch and its target (as recorded, as named, or as it would be generated). Crash
+/// repairs look for stale ref locks of exactly these.
+pub fn own_branches(record: &PlanRecord) -> Vec<String> {
+    let state = &record.state;
+    let mut branches = vec![
+        state
+            .snapshot_branch
+            .clone()
+            .unwrap_or_else(|| snapshot_branch_name(&state.id)),
+        generated_target_branch(&record.spec.name),
+    ];
+    branches.extend(state.target_branch.clone());
+    branches.extend(record.spec.target_branch.clone());
+    branches.retain(|b| b.starts_with("orchestrator/"));
+    branches.sort();
+    branches.dedup();
+    branches
+}
+
 /// Folder name of a job's worktree under the worktree root (SPEC §4: `<id8>`).
 pub fn job_worktree_name(node: &crate::ids::NodeId) -> &str {
     node.short()

@@ -458,7 +458,19 @@ impl Orchestrator {
     /// Stops driving a plan and releases it (its stored state stays). Running jobs are stopped
     /// as by a pause with `stop_running`.
     pub async fn close(&self, id: &PlanId) -> Result<()> {
-        let result = self.ask(id, |reply| Command::Close { reply }).await;
+        self.shut(id, true).await
+    }
+
+    /// Stops driving a plan and releases it like [`Orchestrator::close`], but without pausing
+    /// it: running jobs are stopped (they resume from the phase they were in) and the stored
+    /// plan stays runnable, so whoever opens it next can simply start it again (a server
+    /// restarting picks up the plans it was running).
+    pub async fn release(&self, id: &PlanId) -> Result<()> {
+        self.shut(id, false).await
+    }
+
+    async fn shut(&self, id: &PlanId, pause: bool) -> Result<()> {
+        let result = self.ask(id, |reply| Command::Close { pause, reply }).await;
         self.plans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
