@@ -5,7 +5,7 @@
 # Idempotent: packages already installed at the requested version are left alone.
 # Usage: scripts/install-agent-clis.sh [PREFIX]      (default: <repo>/.agent-clis)
 # Versions can be pinned with COPILOT_VERSION, CLAUDE_VERSION, CODEX_VERSION, GEMINI_VERSION
-# (default: latest). Prints the bin dir on the last line of stdout.
+# (default: the versions the tests were written against). Prints the bin dir on the last line of stdout.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,10 +13,10 @@ prefix="${1:-${AGENT_CLIS_PREFIX:-$repo_root/.agent-clis}}"
 mkdir -p "$prefix"
 
 packages=(
-  "@github/copilot@${COPILOT_VERSION:-latest}"
-  "@anthropic-ai/claude-code@${CLAUDE_VERSION:-latest}"
-  "@openai/codex@${CODEX_VERSION:-latest}"
-  "@google/gemini-cli@${GEMINI_VERSION:-latest}"
+  "@github/copilot@${COPILOT_VERSION:-1.0.102}"
+  "@anthropic-ai/claude-code@${CLAUDE_VERSION:-2.1.332}"
+  "@openai/codex@${CODEX_VERSION:-0.171.0}"
+  "@google/gemini-cli@${GEMINI_VERSION:-0.61.0}"
 )
 
 command -v npm >/dev/null || { echo "npm not found; install Node.js >= 20 first" >&2; exit 1; }
