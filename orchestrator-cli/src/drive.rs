@@ -217,6 +217,20 @@ impl Signals {
     }
 }
 
+/// Whether the process an owner description (`process 123`) names has exited.
+fn owner_gone(owner: &str) -> bool {
+    let pid = owner
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse::<u32>().ok());
+    match pid {
+        Some(pid) if cfg!(target_os = "linux") => {
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        }
+        _ => false,
+    }
+}
+
 /// Opens a stored plan for running or changing it here. When another process holds it, waits a
 /// little if that process is on its way out (the plan is paused or ended), else fails naming it.
 /// Returns when the successful attempt began (ms): requests older than that were not for us.
@@ -231,7 +245,10 @@ pub async fn open_owned(ws: &Workspace, o: &Orchestrator, id: &PlanId) -> CliRes
                     return Err(e.into());
                 };
                 let status = ws.load(id).await?.status();
-                let leaving = status.is_terminal() || status == PlanStatus::Paused;
+                // A killed owner's lock is released by the kernel once every handle on it is
+                // closed; a job being spawned at the moment of the kill holds one until it starts.
+                let leaving =
+                    status.is_terminal() || status == PlanStatus::Paused || owner_gone(&owner);
                 if leaving && tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;

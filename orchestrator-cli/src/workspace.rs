@@ -185,8 +185,24 @@ impl Workspace {
         };
         let common = r.commondir().to_path_buf();
         let mut candidates: Vec<PathBuf> = Vec::new();
-        for node in &record.state.nodes {
-            let Some(wt) = &node.worktree else { continue };
+        // Recorded worktrees, and where each job's worktree would be: a kill can come between
+        // creating a worktree and recording it.
+        let root = repo.join(".worktrees");
+        let mut worktrees: Vec<PathBuf> = record
+            .state
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                let expected = root.join(orchestrator_core::engine::job_worktree_name(&n.id));
+                n.worktree.clone().into_iter().chain([expected])
+            })
+            .collect();
+        worktrees.push(root.join(orchestrator_core::engine::snapshot_worktree_name(
+            &record.state.id,
+        )));
+        worktrees.sort();
+        worktrees.dedup();
+        for wt in &worktrees {
             let Ok(dot_git) = std::fs::read_to_string(wt.join(".git")) else {
                 continue;
             };

@@ -42,6 +42,7 @@ pub fn plan_json(record: &PlanRecord) -> Value {
         "baseCommit": s.base_commit,
         "repo": s.repo,
         "isolation": record.spec.isolation,
+        "options": options_json(&record.spec),
         "createdAt": s.created_at,
         "startedAt": s.started_at,
         "endedAt": s.ended_at,
@@ -53,6 +54,22 @@ pub fn plan_json(record: &PlanRecord) -> Value {
             "blocked": c.blocked,
             "canceled": c.canceled,
         },
+    })
+}
+
+/// The plan's options as given (the plan format's plan-level fields other than name and jobs).
+fn options_json(spec: &crate::plan::PlanSpec) -> Value {
+    json!({
+        "baseBranch": spec.base_branch,
+        "targetBranch": spec.target_branch,
+        "maxParallel": spec.max_parallel,
+        "cleanUpSuccessfulWork": spec.cleans_up(),
+        "additionalSymlinkDirs": spec.additional_symlink_dirs,
+        "startPaused": spec.start_paused,
+        "verifyRi": spec.verify_ri,
+        "envKeys": spec.env.keys().collect::<Vec<_>>(),
+        "resumeAfterPlan": spec.resume_after_plan,
+        "worktreeInit": spec.worktree_init,
     })
 }
 

@@ -396,8 +396,17 @@ impl PlanActor {
             Error::Config("worktree isolation needs a git layer (OrchestratorBuilder::git)".into())
         })?;
         let repo = &self.machine.record().state.repo;
-        git.exclude(repo, &["/.worktrees/", "/.orchestrator/"])
-            .await?;
+        // The links to `additionalSymlinkDirs` must never be committed by a job (the folders
+        // are shared, e.g. node_modules): they are excluded like our own folders.
+        let links: Vec<String> = self
+            .spec
+            .additional_symlink_dirs
+            .iter()
+            .map(|d| format!("/{}", d.trim_matches('/')))
+            .collect();
+        let mut patterns = vec!["/.worktrees/", "/.orchestrator/"];
+        patterns.extend(links.iter().map(String::as_str));
+        git.exclude(repo, &patterns).await?;
         let current = git.current_branch(repo).await?;
         let default = git.default_branch(repo).await?;
         let base_rev = self

@@ -1,31 +1,19 @@
 //! `orchestrator mcp`: the built binary serving the MCP tools on stdio, driven by rmcp's client.
 
 mod common;
+mod mcp_client;
 
 use std::time::{Duration, Instant};
 
 use common::Repo;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use mcp_client::call;
+use rmcp::model::CallToolResult;
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
-async fn call(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
-    tool: &str,
-    args: Value,
-) -> CallToolResult {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .expect("the tool answers")
-}
-
 fn doc(r: &CallToolResult) -> Value {
-    r.structured_content.clone().expect("structured content")
+    mcp_client::structured(r).clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
