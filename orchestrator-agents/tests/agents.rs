@@ -110,10 +110,19 @@ fn s(items: &[&str]) -> Vec<String> {
     items.iter().map(|i| i.to_string()).collect()
 }
 
-const CLAUDE_OK: &str = r#"echo '{"type":"system","subtype":"init","session_id":"sess-claude-1","model":"claude-opus-4","tools":["Bash","Edit"]}'
-echo '{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{}}]},"session_id":"sess-claude-1"}'
-echo '{"type":"user","message":{"content":[{"type":"tool_result","content":"ok"}]},"session_id":"sess-claude-1"}'
-echo '{"type":"result","subtype":"success","is_error":false,"duration_ms":1500,"num_turns":2,"result":"done","session_id":"sess-claude-1","total_cost_usd":0.25,"usage":{"input_tokens":100,"cache_creation_input_tokens":10,"cache_read_input_tokens":50,"output_tokens":20},"modelUsage":{}}'"#;
+/// Claude Code 2.1's `stream-json` for a run that wrote a file (fields as recorded, long
+/// arrays shortened).
+const CLAUDE_OK: &str = r#"echo '{"type":"system","subtype":"init","cwd":"/wt","session_id":"sess-claude-1","tools":["Task","Bash","Edit","Read","Write"],"mcp_servers":[],"model":"claude-opus-4","permissionMode":"bypassPermissions","apiKeySource":"ANTHROPIC_API_KEY"}'
+echo '{"type":"assistant","message":{"content":[{"id":"toolu_1","input":{"file_path":"/wt/README.md","content":"hi"},"name":"Write","type":"tool_use"}],"id":"msg_1","model":"claude-opus-4","role":"assistant","stop_reason":null,"type":"message","usage":{"input_tokens":50,"output_tokens":10}},"parent_tool_use_id":null,"session_id":"sess-claude-1"}'
+echo '{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"File created successfully at: /wt/README.md"}]},"parent_tool_use_id":null,"session_id":"sess-claude-1"}'
+echo '{"type":"assistant","message":{"content":[{"text":"done","type":"text"}],"id":"msg_2","model":"claude-opus-4","role":"assistant","stop_reason":null,"type":"message"},"parent_tool_use_id":null,"session_id":"sess-claude-1"}'
+echo '{"duration_api_ms":56,"stop_reason":"end_turn","session_id":"sess-claude-1","total_cost_usd":0.25,"usage":{"input_tokens":100,"cache_creation_input_tokens":10,"cache_read_input_tokens":50,"output_tokens":20,"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},"service_tier":"standard"},"terminal_reason":"completed","is_error":false,"num_turns":2,"subtype":"success","api_error_status":null,"result":"done","type":"result","duration_ms":1500,"modelUsage":{"claude-opus-4":{"inputTokens":100,"outputTokens":20,"costUSD":0.25}},"model_usage_since_last_result":{"claude-opus-4":{"inputTokens":100,"outputTokens":20,"costUSD":0.25}}}'"#;
+
+/// Claude Code's output when the API answered 500 (exit code 1).
+const CLAUDE_API_500: &str = r#"echo '{"type":"system","subtype":"init","cwd":"/wt","session_id":"sess-claude-1","tools":["Bash"],"model":"claude-opus-4"}'
+echo '{"type":"assistant","message":{"id":"m0","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0},"content":[{"type":"text","text":"API Error: 500 Internal server error"}]},"parent_tool_use_id":null,"session_id":"sess-claude-1","error":"unknown"}'
+echo '{"duration_api_ms":0,"stop_reason":"stop_sequence","session_id":"sess-claude-1","total_cost_usd":0,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0},"terminal_reason":"api_error","is_error":true,"num_turns":1,"subtype":"success","api_error_status":500,"api_error_type":"api_error","result":"API Error: 500 Internal server error","type":"result","duration_ms":434}'
+exit 1"#;
 
 #[tokio::test]
 async fn claude_argv_env_usage_and_resume() {
@@ -218,12 +227,15 @@ async fn codex_argv_config_usage_and_resume() {
     let fake = Fake::new(
         root.path(),
         "codex",
-        r#"echo '{"type":"thread.started","thread_id":"thread-7"}'
+        r#"echo 'Reading additional input from stdin...' >&2
+echo '{"type":"thread.started","thread_id":"thread-7"}'
 echo '{"type":"turn.started"}'
-echo '{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"ls","status":"in_progress"}}'
-echo '{"type":"item.completed","item":{"id":"item_1","type":"file_change","changes":[{"path":"README.md","kind":"update"}],"status":"completed"}}'
+echo '{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc ls","aggregated_output":"","exit_code":null,"status":"in_progress"}}'
+echo '{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc ls","aggregated_output":"README.md","exit_code":0,"status":"completed"}}'
+echo '{"type":"item.started","item":{"id":"item_1","type":"file_change","changes":[{"path":"/wt/README.md","kind":"update"}],"status":"in_progress"}}'
+echo '{"type":"item.completed","item":{"id":"item_1","type":"file_change","changes":[{"path":"/wt/README.md","kind":"update"}],"status":"completed"}}'
 echo '{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"done"}}'
-echo '{"type":"turn.completed","usage":{"input_tokens":300,"cached_input_tokens":120,"output_tokens":40}}'"#,
+echo '{"type":"turn.completed","usage":{"input_tokens":300,"cached_input_tokens":120,"cache_write_input_tokens":0,"output_tokens":40,"reasoning_output_tokens":0}}'"#,
     );
     let runner = quick(
         AgentWorkRunner::new().register(
@@ -264,9 +276,14 @@ echo '{"type":"turn.completed","usage":{"input_tokens":300,"cached_input_tokens"
     assert_eq!(env["ORCHESTRATOR_CODEX_API_KEY"], "codex-key-123");
     let config = std::fs::read_to_string(home.join("config.toml")).expect("config.toml");
     assert!(
+        config.starts_with("model = \"gpt-5-codex\"\nmodel_provider = \"orchestrator\"\n"),
+        "{config}"
+    );
+    assert!(
         config.contains("[model_providers.orchestrator]"),
         "{config}"
     );
+    assert!(config.contains("stream_max_retries = 0"), "{config}");
     assert!(config.contains("[analytics]\nenabled = false"), "{config}");
     assert!(c.log.take().contains("Codex has no option for maxTurns"));
 
@@ -276,25 +293,38 @@ echo '{"type":"turn.completed","usage":{"input_tokens":300,"cached_input_tokens"
     assert_argv(&fake.argv(2), &resumed, &[]);
 }
 
+/// Copilot CLI 1.0: progress noise on stdout, the session id only in the final `result`,
+/// tokens only in `$COPILOT_HOME/session-state/<id>/events.jsonl` (a resume appends to it;
+/// the `session.shutdown` snapshot and the result's usage are cumulative over the session).
+const COPILOT_FAKE: &str = r#"d="$COPILOT_HOME/session-state/cp-1"; mkdir -p "$d"
+case " $* " in
+  *" --resume "*) echo '{"type":"session.resume","data":{"eventCount":7,"selectedModel":"gpt-5.5"}}' >> "$d/events.jsonl" ;;
+  *) echo '{"type":"session.start","data":{"sessionId":"cp-1","copilotVersion":"1.0.102","selectedModel":"gpt-5.5"}}' > "$d/events.jsonl" ;;
+esac
+cat >> "$d/events.jsonl" <<'EOF'
+{"type":"user.message","data":{"content":"Read the file"}}
+{"type":"assistant.turn_start","data":{"turnId":"0"}}
+{"type":"session.usage_record","data":{"usage":{"model":"gpt-5.5","inputTokens":1000,"outputTokens":50,"cacheReadTokens":400,"cacheWriteTokens":0,"reasoningTokens":0,"cost":0.0,"apiEndpoint":"/chat/completions"}}}
+{"type":"assistant.turn_end","data":{"turnId":"0"}}
+{"type":"session.usage_record","data":{"usage":{"model":"gpt-5.5","inputTokens":500,"outputTokens":25,"cacheReadTokens":0,"cacheWriteTokens":0,"reasoningTokens":0,"cost":0.0}}}
+{"type":"assistant.turn_end","data":{"turnId":"1"}}
+EOF
+echo "{\"type\":\"session.shutdown\",\"data\":{\"accountingSnapshot\":{\"totalPremiumRequestCost\":$n,\"totalUserRequests\":$n,\"codeChanges\":{\"linesAdded\":$((n*12)),\"linesRemoved\":$((n*3)),\"filesModifiedCount\":1},\"modelMetrics\":{\"gpt-5.5\":{\"usage\":{\"inputTokens\":$((n*1500)),\"outputTokens\":$((n*75))}}}}}}" >> "$d/events.jsonl"
+echo '{"type":"session.background_tasks_changed","data":{},"ephemeral":true,"id":"a"}'
+echo '{"type":"session.tools_updated","data":{"model":"gpt-5.5"},"ephemeral":true,"id":"b"}'
+echo '{"type":"assistant.message","data":{"messageId":"m1","model":"gpt-5.5","content":"","toolRequests":[{"toolCallId":"call_1","name":"apply_patch","type":"custom"}]}}'
+echo '{"type":"tool.execution_start","data":{"toolCallId":"call_1","toolName":"apply_patch"}}'
+echo '{"type":"tool.execution_complete","data":{"toolCallId":"call_1","success":true,"fileEdits":[{"path":"/wt/README.md"}]}}'
+echo '{"type":"assistant.message","data":{"messageId":"m2","model":"gpt-5.5","content":"done","toolRequests":[]}}'
+echo '{"type":"session.background_tasks_changed","data":{},"ephemeral":true,"id":"c"}'
+echo "{\"type\":\"result\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"sessionId\":\"cp-1\",\"exitCode\":0,\"usage\":{\"premiumRequests\":$n,\"totalApiDurationMs\":800,\"sessionDurationMs\":$((n*1200)),\"codeChanges\":{\"linesAdded\":$((n*12)),\"linesRemoved\":$((n*3)),\"filesModified\":[\"/wt/README.md\"]}}}""#;
+
 #[tokio::test]
 async fn copilot_argv_and_usage_from_the_session_events() {
     let root = tempfile::tempdir().expect("tempdir");
     let wt = tempfile::tempdir().expect("worktree");
     let cache = root.path().join("shared-cache");
-    let fake = Fake::new(
-        root.path(),
-        "copilot",
-        r#"mkdir -p "$COPILOT_HOME/session-state/cp-1"
-cat > "$COPILOT_HOME/session-state/cp-1/events.jsonl" <<'EOF'
-{"type":"session.start","data":{"sessionId":"cp-1"}}
-{"type":"assistant.usage","data":{"model":"gpt-5","inputTokens":1000,"outputTokens":50,"cacheReadTokens":400}}
-{"type":"assistant.turn_end","data":{}}
-{"type":"assistant.usage","data":{"model":"gpt-5","inputTokens":500,"outputTokens":25,"cacheReadTokens":0}}
-{"type":"assistant.turn_end","data":{}}
-EOF
-echo '{"type":"assistant.message","data":{"content":"done"}}'
-echo '{"type":"result","timestamp":"2025-01-01T00:00:00Z","sessionId":"cp-1","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":800,"sessionDurationMs":1200,"codeChanges":{"linesAdded":12,"linesRemoved":3,"filesModified":["README.md"]}}}'"#,
-    );
+    let fake = Fake::new(root.path(), "copilot", COPILOT_FAKE);
     let runner = quick(
         AgentWorkRunner::new().register(
             "copilot",
@@ -310,7 +340,6 @@ echo '{"type":"result","timestamp":"2025-01-01T00:00:00Z","sessionId":"cp-1","ex
         a.allowed_urls = vec!["https://docs.rs".into()];
     });
     let mut c = ctx(wt.path());
-    c.session_id = Some("cp-0".into());
     let out = runner.run(&spec, &c).await.expect("runs");
     let logs = wt.path().join(".orchestrator/agent/work-1/logs");
     assert_argv(
@@ -330,10 +359,8 @@ echo '{"type":"result","timestamp":"2025-01-01T00:00:00Z","sessionId":"cp-1","ex
                 "https://docs.rs",
                 "--model",
                 "gpt-5",
-                "--effort",
+                "--reasoning-effort",
                 "xhigh",
-                "--resume",
-                "cp-0",
             ]),
             vec!["--log-dir".into(), logs.display().to_string()],
         ]
@@ -358,7 +385,33 @@ echo '{"type":"result","timestamp":"2025-01-01T00:00:00Z","sessionId":"cp-1","ex
         (u.lines_added, u.lines_removed, u.premium_requests),
         (Some(12), Some(3), Some(1.0))
     );
+    assert_eq!(u.duration_ms, Some(1200));
+    assert_eq!(u.model.as_deref(), Some("gpt-5.5"));
     assert_eq!(u.agent.as_deref(), Some("copilot"));
+
+    // A resumed run counts only its own part of the session's events.
+    c.session_id = out.session_id.clone();
+    c.attempt = 2;
+    let out = runner.run(&spec, &c).await.expect("resumes");
+    let argv = fake.argv(2);
+    assert!(
+        argv.windows(2).any(|w| w == ["--resume", "cp-1"]),
+        "{argv:#?}"
+    );
+    let u = usage(&out);
+    assert_eq!(
+        (u.input_tokens, u.output_tokens, u.turns),
+        (Some(1500), Some(75), Some(2))
+    );
+    assert_eq!(
+        (u.lines_added, u.lines_removed, u.premium_requests),
+        (Some(12), Some(3), Some(1.0))
+    );
+    assert_ne!(
+        u.duration_ms,
+        Some(2400),
+        "not the cumulative session duration"
+    );
 }
 
 #[tokio::test]
@@ -368,12 +421,19 @@ async fn gemini_argv_settings_and_a_5xx_exit_retried() {
     let fake = Fake::new(
         root.path(),
         "gemini",
-        r#"if [ "$n" = 1 ]; then echo '{"type":"init","session_id":"g-1","model":"gemini-2.5-pro"}'; echo 'API error 503' >&2; exit 244; fi
+        r#"echo 'YOLO mode is enabled. All tool calls will be automatically approved.' >&2
+if [ "$n" = 1 ]; then
 echo '{"type":"init","timestamp":"t","session_id":"g-1","model":"gemini-2.5-pro"}'
-echo '{"type":"tool_use","tool_name":"write_file","tool_id":"t1","parameters":{}}'
-echo '{"type":"tool_result","tool_id":"t1","status":"success"}'
-echo '{"type":"message","role":"assistant","content":"done"}'
-echo '{"type":"result","status":"success","stats":{"total_tokens":90,"input_tokens":70,"output_tokens":20,"cached":30,"duration_ms":640,"tool_calls":1}}'"#,
+echo '{"type":"message","timestamp":"t","role":"user","content":"Read the file"}'
+echo '{"type":"result","timestamp":"t","status":"error","error":{"type":"unknown","message":"[API Error: {\"error\":{\"code\":503,\"message\":\"unavailable\"}}]"},"stats":{"total_tokens":0,"input_tokens":0,"output_tokens":0,"cached":0,"input":0,"duration_ms":0,"tool_calls":0,"models":{}}}'
+exit 244
+fi
+echo '{"type":"init","timestamp":"t","session_id":"g-1","model":"gemini-2.5-pro"}'
+echo '{"type":"message","timestamp":"t","role":"user","content":"Read the file"}'
+echo '{"type":"tool_use","timestamp":"t","tool_name":"write_file","tool_id":"write_file_1","parameters":{"content":"hi","file_path":"/wt/README.md"}}'
+echo '{"type":"tool_result","timestamp":"t","tool_id":"write_file_1","status":"success"}'
+echo '{"type":"message","timestamp":"t","role":"assistant","content":"done","delta":true}'
+echo '{"type":"result","timestamp":"t","status":"success","stats":{"total_tokens":90,"input_tokens":70,"output_tokens":20,"cached":30,"input":40,"duration_ms":640,"tool_calls":1,"models":{"gemini-2.5-pro":{"total_tokens":90,"input_tokens":70,"output_tokens":20,"cached":30,"input":40}}}}'"#,
     );
     let runner = quick(
         AgentWorkRunner::new().register(
@@ -420,6 +480,7 @@ echo '{"type":"result","status":"success","stats":{"total_tokens":90,"input_toke
         "gemini-api-key"
     );
     assert_eq!(settings["model"]["maxSessionTurns"], 5);
+    assert_eq!(settings["general"]["maxAttempts"], 1);
     let u = usage(&out);
     assert_eq!(
         (u.input_tokens, u.output_tokens, u.cached_tokens),
@@ -437,14 +498,7 @@ async fn a_transient_failure_is_retried_and_resumes_its_session() {
     let fake = Fake::new(
         root.path(),
         "claude",
-        &format!(
-            r#"if [ "$n" = 1 ]; then
-echo '{{"type":"system","subtype":"init","session_id":"sess-claude-1","model":"m"}}'
-echo '{{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}}}","session_id":"sess-claude-1","usage":{{"input_tokens":5,"output_tokens":1}}}}'
-exit 1
-fi
-{CLAUDE_OK}"#
-        ),
+        &format!("if [ \"$n\" = 1 ]; then\n{CLAUDE_API_500}\nfi\n{CLAUDE_OK}"),
     );
     let runner =
         quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
@@ -460,6 +514,42 @@ fi
         .any(|w| w == ["--resume", "sess-claude-1"]));
     let u = usage(&out);
     assert_eq!(u.input_tokens, Some(165), "usage of both tries is summed");
+}
+
+#[tokio::test]
+async fn a_session_that_cannot_be_resumed_is_started_afresh() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(
+        root.path(),
+        "claude",
+        &format!(
+            r#"case " $* " in *" --resume "*)
+echo 'No conversation found with session ID: gone-1'
+echo '{{"type":"result","subtype":"error_during_execution","duration_ms":0,"is_error":true,"num_turns":0,"session_id":"gone-1","total_cost_usd":0}}'
+exit 1 ;;
+esac
+{CLAUDE_OK}"#
+        ),
+    );
+    let runner =
+        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())))
+            .retry(RetryPolicy::never());
+    let mut c = ctx(wt.path());
+    c.session_id = Some("gone-1".into());
+    let out = runner
+        .run(&agent_spec("claude", |_| {}), &c)
+        .await
+        .expect("a fresh session works");
+    assert_eq!(fake.calls(), 2);
+    assert!(fake.argv(1).contains(&"gone-1".to_string()));
+    assert!(!fake.argv(2).contains(&"--resume".to_string()));
+    assert_eq!(out.session_id.as_deref(), Some("sess-claude-1"));
+    let log = c.log.take();
+    assert!(
+        log.contains("the agent cannot resume session gone-1; starting a new session"),
+        "{log}"
+    );
 }
 
 #[tokio::test]
@@ -498,7 +588,10 @@ async fn transient_failures_give_up_after_the_policy() {
     let fake = Fake::new(
         root.path(),
         "copilot",
-        "echo 'Error: 429 Too Many Requests' >&2; exit 1",
+        r#"echo '{"type":"session.background_tasks_changed","data":{},"ephemeral":true}'
+echo '{"type":"session.error","data":{"errorType":"query","message":"Failed to get response from the AI model; retried 5 times (total retry wait time: 15.98 seconds) Last error: 429 Too Many Requests","statusCode":429}}'
+echo '{"type":"result","timestamp":"t","sessionId":"cp-429","exitCode":1,"usage":{"premiumRequests":0,"totalApiDurationMs":0,"sessionDurationMs":590,"codeChanges":{"linesAdded":0,"linesRemoved":0,"filesModified":[]}}}'
+exit 1"#,
     );
     let runner = quick(
         AgentWorkRunner::new().register("copilot", CopilotCli::new().program(fake.program())),

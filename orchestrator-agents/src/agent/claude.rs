@@ -24,7 +24,11 @@ use super::{json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Tr
 /// Output (`stream-json`): `system`/`init` gives the session id and model; the final `result`
 /// event gives `is_error`, `num_turns`, `duration_ms`, `total_cost_usd` and `usage`
 /// (`inputTokens` = `input_tokens` + `cache_creation_input_tokens` + `cache_read_input_tokens`,
-/// `cachedTokens` = `cache_read_input_tokens`).
+/// `cachedTokens` = `cache_read_input_tokens`); the cost is this run's, from
+/// `model_usage_since_last_result` (`total_cost_usd` adds up a resumed session's earlier runs
+/// too), else `total_cost_usd`. A failed API call ends with an `is_error`
+/// result whose `result` is `API Error: <status> <message>` and whose `api_error_status` is
+/// the HTTP status (exit code 1); the status decides whether the work runner retries.
 ///
 /// Tiers: `fast` = `haiku`, `standard` = `sonnet`, `premium` = `opus` (Claude Code's aliases).
 ///
@@ -111,17 +115,25 @@ impl AgentRunner for ClaudeCode {
                 t.usage.model = text(&event, "model");
             }
             Some("assistant") => {
+                // A failed API call becomes a synthetic assistant message: `"error"` holds a
+                // category (often just "unknown"), the text holds "API Error: <status> ...".
                 if let Some(error) = text(&event, "error") {
-                    t.error(error);
+                    t.error(message_text(&event).unwrap_or(error));
                 }
             }
             Some("result") => {
                 let is_error = event.get("is_error").and_then(Value::as_bool) == Some(true)
                     || text(&event, "subtype").is_some_and(|s| s != "success");
+                if let Some(status) = event.get("api_error_status").and_then(Value::as_u64) {
+                    t.error(format!("API error status {status}"));
+                }
                 let u = &mut t.usage;
                 u.turns = count(&event, "num_turns").and_then(|n| u32::try_from(n).ok());
                 u.duration_ms = count(&event, "duration_ms");
-                u.cost_usd = event.get("total_cost_usd").and_then(Value::as_f64);
+                // `total_cost_usd` (like `modelUsage`) adds up the whole session, earlier runs
+                // of a resumed one included; `model_usage_since_last_result` is this run's.
+                u.cost_usd = run_cost(&event)
+                    .or_else(|| event.get("total_cost_usd").and_then(Value::as_f64));
                 if let Some(usage) = event.get("usage") {
                     let fresh = count(usage, "input_tokens").unwrap_or(0);
                     let created = count(usage, "cache_creation_input_tokens").unwrap_or(0);
@@ -145,6 +157,27 @@ impl AgentRunner for ClaudeCode {
     fn extra_env(&self) -> Env {
         self.cli.env.clone()
     }
+}
+
+/// The cost of this run: the `costUSD` of each model in the result's
+/// `model_usage_since_last_result`, summed.
+fn run_cost(result: &Value) -> Option<f64> {
+    let models = result.get("model_usage_since_last_result")?.as_object()?;
+    let costs: Vec<f64> = models
+        .values()
+        .filter_map(|m| m.get("costUSD").and_then(Value::as_f64))
+        .collect();
+    (!costs.is_empty()).then(|| costs.iter().sum())
+}
+
+/// The text blocks of an assistant event's message, joined.
+fn message_text(event: &Value) -> Option<String> {
+    let blocks = event.get("message")?.get("content")?.as_array()?;
+    let texts: Vec<&str> = blocks
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
 }
 
 #[cfg(unix)]
@@ -187,6 +220,35 @@ mod tests {
         assert_eq!(
             (u.turns, u.duration_ms, u.cost_usd),
             (Some(3), Some(1234), Some(0.0123))
+        );
+    }
+
+    #[test]
+    fn a_resumed_sessions_cost_is_this_runs() {
+        let t = parse(&[
+            r#"{"total_cost_usd":0.202756,"is_error":false,"num_turns":2,"subtype":"success","result":"ok","type":"result","session_id":"s-1","usage":{"input_tokens":25441,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":11},"modelUsage":{"claude-opus-5-5":{"inputTokens":50559,"outputTokens":26,"costUSD":0.202756}},"model_usage_since_last_result":{"claude-opus-5-5":{"inputTokens":25441,"outputTokens":11,"costUSD":0.101984}}}"#,
+        ]);
+        let u = &t.usage;
+        assert_eq!((u.input_tokens, u.output_tokens), (Some(25441), Some(11)));
+        assert_eq!(u.cost_usd, Some(0.101984));
+    }
+
+    #[test]
+    fn api_errors() {
+        let t = parse(&[
+            r#"{"type":"system","subtype":"init","session_id":"s-2","model":"claude-opus-5-5"}"#,
+            r#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 500 boom"}]},"error":"unknown","session_id":"s-2"}"#,
+            r#"{"duration_api_ms":0,"session_id":"s-2","total_cost_usd":0,"is_error":true,"num_turns":1,"subtype":"success","api_error_status":500,"api_error_type":"api_error","result":"API Error: 500 boom","type":"result","duration_ms":434}"#,
+        ]);
+        assert_eq!(t.result_error.as_deref(), Some("API Error: 500 boom"));
+        assert_eq!(
+            t.errors.iter().collect::<Vec<_>>(),
+            ["API Error: 500 boom", "API error status 500"]
+        );
+        assert_eq!(t.usage.session_id.as_deref(), Some("s-2"));
+        assert_eq!(
+            ClaudeCode::new().classify(Some(1), &t),
+            crate::agent::FailureClass::Transient
         );
     }
 

@@ -32,10 +32,16 @@ impl ProviderKind {
 /// runner to use instead of its vendor's default. Each runner turns it into what its CLI
 /// reads: see the runner's documentation.
 ///
+/// The base URL is what the CLI's client expects: for [`ProviderKind::OpenAi`] it includes the
+/// `/v1` path (`http://host:port/v1`), for Anthropic and Gemini it is the bare origin.
+///
 /// ```
 /// use orchestrator_agents::agent::{ModelEndpoint, ProviderKind};
-/// let e = ModelEndpoint::new("http://127.0.0.1:8080", ProviderKind::Anthropic).api_key("test-key");
+/// let e = ModelEndpoint::new("http://127.0.0.1:8080", ProviderKind::Anthropic)
+///     .api_key("test-key")
+///     .model("claude-sonnet-4.5");
 /// assert_eq!(e.api_key.as_deref(), Some("test-key"));
+/// assert_eq!(e.model.as_deref(), Some("claude-sonnet-4.5"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -46,6 +52,10 @@ pub struct ModelEndpoint {
     pub api_key: Option<String>,
     /// What API it speaks.
     pub provider: ProviderKind,
+    /// The model to ask for when a spec names none. CLIs that cannot work without a model
+    /// they know (Codex, Copilot with a custom provider) fall back to their runner's own
+    /// default for the endpoint when this is unset.
+    pub model: Option<String>,
 }
 
 impl ModelEndpoint {
@@ -55,12 +65,19 @@ impl ModelEndpoint {
             base_url: base_url.into(),
             api_key: None,
             provider,
+            model: None,
         }
     }
 
     /// Sets the API key.
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
+        self
+    }
+
+    /// Sets the model used when a spec names none.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
         self
     }
 }
@@ -88,12 +105,17 @@ impl CliSettings {
         }
     }
 
-    /// The spec's model, else the tier's model, else none (the CLI's default).
+    /// The spec's model, else the tier's model, else the endpoint's model, else none (the
+    /// CLI's default).
     pub(crate) fn model(&self, request: &super::AgentRequest) -> Option<String> {
-        request.model.clone().or_else(|| {
-            let tier = request.model_tier?;
-            self.tiers[tier_index(tier)].clone()
-        })
+        request
+            .model
+            .clone()
+            .or_else(|| {
+                let tier = request.model_tier?;
+                self.tiers[tier_index(tier)].clone()
+            })
+            .or_else(|| self.endpoint.as_ref()?.model.clone())
     }
 }
 

@@ -23,13 +23,18 @@ const KEY_VAR: &str = "ORCHESTRATOR_CODEX_API_KEY";
 ///
 /// `CODEX_HOME=<state>/codex` holds a `config.toml` written before each run
 /// (`[analytics] enabled = false`, `[features] plugins = false`). A
-/// [`ModelEndpoint`](super::ModelEndpoint) adds `model_provider = "orchestrator"` and a
-/// `[model_providers.orchestrator]` table (`base_url`, `wire_api = "responses"`, and
-/// `env_key = "ORCHESTRATOR_CODEX_API_KEY"` carrying its key).
+/// [`ModelEndpoint`](super::ModelEndpoint) (its base URL ends in `/v1`) adds
+/// `model_provider = "orchestrator"`, a `[model_providers.orchestrator]` table (`base_url`,
+/// `wire_api = "responses"`, `request_max_retries = 0` and `stream_max_retries = 0` — the work
+/// runner retries itself — and `env_key = "ORCHESTRATOR_CODEX_API_KEY"` carrying its key) and a
+/// top-level `model`: the spec's, else the endpoint's, else [`CodexCli::ENDPOINT_MODEL`]. Codex
+/// only offers its file-editing tool (`apply_patch`) to models it knows, so a custom endpoint
+/// must be asked for a known model slug.
 ///
 /// Output (`--json`): `thread.started` gives the session (thread) id; each `turn.completed`
 /// adds its `usage` (`input_tokens` include `cached_input_tokens`) and a turn, and ends the
-/// run; `turn.failed` and `error` events carry error messages.
+/// run; `turn.failed` and `error` events carry error messages (a 5xx becomes "We're currently
+/// experiencing high demand", which [`classify`](super::classify) counts as transient).
 ///
 /// `maxTurns` has no Codex option (noted in the log); `allowedUrls` is not enforced.
 ///
@@ -55,19 +60,26 @@ impl Default for CodexCli {
 }
 
 impl CodexCli {
+    /// The model asked of a custom endpoint when neither the spec nor the endpoint names one.
+    pub const ENDPOINT_MODEL: &'static str = "gpt-5.5";
+
     /// Codex as `codex` on the child's `PATH`.
     pub fn new() -> Self {
         CodexCli::default()
     }
 
-    fn config_toml(&self) -> String {
+    /// The `config.toml` for a run whose spec (or tier) chose `model`.
+    fn config_toml(&self, model: Option<&str>) -> String {
         let mut toml = String::new();
         if let Some(endpoint) = &self.cli.endpoint {
+            let model = model.unwrap_or(Self::ENDPOINT_MODEL);
+            toml.push_str(&format!("model = {}\n", toml_string(model)));
             toml.push_str(&format!("model_provider = \"{PROVIDER_ID}\"\n\n"));
             toml.push_str(&format!("[model_providers.{PROVIDER_ID}]\n"));
             toml.push_str(&format!("name = \"{PROVIDER_ID}\"\n"));
             toml.push_str(&format!("base_url = {}\n", toml_string(&endpoint.base_url)));
             toml.push_str("wire_api = \"responses\"\n");
+            toml.push_str("request_max_retries = 0\nstream_max_retries = 0\n");
             if endpoint.api_key.is_some() {
                 toml.push_str(&format!("env_key = \"{KEY_VAR}\"\n"));
             }
@@ -88,10 +100,11 @@ fn toml_string(s: &str) -> String {
 impl AgentRunner for CodexCli {
     fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
         let home = r.state_dir.join("codex");
+        let model = self.cli.model(r);
         let mut cmd = AgentCommand::new(&self.cli.program)
             .args(["exec", "--json", "--skip-git-repo-check"])
             .arg("--dangerously-bypass-approvals-and-sandbox")
-            .flag_opt("--model", self.cli.model(r));
+            .flag_opt("--model", model.as_deref());
         if let Some(effort) = r.effort_str() {
             cmd = cmd.flag("-c", format!("model_reasoning_effort={effort}"));
         }
@@ -113,7 +126,7 @@ impl AgentRunner for CodexCli {
         }
         cmd = cmd
             .dir(&home)
-            .file(home.join("config.toml"), self.config_toml())
+            .file(home.join("config.toml"), self.config_toml(model.as_deref()))
             .env_path("CODEX_HOME", &home);
         if let Some(key) = self.cli.endpoint.as_ref().and_then(|e| e.api_key.as_ref()) {
             cmd = cmd.env(KEY_VAR, key);
@@ -215,12 +228,20 @@ mod tests {
         let codex = CodexCli::new().endpoint(
             ModelEndpoint::new("http://127.0.0.1:9/v1", ProviderKind::OpenAi).api_key("k-123456"),
         );
-        let toml = codex.config_toml();
+        let toml = codex.config_toml(None);
         assert!(
-            toml.starts_with("model_provider = \"orchestrator\"\n"),
+            toml.starts_with("model = \"gpt-5.5\"\nmodel_provider = \"orchestrator\"\n"),
             "{toml}"
         );
-        assert!(toml.contains("base_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\nenv_key = \"ORCHESTRATOR_CODEX_API_KEY\"\n"), "{toml}");
+        assert!(toml.contains("base_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\nenv_key = \"ORCHESTRATOR_CODEX_API_KEY\"\n"), "{toml}");
         assert!(toml.ends_with("[analytics]\nenabled = false\n\n[features]\nplugins = false\n"));
+        assert!(codex
+            .config_toml(Some("gpt-5-codex"))
+            .starts_with("model = \"gpt-5-codex\"\n"));
+        let plain = CodexCli::new().config_toml(Some("gpt-5"));
+        assert!(
+            !plain.contains("model"),
+            "no endpoint, no config model: {plain}"
+        );
     }
 }

@@ -7,29 +7,40 @@ use orchestrator_core::runner::{LogStream, WorkFailure};
 use serde_json::Value;
 
 use super::cli::{cli_builder, CliSettings};
-use super::usage::{find_count, find_number, find_text, text};
+use super::usage::{count, find_text, text};
+use super::ProviderKind;
 use super::{json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript};
 
 /// Copilot CLI, run headless:
 ///
 /// ```text
 /// copilot -p <prompt> --allow-all-tools --no-ask-user --no-auto-update --output-format json
-///         --add-dir <worktree> [--add-dir D]... [--allow-url U]... [--model M] [--effort E]
-///         [--resume ID] --log-dir <run>/logs
+///         --add-dir <worktree> [--add-dir D]... [--allow-url U]... [--model M]
+///         [--reasoning-effort E] [--resume ID] --log-dir <run>/logs
 /// ```
 ///
 /// Environment: `COPILOT_HOME=<state>/copilot`; `XDG_CACHE_HOME` is the per-worktree cache
 /// unless [`CopilotCli::shared_cache`] names one shared by all runs (Copilot unpacks about
 /// 235 MB there on first start). A [`ModelEndpoint`](super::ModelEndpoint) sets
-/// `COPILOT_PROVIDER_BASE_URL`, `COPILOT_PROVIDER_TYPE` (its [`ProviderKind`](super::ProviderKind)),
-/// `COPILOT_PROVIDER_API_KEY`, `COPILOT_OFFLINE=true` and, when a model is chosen,
-/// `COPILOT_MODEL`.
+/// `COPILOT_PROVIDER_BASE_URL` (for [`ProviderKind::OpenAi`](super::ProviderKind) the URL ends
+/// in `/v1`; Copilot then uses Chat Completions), `COPILOT_PROVIDER_TYPE` (its
+/// [`ProviderKind`](super::ProviderKind)), `COPILOT_PROVIDER_API_KEY`, `COPILOT_OFFLINE=true`
+/// and `COPILOT_MODEL`. Copilot refuses a custom provider without an explicit model, so with an
+/// endpoint the model is the spec's, else the endpoint's, else
+/// [`CopilotCli::OPENAI_ENDPOINT_MODEL`] or [`CopilotCli::ANTHROPIC_ENDPOINT_MODEL`].
 ///
-/// Output (`--output-format json`, one JSON object a line): the session id is taken from any
-/// `sessionId`/`session_id`; the final `result` event ends the run (`exitCode` other than 0 is
-/// a failure) and carries premium requests and `linesAdded`/`linesRemoved` (searched for
-/// anywhere in it). Token counts are not printed: after exit they are summed from the usage
-/// events of `$COPILOT_HOME/session-state/<sessionId>/events.jsonl`.
+/// Output (`--output-format json`, one JSON object a line, most of them progress noise such
+/// as `session.background_tasks_changed`): `session.error` carries an error message and its
+/// HTTP `statusCode`; the final `result` event ends the run (`exitCode` other than 0 is a
+/// failure) and holds the only session id (`sessionId`) and `usage`: `premiumRequests`,
+/// `sessionDurationMs` and `codeChanges` (`linesAdded`, `linesRemoved`). Token counts are not
+/// printed: after exit they are summed from the `session.usage_record` events of
+/// `$COPILOT_HOME/session-state/<sessionId>/events.jsonl` written since this run started or
+/// resumed the session (one per API call; `inputTokens` are all prompt tokens,
+/// `cacheReadTokens` the cached part), and turns are its `assistant.turn_end` events. The
+/// result's numbers are cumulative over a resumed session, so for a resumed run lines changed
+/// and premium requests are the difference between the `accountingSnapshot`s of this run's
+/// `session.shutdown` and the previous one, and the duration is measured instead.
 ///
 /// `maxTurns` has no Copilot option (noted in the log). No tier models by default.
 ///
@@ -38,7 +49,7 @@ use super::{json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Tr
 /// let mut r = AgentRequest::new("/wt", "Do it");
 /// r.effort = Some(orchestrator_core::plan::Effort::High);
 /// let args = CopilotCli::new().command(&r).unwrap().args_lossy();
-/// assert!(args.windows(2).any(|w| w == ["--effort", "high"]));
+/// assert!(args.windows(2).any(|w| w == ["--reasoning-effort", "high"]));
 /// ```
 #[derive(Debug, Clone)]
 pub struct CopilotCli {
@@ -56,6 +67,11 @@ impl Default for CopilotCli {
 }
 
 impl CopilotCli {
+    /// The model asked of an OpenAI-compatible or Azure endpoint when none is named.
+    pub const OPENAI_ENDPOINT_MODEL: &'static str = "gpt-5.5";
+    /// The model asked of an Anthropic endpoint when none is named.
+    pub const ANTHROPIC_ENDPOINT_MODEL: &'static str = "claude-sonnet-4.5";
+
     /// Copilot as `copilot` on the child's `PATH`.
     pub fn new() -> Self {
         CopilotCli::default()
@@ -66,6 +82,19 @@ impl CopilotCli {
         self.shared_cache = Some(dir.into());
         self
     }
+
+    /// The model for `r`: the spec's or tier's, else (with an endpoint) the endpoint's or the
+    /// default for its provider.
+    fn model(&self, r: &AgentRequest) -> Option<String> {
+        self.cli.model(r).or_else(|| {
+            let default = match self.cli.endpoint.as_ref()?.provider {
+                ProviderKind::OpenAi | ProviderKind::Azure => Self::OPENAI_ENDPOINT_MODEL,
+                ProviderKind::Anthropic => Self::ANTHROPIC_ENDPOINT_MODEL,
+                _ => return None,
+            };
+            Some(default.to_owned())
+        })
+    }
 }
 
 cli_builder!(CopilotCli);
@@ -74,7 +103,7 @@ impl AgentRunner for CopilotCli {
     fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
         let home = r.state_dir.join("copilot");
         let logs = r.run_dir.join("logs");
-        let model = self.cli.model(r);
+        let model = self.model(r);
         let mut cmd = AgentCommand::new(&self.cli.program)
             .arg("-p")
             .arg(&r.prompt)
@@ -89,7 +118,7 @@ impl AgentRunner for CopilotCli {
         }
         cmd = cmd
             .flag_opt("--model", model.as_deref())
-            .flag_opt("--effort", r.effort_str())
+            .flag_opt("--reasoning-effort", r.effort_str())
             .flag_opt("--resume", r.resume.as_deref())
             .flag("--log-dir", &logs);
         if r.max_turns.is_some() {
@@ -121,24 +150,39 @@ impl AgentRunner for CopilotCli {
         let Some(event) = json_event(line) else {
             return;
         };
-        t.session(find_text(&event, &["sessionId", "session_id"]));
-        let kind = text(&event, "type").unwrap_or_default();
-        if kind == "result" {
-            let u = &mut t.usage;
-            u.premium_requests = find_number(&event, &["premiumRequests", "premium_requests"]);
-            u.lines_added = find_count(&event, &["linesAdded", "lines_added"]);
-            u.lines_removed = find_count(&event, &["linesRemoved", "lines_removed"]);
-            u.duration_ms = find_count(&event, &["sessionDurationMs", "durationMs", "duration_ms"]);
-            let exit = event.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
-            let error = (exit != 0).then(|| {
-                find_text(&event, &["error", "message"])
-                    .unwrap_or_else(|| format!("the result reports exit code {exit}"))
-            });
-            t.finish(error);
-        } else if kind.contains("error") {
-            if let Some(message) = find_text(&event, &["message", "error"]) {
-                t.error(message);
+        match event.get("type").and_then(Value::as_str) {
+            Some("result") => {
+                t.session(text(&event, "sessionId"));
+                let usage = event.get("usage").unwrap_or(&Value::Null);
+                let changes = usage.get("codeChanges").unwrap_or(&Value::Null);
+                let u = &mut t.usage;
+                u.premium_requests = usage.get("premiumRequests").and_then(Value::as_f64);
+                u.duration_ms = count(usage, "sessionDurationMs");
+                u.lines_added = count(changes, "linesAdded");
+                u.lines_removed = count(changes, "linesRemoved");
+                let exit = event.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
+                let error = (exit != 0).then(|| {
+                    t.errors
+                        .back()
+                        .cloned()
+                        .unwrap_or_else(|| format!("the result reports exit code {exit}"))
+                });
+                t.finish(error);
             }
+            Some("session.error" | "error") => {
+                let data = event.get("data").unwrap_or(&event);
+                let Some(message) = text(data, "message").or_else(|| find_text(data, &["message"]))
+                else {
+                    return;
+                };
+                match count(data, "statusCode") {
+                    Some(status) if !message.contains(&status.to_string()) => {
+                        t.error(format!("{message} (HTTP status {status})"));
+                    }
+                    _ => t.error(message),
+                }
+            }
+            _ => {}
         }
     }
 
@@ -162,41 +206,37 @@ impl AgentRunner for CopilotCli {
     }
 }
 
-/// Sums the token usage recorded in a Copilot `events.jsonl`: events whose type mentions
-/// `usage`, with `inputTokens`/`outputTokens`/`cacheReadTokens` (or snake_case) anywhere in
-/// them; turns are the `*turn_end` events.
+/// Reads this run's part of a Copilot `events.jsonl` (from the last `session.start` or
+/// `session.resume` on) into `t`: tokens and model from `session.usage_record` events, turns
+/// from `assistant.turn_end`; for a resumed session, the per-run lines changed and premium
+/// requests from the `session.shutdown` snapshots, and no duration (the result's is
+/// cumulative).
 fn add_session_usage(events: &str, t: &mut Transcript) {
+    let events: Vec<Value> = events.lines().filter_map(json_event).collect();
+    let kind = |e: &Value| e.get("type").and_then(Value::as_str).map(str::to_owned);
+    let start = events
+        .iter()
+        .rposition(|e| matches!(kind(e).as_deref(), Some("session.start" | "session.resume")))
+        .unwrap_or(0);
+    let resumed = events
+        .get(start)
+        .is_some_and(|e| kind(e).as_deref() == Some("session.resume"));
+    let (before, this_run) = events.split_at(start);
+
     let (mut input, mut output, mut cached, mut turns) = (None, None, None, None);
-    for event in events.lines().filter_map(json_event) {
-        let kind = text(&event, "type")
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        if kind.contains("usage") {
-            add(
-                &mut input,
-                find_count(&event, &["inputTokens", "input_tokens"]),
-            );
-            add(
-                &mut output,
-                find_count(&event, &["outputTokens", "output_tokens"]),
-            );
-            add(
-                &mut cached,
-                find_count(
-                    &event,
-                    &[
-                        "cacheReadTokens",
-                        "cache_read_tokens",
-                        "cachedTokens",
-                        "cached_tokens",
-                    ],
-                ),
-            );
-            if t.usage.model.is_none() {
-                t.usage.model = find_text(&event, &["model"]);
+    for event in this_run {
+        match kind(event).as_deref() {
+            Some("session.usage_record") => {
+                let usage = event.pointer("/data/usage").unwrap_or(&Value::Null);
+                add(&mut input, count(usage, "inputTokens"));
+                add(&mut output, count(usage, "outputTokens"));
+                add(&mut cached, count(usage, "cacheReadTokens"));
+                if t.usage.model.is_none() {
+                    t.usage.model = text(usage, "model");
+                }
             }
-        } else if kind.ends_with("turn_end") || kind.ends_with("turn.end") {
-            add(&mut turns, Some(1));
+            Some("assistant.turn_end") => add(&mut turns, Some(1)),
+            _ => {}
         }
     }
     let u = &mut t.usage;
@@ -204,6 +244,41 @@ fn add_session_usage(events: &str, t: &mut Transcript) {
     u.output_tokens = output.or(u.output_tokens);
     u.cached_tokens = cached.or(u.cached_tokens);
     u.turns = turns.and_then(|n| u32::try_from(n).ok()).or(u.turns);
+    if resumed {
+        let earlier = Snapshot::last_in(before).unwrap_or_default();
+        let now = Snapshot::last_in(this_run);
+        u.duration_ms = None;
+        u.lines_added = now.map(|s| s.lines_added.saturating_sub(earlier.lines_added));
+        u.lines_removed = now.map(|s| s.lines_removed.saturating_sub(earlier.lines_removed));
+        u.premium_requests = now.map(|s| (s.premium - earlier.premium).max(0.0));
+    }
+}
+
+/// The cumulative numbers of a `session.shutdown` event's `accountingSnapshot`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Snapshot {
+    lines_added: u64,
+    lines_removed: u64,
+    premium: f64,
+}
+
+impl Snapshot {
+    /// The snapshot of the last `session.shutdown` in `events`.
+    fn last_in(events: &[Value]) -> Option<Snapshot> {
+        let shutdown = events
+            .iter()
+            .rfind(|e| e.get("type").and_then(Value::as_str) == Some("session.shutdown"))?;
+        let snapshot = shutdown.pointer("/data/accountingSnapshot")?;
+        let changes = snapshot.get("codeChanges").unwrap_or(&Value::Null);
+        Some(Snapshot {
+            lines_added: count(changes, "linesAdded").unwrap_or(0),
+            lines_removed: count(changes, "linesRemoved").unwrap_or(0),
+            premium: snapshot
+                .get("totalPremiumRequestCost")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+        })
+    }
 }
 
 fn add(into: &mut Option<u64>, more: Option<u64>) {
@@ -216,20 +291,35 @@ fn add(into: &mut Option<u64>, more: Option<u64>) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn parses_result_and_session_usage() {
+    fn record(input: u64, output: u64, cached: u64) -> String {
+        format!(
+            r#"{{"type":"session.usage_record","data":{{"usage":{{"model":"gpt-5.5","inputTokens":{input},"outputTokens":{output},"cacheReadTokens":{cached},"cacheWriteTokens":0,"reasoningTokens":0,"cost":0.0,"apiEndpoint":"/chat/completions"}}}}}}"#
+        )
+    }
+
+    fn shutdown(added: u64, removed: u64, premium: f64) -> String {
+        format!(
+            r#"{{"type":"session.shutdown","data":{{"accountingSnapshot":{{"totalPremiumRequestCost":{premium},"totalUserRequests":1,"codeChanges":{{"linesAdded":{added},"linesRemoved":{removed},"filesModifiedCount":1}},"modelMetrics":{{"gpt-5.5":{{"usage":{{"inputTokens":999999,"outputTokens":999}}}}}}}}}}}}"#
+        )
+    }
+
+    const RESULT: &str = r#"{"type":"result","timestamp":"2026-01-01T00:00:00Z","sessionId":"cp-1","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":73,"sessionDurationMs":900,"codeChanges":{"linesAdded":5,"linesRemoved":2,"filesModified":["/wt/a"]}}}"#;
+
+    fn parse(lines: &[&str]) -> Transcript {
         let mut t = Transcript::default();
-        let c = CopilotCli::new();
-        c.parse_line(
-            LogStream::Stdout,
-            r#"{"type":"assistant.message","data":{"content":"hi"}}"#,
-            &mut t,
-        );
-        c.parse_line(
-            LogStream::Stdout,
-            r#"{"type":"result","timestamp":"x","sessionId":"cp-1","exitCode":0,"usage":{"premiumRequests":1,"sessionDurationMs":900,"codeChanges":{"linesAdded":5,"linesRemoved":2,"filesModified":["a"]}}}"#,
-            &mut t,
-        );
+        for l in lines {
+            CopilotCli::new().parse_line(LogStream::Stdout, l, &mut t);
+        }
+        t
+    }
+
+    #[test]
+    fn parses_the_result_and_this_runs_session_usage() {
+        let mut t = parse(&[
+            r#"{"type":"session.background_tasks_changed","data":{},"ephemeral":true,"id":"x"}"#,
+            r#"{"type":"assistant.message","data":{"content":"hi","toolRequests":[]}}"#,
+            RESULT,
+        ]);
         assert!(t.finished && t.result_error.is_none());
         assert_eq!(t.usage.session_id.as_deref(), Some("cp-1"));
         assert_eq!(
@@ -238,32 +328,102 @@ mod tests {
         );
         assert_eq!(t.usage.premium_requests, Some(1.0));
         assert_eq!(t.usage.duration_ms, Some(900));
-        add_session_usage(
-            "{\"type\":\"assistant.usage\",\"data\":{\"model\":\"gpt-5\",\"inputTokens\":10,\"outputTokens\":3,\"cacheReadTokens\":4}}\n\
-             {\"type\":\"assistant.turn_end\"}\n\
-             {\"type\":\"assistant.usage\",\"data\":{\"inputTokens\":5,\"outputTokens\":1}}\n\
-             garbage\n",
-            &mut t,
-        );
+        let events = [
+            r#"{"type":"session.start","data":{"sessionId":"cp-1"}}"#.to_owned(),
+            record(10, 3, 4),
+            r#"{"type":"assistant.turn_end","data":{"turnId":"0"}}"#.into(),
+            record(5, 1, 0),
+            r#"{"type":"assistant.turn_end","data":{"turnId":"1"}}"#.into(),
+            shutdown(5, 2, 1.0),
+            "garbage".into(),
+        ]
+        .join("\n");
+        add_session_usage(&events, &mut t);
         let u = &t.usage;
         assert_eq!(
             (u.input_tokens, u.output_tokens, u.cached_tokens, u.turns),
-            (Some(15), Some(4), Some(4), Some(1))
+            (Some(15), Some(4), Some(4), Some(2))
         );
-        assert_eq!(u.model.as_deref(), Some("gpt-5"));
+        assert_eq!(u.model.as_deref(), Some("gpt-5.5"));
+        assert_eq!((u.lines_added, u.duration_ms), (Some(5), Some(900)));
     }
 
     #[test]
-    fn failed_result() {
-        let mut t = Transcript::default();
-        CopilotCli::new().parse_line(
-            LogStream::Stdout,
-            r#"{"type":"result","sessionId":"s","exitCode":1}"#,
-            &mut t,
+    fn a_resumed_session_counts_only_this_run() {
+        let mut t = parse(&[RESULT]);
+        let events = [
+            r#"{"type":"session.start","data":{"sessionId":"cp-1"}}"#.to_owned(),
+            record(1000, 100, 0),
+            r#"{"type":"assistant.turn_end","data":{}}"#.into(),
+            shutdown(3, 1, 1.0),
+            r#"{"type":"session.resume","data":{"eventCount":4}}"#.into(),
+            record(20, 2, 8),
+            r#"{"type":"assistant.turn_end","data":{}}"#.into(),
+            shutdown(5, 2, 1.0),
+        ]
+        .join("\n");
+        add_session_usage(&events, &mut t);
+        let u = &t.usage;
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.cached_tokens, u.turns),
+            (Some(20), Some(2), Some(8), Some(1))
         );
+        assert_eq!(
+            (u.lines_added, u.lines_removed, u.premium_requests),
+            (Some(2), Some(1), Some(0.0))
+        );
+        assert_eq!(u.duration_ms, None, "the result's duration is cumulative");
+    }
+
+    #[test]
+    fn a_failed_result_reports_the_session_error() {
+        let t = parse(&[
+            r#"{"type":"session.error","data":{"errorType":"query","message":"Failed to get response from the AI model; retried 5 times Last error: 503 unavailable","statusCode":503}}"#,
+            r#"{"type":"result","sessionId":"s","exitCode":1,"usage":{"premiumRequests":0,"codeChanges":{"linesAdded":0,"linesRemoved":0,"filesModified":[]}}}"#,
+        ]);
+        assert_eq!(
+            t.result_error.as_deref(),
+            Some("Failed to get response from the AI model; retried 5 times Last error: 503 unavailable")
+        );
+        let t = parse(&[
+            r#"{"type":"session.error","data":{"message":"bad request","statusCode":400}}"#,
+            r#"{"type":"result","sessionId":"s","exitCode":1}"#,
+        ]);
+        assert_eq!(
+            t.result_error.as_deref(),
+            Some("bad request (HTTP status 400)")
+        );
+        let t = parse(&[r#"{"type":"result","sessionId":"s","exitCode":1}"#]);
         assert_eq!(
             t.result_error.as_deref(),
             Some("the result reports exit code 1")
         );
+    }
+
+    #[test]
+    fn an_endpoint_needs_an_explicit_model() {
+        use crate::agent::ModelEndpoint;
+        let r = AgentRequest::new("/wt", "Do it");
+        let args = |c: CopilotCli| c.command(&r).map(|c| (c.args_lossy(), c.env)).ok();
+        let (argv, env) = args(CopilotCli::new().endpoint(ModelEndpoint::new(
+            "http://127.0.0.1:9/v1",
+            ProviderKind::OpenAi,
+        )))
+        .unwrap_or_default();
+        assert!(
+            argv.windows(2).any(|w| w == ["--model", "gpt-5.5"]),
+            "{argv:?}"
+        );
+        assert!(env.contains(&("COPILOT_MODEL".into(), "gpt-5.5".into())));
+        let (argv, _) = args(CopilotCli::new().endpoint(
+            ModelEndpoint::new("http://127.0.0.1:9", ProviderKind::Anthropic).model("claude-x"),
+        ))
+        .unwrap_or_default();
+        assert!(
+            argv.windows(2).any(|w| w == ["--model", "claude-x"]),
+            "{argv:?}"
+        );
+        let (argv, _) = args(CopilotCli::new()).unwrap_or_default();
+        assert!(!argv.contains(&"--model".to_owned()), "{argv:?}");
     }
 }

@@ -25,13 +25,15 @@ const EXIT_SERVER_ERROR: i32 = 244;
 ///
 /// `HOME` is the per-worktree agent home; `$HOME/.gemini/settings.json` is written before each
 /// run: API-key authentication (`security.auth.selectedType = "gemini-api-key"`, the key comes
-/// from `GEMINI_API_KEY` in the environment), usage statistics off, and
-/// `model.maxSessionTurns` from the spec's `maxTurns`. A [`ModelEndpoint`](super::ModelEndpoint)
+/// from `GEMINI_API_KEY` in the environment), usage statistics off, `general.maxAttempts = 1`
+/// (Gemini CLI otherwise retries a 5xx or 429 for minutes with its own backoff; the work
+/// runner retries itself, resuming the session) and `model.maxSessionTurns` from the spec's
+/// `maxTurns`. A [`ModelEndpoint`](super::ModelEndpoint)
 /// sets `GOOGLE_GEMINI_BASE_URL` and `GEMINI_API_KEY`.
 ///
 /// Output (`stream-json`): `init` gives the session id and model; the final `result` event
-/// ends the run (`status` other than `success` is a failure) and its `stats` give
-/// `input_tokens`, `output_tokens`, `cached` and `duration_ms`. Exit code 244 (the API answered
+/// ends the run (`status` other than `success` is a failure, its `error.message` the reason)
+/// and its `stats` give `input_tokens`, `output_tokens`, `cached` and `duration_ms`. Exit code 244 (the API answered
 /// 5xx) is transient, 144 (4xx) only when it was a rate limit (429).
 ///
 /// `effort` has no Gemini option (noted in the log); `allowedUrls` is not enforced.
@@ -96,6 +98,7 @@ impl AgentRunner for GeminiCli {
         let mut settings = json!({
             "security": {"auth": {"selectedType": "gemini-api-key"}},
             "privacy": {"usageStatisticsEnabled": false},
+            "general": {"maxAttempts": 1},
         });
         if let Some(turns) = r.max_turns {
             settings["model"] = json!({ "maxSessionTurns": turns });
@@ -197,6 +200,25 @@ mod tests {
             ),
             (Some(20), Some(10), Some(5), Some(77))
         );
+    }
+
+    #[test]
+    fn an_error_result() {
+        let mut t = Transcript::default();
+        let g = GeminiCli::new();
+        for l in [
+            r#"{"type":"init","timestamp":"x","session_id":"g-2","model":"gemini-2.5-pro"}"#,
+            r#"{"type":"message","timestamp":"x","role":"user","content":"write notes"}"#,
+            r#"{"type":"result","timestamp":"x","status":"error","error":{"type":"unknown","message":"[API Error: {\"error\":{\"code\":500,\"message\":\"boom\"}}]"},"stats":{"total_tokens":0,"input_tokens":0,"output_tokens":0,"cached":0,"input":0,"duration_ms":0,"tool_calls":0,"models":{}}}"#,
+        ] {
+            g.parse_line(LogStream::Stdout, l, &mut t);
+        }
+        assert!(t.finished);
+        assert_eq!(
+            t.result_error.as_deref(),
+            Some(r#"[API Error: {"error":{"code":500,"message":"boom"}}]"#)
+        );
+        assert_eq!(g.classify(Some(244), &t), FailureClass::Transient);
     }
 
     #[test]

@@ -43,7 +43,7 @@
 //! |------------------|------------------------|------------------------|---------------------------------|--------------------------------|
 //! | `model`          | `--model M`            | `--model M`            | `--model M`                     | `-m M`                         |
 //! | `modelTier`      | tier model if set (none by default) | `haiku`/`sonnet`/`opus` | tier model if set (none by default) | `gemini-2.5-flash`/`gemini-2.5-pro`/`gemini-2.5-pro` |
-//! | `effort`         | `--effort E`           | `--effort E`           | `-c model_reasoning_effort=E`   | not supported (noted in the log) |
+//! | `effort`         | `--reasoning-effort E` | `--effort E`           | `-c model_reasoning_effort=E`   | not supported (noted in the log) |
 //! | `maxTurns`       | not supported (noted)  | `--max-turns N`        | not supported (noted)           | `model.maxSessionTurns` in settings.json |
 //! | `allowedFolders` | `--add-dir D` each     | `--add-dir D` each     | `--add-dir D` each              | `--include-directories D` each |
 //! | `allowedUrls`    | `--allow-url U` each   | not enforced (noted)   | not enforced (noted)            | not enforced (noted)           |
@@ -81,7 +81,7 @@ pub use generic::GenericAgent;
 pub use heal::AgentHealer;
 pub use redact::{looks_secret, Redactor, REDACTED};
 pub use request::{AgentCommand, AgentRequest};
-pub use retry::{classify, FailureClass, RetryPolicy};
+pub use retry::{classify, session_lost, FailureClass, RetryPolicy};
 pub use runner::AgentWorkRunner;
 pub use transcript::Transcript;
 pub use usage::AgentUsage;
@@ -109,6 +109,12 @@ pub trait AgentRunner: Send + Sync + Debug + 'static {
 
     /// Reads what the CLI left on disk after it exited (e.g. Copilot's token usage).
     fn after_exit(&self, _request: &AgentRequest, _transcript: &mut Transcript) {}
+
+    /// Whether a failed run failed because the session it was asked to resume does not exist
+    /// (the work runner then starts a new one). Default: [`session_lost`] on what it said.
+    fn session_lost(&self, transcript: &Transcript) -> bool {
+        session_lost(transcript.said())
+    }
 
     /// Whether a failed run is worth retrying. Default: [`classify`] on what it said.
     fn classify(&self, exit_code: Option<i32>, transcript: &Transcript) -> FailureClass {

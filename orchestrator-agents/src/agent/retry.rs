@@ -102,6 +102,8 @@ const TRANSIENT_PHRASES: &[&str] = &[
     "timed out",
     "temporarily unavailable",
     "try again later",
+    // Codex's message for a 5xx answer: "We're currently experiencing high demand, ...".
+    "high demand",
 ];
 
 /// HTTP statuses that are worth a retry.
@@ -136,6 +138,33 @@ pub fn classify<'a>(
     FailureClass::Permanent
 }
 
+/// What the built-in CLIs say when the session to resume does not exist.
+const LOST_SESSION_PHRASES: &[&str] = &[
+    // Claude Code
+    "no conversation found with session id",
+    // Codex
+    "no rollout found for thread id",
+    // Gemini CLI
+    "error resuming session",
+    "no previous sessions found",
+];
+
+/// Whether a CLI said the session it was asked to resume does not exist (Claude Code: "No
+/// conversation found with session ID", Codex: "no rollout found for thread id", Gemini CLI:
+/// "Error resuming session").
+///
+/// ```
+/// use orchestrator_agents::agent::session_lost;
+/// assert!(session_lost(["Error resuming session: No previous sessions found for this project."]));
+/// assert!(!session_lost(["API Error: 500"]));
+/// ```
+pub fn session_lost<'a>(said: impl IntoIterator<Item = &'a str>) -> bool {
+    said.into_iter().any(|text| {
+        let lower = text.to_ascii_lowercase();
+        LOST_SESSION_PHRASES.iter().any(|p| lower.contains(p))
+    })
+}
+
 /// Whether `number` occurs in `text` as a whole number (not inside a longer one).
 fn has_number(text: &str, number: &str) -> bool {
     text.match_indices(number).any(|(at, _)| {
@@ -161,6 +190,7 @@ mod tests {
             "request timed out",
             "status 503 Service Unavailable",
             "HTTP 529",
+            "We’re currently experiencing high demand, which may cause temporary errors.",
         ] {
             assert_eq!(t(s), FailureClass::Transient, "{s}");
         }

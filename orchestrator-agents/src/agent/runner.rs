@@ -50,7 +50,9 @@ const RESULT_GRACE: Duration = Duration::from_secs(10);
 ///    exit, then stops it and takes the result as it was reported (some CLIs hang on open
 ///    handles after finishing);
 /// 6. retries [transient](super::FailureClass::Transient) failures with exponential backoff
-///    ([`RetryPolicy`]), resuming the session the failed try started;
+///    ([`RetryPolicy`]), resuming the session the failed try started; when the CLI says the
+///    session to resume does not exist ([`AgentRunner::session_lost`]; a CLI may not save a
+///    session whose first model call failed), starts a new session at once instead;
 /// 7. returns the session id and the [`AgentUsage`] as metrics — on failure the session id
 ///    too, so a retry of the job resumes it.
 ///
@@ -158,6 +160,8 @@ impl AgentWorkRunner {
 struct Tried {
     result: Result<(), (WorkFailure, FailureClass)>,
     usage: AgentUsage,
+    /// The try failed because the session it was to resume does not exist.
+    lost_session: bool,
 }
 
 #[async_trait]
@@ -188,7 +192,20 @@ impl WorkRunner for AgentWorkRunner {
         let mut total = AgentUsage::default();
         let attempts = self.retry.attempts.max(1);
         for attempt in 1..=attempts {
-            let tried = self.try_once(&runner, &request, ctx, deadline).await;
+            let mut tried = self.try_once(&runner, &request, ctx, deadline).await;
+            if tried.lost_session {
+                // E.g. a session whose first model call failed was never saved: start afresh
+                // (once, without using up a try) rather than fail on every retry.
+                ctx.log.line(
+                    LogStream::System,
+                    &format!(
+                        "the agent cannot resume session {}; starting a new session",
+                        request.resume.as_deref().unwrap_or_default()
+                    ),
+                );
+                request.resume = None;
+                tried = self.try_once(&runner, &request, ctx, deadline).await;
+            }
             total.absorb(&tried.usage);
             total.agent = Some(name.to_owned());
             let session = total.session_id.clone();
@@ -237,6 +254,7 @@ impl AgentWorkRunner {
         let failed = |failure: WorkFailure| Tried {
             result: Err((failure, FailureClass::Permanent)),
             usage: AgentUsage::default(),
+            lost_session: false,
         };
         let command = match runner.command(request) {
             Ok(c) => c,
@@ -325,9 +343,11 @@ impl AgentWorkRunner {
             ctx,
             &request.agent,
         );
+        let lost_session = result.is_err() && request.resume.is_some() && runner.session_lost(&t);
         Tried {
             result,
             usage: t.usage,
+            lost_session,
         }
     }
 }
