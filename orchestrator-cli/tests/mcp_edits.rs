@@ -7,7 +7,7 @@ mod mcp_client;
 use std::process::Command;
 
 use common::Repo;
-use mcp_client::{call, connect, failed, ok, wait_for, Client};
+use mcp_client::{call, failed, ok, wait_for, Client};
 use serde_json::{json, Value};
 
 fn job(id: &str, work: &str, deps: &[&str]) -> Value {
@@ -39,7 +39,7 @@ async fn deps(client: &Client, plan: &str, producer: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scaffold_add_jobs_finalize() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(
         &client,
         "scaffold_copilot_plan",
@@ -104,7 +104,7 @@ async fn scaffold_add_jobs_finalize() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_reshape_operation_in_both_spellings() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(
         &client,
         "create_copilot_plan",
@@ -201,7 +201,7 @@ async fn every_reshape_operation_in_both_spellings() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_bulk_updates_and_clone() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(
         &client,
         "create_copilot_plan",
@@ -300,7 +300,7 @@ async fn updates_bulk_updates_and_clone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_self_test_plan_fails_retries_and_succeeds() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(&client, "run_copilot_integration_test", json!({})).await;
     let plan = ok(&r)["planId"].as_str().expect("planId").to_owned();
     let done = wait_for(&client, &plan, &["succeeded", "canceled"]).await;

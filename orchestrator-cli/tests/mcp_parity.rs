@@ -9,7 +9,7 @@ mod mcp_client;
 use std::process::Command;
 
 use common::Repo;
-use mcp_client::{call, connect, failed, ok, wait_for};
+use mcp_client::{call, failed, ok, wait_for};
 use serde_json::{json, Value};
 
 fn git(repo: &Repo, args: &[&str]) -> String {
@@ -42,7 +42,7 @@ async fn every_plan_field_in_camel_case_is_accepted_and_honored() {
     let repo = Repo::new();
     std::fs::create_dir_all(repo.dir.join("shared-cache")).expect("mkdir");
     let init_log = repo.dir.parent().expect("tmp").join("init.log");
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let plan = json!({
         "name": "parity camel",
         "baseBranch": "main",
@@ -121,7 +121,7 @@ async fn snake_case_spellings_and_every_work_form_are_accepted() {
     let repo = Repo::new();
     std::fs::create_dir_all(repo.dir.join("docs")).expect("mkdir");
     std::fs::write(repo.dir.join("docs/task.md"), "do it").expect("write");
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(
         &client,
         "create_copilot_plan",

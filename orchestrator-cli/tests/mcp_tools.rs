@@ -5,7 +5,7 @@ mod common;
 mod mcp_client;
 
 use common::Repo;
-use mcp_client::{call, connect, failed, ok, text, wait_for};
+use mcp_client::{call, failed, ok, text, wait_for};
 use std::time::{Duration, Instant};
 
 use orchestrator_mcp::TOOL_NAMES;
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_exactly_the_implemented_tools() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let tools = client.list_all_tools().await.expect("tools");
     let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
@@ -52,7 +52,7 @@ async fn lists_exactly_the_implemented_tools() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn creates_a_plan_that_runs_to_success() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(
         &client,
         "create_copilot_plan",
@@ -122,7 +122,7 @@ async fn creates_a_plan_that_runs_to_success() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refuses_invalid_arguments_naming_the_field() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
 
     let r = call(&client, "get_copilot_plan_status", json!({})).await;
     assert_eq!(failed(&r)["field"], "planId");
@@ -190,7 +190,7 @@ async fn refuses_invalid_arguments_naming_the_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_failed_jobs_by_producer_id() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(
         &client,
         "create_copilot_plan",
@@ -256,7 +256,7 @@ async fn retries_failed_jobs_by_producer_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_copilot_job_by_producer_id_with_new_work() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(
         &client,
         "create_copilot_plan",
@@ -299,7 +299,7 @@ async fn retry_copilot_job_by_producer_id_with_new_work() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_paused_resume_archive_and_delete() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(
         &client,
         "create_copilot_plan",
@@ -336,7 +336,7 @@ async fn start_paused_resume_archive_and_delete() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_fail_recover_and_cancel() {
     let repo = Repo::new();
-    let client = connect(&repo).await;
+    let client = repo.mcp().await;
     let r = call(
         &client,
         "create_copilot_plan",

@@ -40,20 +40,7 @@ impl<T: JsonSchema> JsonSchema for Args<T> {
 impl<T: DeserializeOwned> Args<T> {
     /// The arguments as `T`, or an error naming the field, the value and what is allowed.
     pub fn parse(&self) -> Result<T, ArgError> {
-        let value = Value::Object(self.raw.clone());
-        serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            let message = e.inner().to_string();
-            let field = field_of(&path, &message);
-            let value = lookup(&self.raw, &field);
-            let allowed = allowed_of(&message);
-            ArgError {
-                field,
-                value,
-                allowed,
-                message,
-            }
-        })
+        parse_value("", Value::Object(self.raw.clone()), None)
     }
 
     /// The raw arguments.
@@ -115,6 +102,36 @@ impl ArgError {
     }
 }
 
+/// Parses `value` as `T`; a mistake is an error naming its field (under `base`, a path such
+/// as `updates[2]`), the value found there and what is allowed (`allowed`, else what serde
+/// expected).
+pub fn parse_value<T: DeserializeOwned>(
+    base: &str,
+    value: Value,
+    allowed: Option<&str>,
+) -> Result<T, ArgError> {
+    serde_path_to_error::deserialize::<_, T>(value.clone()).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        let inner = field_of(&path, &message);
+        let whole = inner == WHOLE;
+        let field = match (base.is_empty(), whole) {
+            (true, _) => inner.clone(),
+            (false, true) => base.to_owned(),
+            (false, false) => format!("{base}.{inner}"),
+        };
+        let found = match &value {
+            Value::Object(map) if !whole => lookup(map, &inner),
+            _ => Some(value.clone()),
+        };
+        let allowed = allowed.map_or_else(|| allowed_of(&message), str::to_owned);
+        ArgError::new(field, found, message, allowed)
+    })
+}
+
+/// The field name of a mistake in the arguments as a whole.
+const WHOLE: &str = "(arguments)";
+
 /// The field an error is about: the path, or the field a missing/unknown-field message names.
 fn field_of(path: &str, message: &str) -> String {
     let named = message
@@ -144,7 +161,7 @@ fn field_of(path: &str, message: &str) -> String {
                 format!("{base}.{name}")
             }
         }
-        None if base.is_empty() => "(arguments)".to_owned(),
+        None if base.is_empty() => WHOLE.to_owned(),
         None => base,
     }
 }

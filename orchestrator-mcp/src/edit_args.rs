@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::args::ArgError;
 
@@ -211,125 +211,19 @@ pub struct JobChanges {
     pub base_branch: Option<String>,
 }
 
-/// Changing one job.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-// The fields give the schema and a first type check; the tool reads the changes from the raw
-// arguments through the core's own update types.
-#[allow(dead_code)]
-pub struct UpdateJobArgs {
-    /// The plan's id (or a unique prefix).
-    #[serde(alias = "plan_id")]
-    pub plan_id: String,
-    /// The job's node id, producerId or unique name. Use this or `producerId`.
-    #[serde(default, alias = "job_id", alias = "nodeId", alias = "node_id")]
-    pub job_id: Option<String>,
-    /// The job's producerId. Use this or `jobId`.
-    #[serde(default, alias = "producer_id")]
-    pub producer_id: Option<String>,
-    /// What to change (these fields may also be given at the top level).
-    #[serde(default, alias = "update", alias = "updates")]
-    pub changes: Option<JobChanges>,
-    /// New task description.
-    #[serde(default)]
-    pub task: Option<String>,
-    /// New display name.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// New work.
-    #[serde(default)]
-    #[schemars(with = "Option<Value>")]
-    pub work: Option<Value>,
-    /// New prechecks.
-    #[serde(default)]
-    #[schemars(with = "Option<Value>")]
-    pub prechecks: Option<Value>,
-    /// New postchecks.
-    #[serde(default)]
-    #[schemars(with = "Option<Value>")]
-    pub postchecks: Option<Value>,
-    /// New agent instructions.
-    #[serde(default)]
-    pub instructions: Option<String>,
-    /// New dependencies.
-    #[serde(default)]
-    pub dependencies: Option<Vec<String>>,
-    /// New job environment.
-    #[serde(default)]
-    pub env: Option<BTreeMap<String, String>>,
-    /// New `expectsNoChanges`.
-    #[serde(default, alias = "expects_no_changes")]
-    pub expects_no_changes: Option<bool>,
-    /// New `autoHeal`.
-    #[serde(default, alias = "auto_heal")]
-    pub auto_heal: Option<bool>,
-    /// New group.
-    #[serde(default)]
-    pub group: Option<String>,
-    /// New base branch of a root job.
-    #[serde(default, alias = "base_branch")]
-    pub base_branch: Option<String>,
-}
-
-/// One entry of a bulk update: a job reference and its changes.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-// The fields give the schema and a first type check; the tool reads the changes from the raw
-// arguments through the core's own update types.
-#[allow(dead_code)]
-pub struct BulkEntry {
-    /// The job's node id, producerId or unique name.
-    #[serde(default, alias = "job_id", alias = "nodeId", alias = "node_id")]
-    pub job_id: Option<String>,
-    /// The job's producerId.
-    #[serde(default, alias = "producer_id")]
-    pub producer_id: Option<String>,
-    /// What to change.
-    #[serde(default, alias = "update", alias = "updates")]
-    pub changes: Option<JobChanges>,
-    /// New task description.
-    #[serde(default)]
-    pub task: Option<String>,
-    /// New work.
-    #[serde(default)]
-    #[schemars(with = "Option<Value>")]
-    pub work: Option<Value>,
-    /// New prechecks.
-    #[serde(default)]
-    #[schemars(with = "Option<Value>")]
-    pub prechecks: Option<Value>,
-    /// New postchecks.
-    #[serde(default)]
-    #[schemars(with = "Option<Value>")]
-    pub postchecks: Option<Value>,
-    /// New agent instructions.
-    #[serde(default)]
-    pub instructions: Option<String>,
-    /// New job environment.
-    #[serde(default)]
-    pub env: Option<BTreeMap<String, String>>,
-    /// New `autoHeal`.
-    #[serde(default, alias = "auto_heal")]
-    pub auto_heal: Option<bool>,
-    /// New group.
-    #[serde(default)]
-    pub group: Option<String>,
-}
-
 /// Changing many jobs at once: either `updates` (one entry per job) or the same `changes`
 /// for every job in `jobIds`/`producerIds`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-// The fields give the schema and a first type check; the tool reads the changes from the raw
-// arguments through the core's own update types.
-#[allow(dead_code)]
 pub struct BulkUpdateArgs {
     /// The plan's id (or a unique prefix).
     #[serde(alias = "plan_id")]
     pub plan_id: String,
-    /// One entry per job: `{"producerId": "...", "work": "..."}` etc.
+    /// One entry per job: its `jobId` or `producerId` plus the fields to change (or a
+    /// `changes` object), e.g. `{"producerId": "api", "work": "npm test"}`.
     #[serde(default, alias = "jobs")]
-    pub updates: Vec<BulkEntry>,
+    #[schemars(with = "Vec<JobEdit>")]
+    pub updates: Vec<Value>,
     /// Jobs (node ids or producerIds) that all get `changes`.
     #[serde(default, alias = "job_ids")]
     pub job_ids: Vec<String>,
@@ -338,7 +232,112 @@ pub struct BulkUpdateArgs {
     pub producer_ids: Vec<String>,
     /// The changes for every job of `jobIds`/`producerIds`.
     #[serde(default, alias = "update")]
-    pub changes: Option<JobChanges>,
+    #[schemars(with = "Option<JobChanges>")]
+    pub changes: Option<Value>,
+}
+
+/// The job an update names: `jobId` (node id, producerId or name) or `producerId`. Read
+/// leniently: the rest of the object holds the changes, which the core's update type checks.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobTarget {
+    /// The job's node id, producerId or unique name.
+    #[serde(default, alias = "job_id", alias = "nodeId", alias = "node_id")]
+    pub job_id: Option<String>,
+    /// The job's producerId.
+    #[serde(default, alias = "producer_id")]
+    pub producer_id: Option<String>,
+}
+
+/// The fields naming the plan, the job or a nested `changes` object; the others are changes.
+pub const NOT_CHANGES: [&str; 11] = [
+    "planId",
+    "plan_id",
+    "jobId",
+    "job_id",
+    "nodeId",
+    "node_id",
+    "producerId",
+    "producer_id",
+    "changes",
+    "update",
+    "updates",
+];
+
+/// Marker for the input of `update_copilot_plan_job` (a plan, a job, and [`JobChanges`]).
+#[derive(Debug)]
+pub struct UpdateJobInput;
+
+/// Marker for one entry of a bulk update (a job and [`JobChanges`]).
+#[derive(Debug)]
+pub struct JobEdit;
+
+/// A job reference plus the [`JobChanges`] fields, at the top level or in `changes`.
+fn job_edit_schema(with_plan: bool) -> schemars::Schema {
+    let changes = serde_json::to_value(schemars::schema_for!(JobChanges)).unwrap_or(Value::Null);
+    let mut properties = changes["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    if with_plan {
+        properties.insert(
+            "planId".into(),
+            json!({"type": "string", "description": "The plan's id (or a unique prefix)."}),
+        );
+    }
+    properties.insert(
+        "jobId".into(),
+        json!({"type": "string",
+               "description": "The job's node id, producerId or unique name. Use this or `producerId`."}),
+    );
+    properties.insert(
+        "producerId".into(),
+        json!({"type": "string", "description": "The job's producerId. Use this or `jobId`."}),
+    );
+    let mut nested = changes.clone();
+    if let Some(o) = nested.as_object_mut() {
+        o.remove("$schema");
+        o.insert(
+            "description".into(),
+            json!("The changes as one object (instead of top-level fields)."),
+        );
+    }
+    properties.insert("changes".into(), nested);
+    let required: Vec<&str> = if with_plan { vec!["planId"] } else { vec![] };
+    schemars::Schema::try_from(json!({
+        "type": "object",
+        "description": "A job (jobId or producerId) and the fields to change; fields left out stay as they are.",
+        "properties": properties,
+        "required": required,
+    }))
+    .unwrap_or_default()
+}
+
+impl JsonSchema for UpdateJobInput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "UpdateJob".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        job_edit_schema(true)
+    }
+}
+
+impl<'de> Deserialize<'de> for UpdateJobInput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d)?;
+        Ok(UpdateJobInput)
+    }
+}
+
+impl JsonSchema for JobEdit {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "JobEdit".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        job_edit_schema(false)
+    }
 }
 
 /// Cloning a plan.
@@ -365,8 +364,7 @@ pub struct IntegrationTestArgs {
     pub start_paused: bool,
 }
 
-/// The `JobUpdate` fields given at the top level of an argument object (besides the job
-/// reference), as JSON for the core's parser.
+/// The fields of an argument object other than `skip`, as one JSON object.
 pub fn top_level_changes(raw: &serde_json::Map<String, Value>, skip: &[&str]) -> Value {
     Value::Object(
         raw.iter()
@@ -382,39 +380,5 @@ pub fn parse_at<T: serde::de::DeserializeOwned>(
     value: Value,
     allowed: &str,
 ) -> Result<T, ArgError> {
-    serde_path_to_error::deserialize::<_, T>(value.clone()).map_err(|e| {
-        let path = e.path().to_string();
-        let message = e.inner().to_string();
-        let unknown = message.split('`').nth(1).filter(|_| {
-            message.starts_with("unknown field") || message.starts_with("missing field")
-        });
-        let mut field = if path.is_empty() || path == "." {
-            base.to_owned()
-        } else if base.is_empty() {
-            path.clone()
-        } else {
-            format!("{base}.{path}")
-        };
-        if let Some(name) = unknown {
-            if message.starts_with("missing field") || !field.ends_with(name) {
-                field = if field.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{field}.{name}")
-                };
-            }
-        }
-        let at = if path.is_empty() || path == "." {
-            Some(value.clone())
-        } else {
-            crate::args::value_at(
-                &match &value {
-                    Value::Object(m) => m.clone(),
-                    _ => serde_json::Map::new(),
-                },
-                &path,
-            )
-        };
-        ArgError::new(field, at, message, allowed)
-    })
+    crate::args::parse_value(base, value, Some(allowed))
 }

@@ -18,23 +18,14 @@ use serde_json::{json, Map, Value};
 use crate::args::{ArgError, Args};
 use crate::edit_args::{
     parse_at, top_level_changes, AddJobInput, AddJobsArgs, BulkUpdateArgs, CloneArgs, FinalizeArgs,
-    IntegrationTestArgs, ReshapeArgs, ScaffoldInput, UpdateJobArgs, UpdatePlanArgs,
+    IntegrationTestArgs, JobTarget, ReshapeArgs, ScaffoldInput, UpdateJobInput, UpdatePlanArgs,
+    NOT_CHANGES,
 };
 use crate::report;
 use crate::server::{answer, Failure, OrchestratorMcp, ToolResult, MAX_JOBS_PER_CALL};
 
 const JOB_ALLOWED: &str = "a job object: producerId, task, work, dependencies (required), name, \
      prechecks, postchecks, instructions, baseBranch, expectsNoChanges, autoHeal, group, env";
-
-const JOB_REF_FIELDS: [&str; 7] = [
-    "planId",
-    "plan_id",
-    "jobId",
-    "job_id",
-    "nodeId",
-    "node_id",
-    "producerId",
-];
 
 /// `producerId -> jobId` of every job of the plan.
 pub(crate) fn job_mapping(record: &PlanRecord) -> Map<String, Value> {
@@ -193,6 +184,38 @@ impl OrchestratorMcp {
             }
         }
         Ok(update)
+    }
+
+    /// The job an update object names and its changes (top-level fields and/or `changes`);
+    /// `base` is where the object sits in the arguments.
+    fn job_change(
+        record: &PlanRecord,
+        base: &str,
+        obj: &Map<String, Value>,
+    ) -> Result<(String, JobUpdate), Failure> {
+        let target: JobTarget = parse_at(base, Value::Object(obj.clone()), "jobId or producerId")?;
+        let job = Self::producer_of(
+            record,
+            base,
+            target.job_id.as_deref(),
+            target.producer_id.as_deref(),
+        )?;
+        let nested = obj
+            .get("changes")
+            .or_else(|| obj.get("update"))
+            .or_else(|| obj.get("updates"));
+        let prefix = if base.is_empty() {
+            String::new()
+        } else {
+            format!("{base}.")
+        };
+        let update = Self::job_update(
+            &prefix,
+            nested,
+            top_level_changes(obj, &NOT_CHANGES),
+            record,
+        )?;
+        Ok((job, update))
     }
 
     async fn scaffold(&self, args: &Args<ScaffoldInput>) -> Result<(Value, String), Failure> {
@@ -560,23 +583,26 @@ impl OrchestratorMcp {
     )]
     async fn update_copilot_plan_job(
         &self,
-        Parameters(args): Parameters<Args<UpdateJobArgs>>,
+        Parameters(args): Parameters<Args<UpdateJobInput>>,
     ) -> ToolResult {
         answer(
             async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let job =
-                    Self::producer_of(&record, "", a.job_id.as_deref(), a.producer_id.as_deref())?;
                 let raw = args.raw();
-                let nested = raw
-                    .get("changes")
-                    .or_else(|| raw.get("update"))
-                    .or_else(|| raw.get("updates"));
-                let mut skip = JOB_REF_FIELDS.to_vec();
-                skip.extend(["producer_id", "changes", "update", "updates"]);
-                let update = Self::job_update("", nested, top_level_changes(raw, &skip), &record)?;
+                let plan = raw
+                    .get("planId")
+                    .or_else(|| raw.get("plan_id"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        ArgError::new(
+                            "planId",
+                            raw.get("planId").cloned(),
+                            "missing or not a string",
+                            "the plan's id (or a unique prefix)",
+                        )
+                    })?;
+                let id = self.owned_plan(plan).await?;
+                let record = self.record(&id).await?;
+                let (job, update) = Self::job_change(&record, "", raw)?;
                 self.apply(
                     &id,
                     vec![PlanEdit::UpdateJob {
@@ -607,49 +633,36 @@ impl OrchestratorMcp {
                 let a = args.parse()?;
                 let id = self.owned_plan(&a.plan_id).await?;
                 let record = self.record(&id).await?;
-                let raw = args.raw();
                 let mut edits = Vec::new();
                 let mut fields = Vec::new();
-                let entries = raw
-                    .get("updates")
-                    .or_else(|| raw.get("jobs"))
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                for (i, (entry, value)) in a.updates.iter().zip(entries).enumerate() {
+                for (i, entry) in a.updates.iter().enumerate() {
                     let base = format!("updates[{i}]");
-                    let job = Self::producer_of(
-                        &record,
-                        &base,
-                        entry.job_id.as_deref(),
-                        entry.producer_id.as_deref(),
-                    )?;
-                    let Value::Object(obj) = value else { continue };
-                    let nested = obj
-                        .get("changes")
-                        .or_else(|| obj.get("update"))
-                        .or_else(|| obj.get("updates"));
-                    let mut skip = JOB_REF_FIELDS.to_vec();
-                    skip.extend(["producer_id", "changes", "update", "updates"]);
-                    let update = Self::job_update(
-                        &format!("{base}."),
-                        nested,
-                        top_level_changes(&obj, &skip),
-                        &record,
-                    )?;
+                    let Value::Object(obj) = entry else {
+                        return Err(ArgError::new(
+                            base,
+                            Some(entry.clone()),
+                            "must be an object",
+                            "{\"producerId\": ..., plus the fields to change}",
+                        )
+                        .into());
+                    };
+                    let (job, update) = Self::job_change(&record, &base, obj)?;
                     edits.push(PlanEdit::UpdateJob {
                         job,
                         update: Box::new(update),
                     });
                     fields.push(base);
                 }
-                let shared = raw.get("changes").or_else(|| raw.get("update"));
                 for (field, refs) in [("jobIds", &a.job_ids), ("producerIds", &a.producer_ids)] {
                     for (i, r) in refs.iter().enumerate() {
                         let base = format!("{field}[{i}]");
                         let job = Self::producer_of(&record, &base, Some(r), None)?;
-                        let update =
-                            Self::job_update("", shared, Value::Object(Map::new()), &record)?;
+                        let update = Self::job_update(
+                            "",
+                            a.changes.as_ref(),
+                            Value::Object(Map::new()),
+                            &record,
+                        )?;
                         edits.push(PlanEdit::UpdateJob {
                             job,
                             update: Box::new(update),

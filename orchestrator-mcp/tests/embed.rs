@@ -3,8 +3,11 @@
 //! `orchestrator-cli/tests/mcp_*.rs`.
 
 mod common;
+#[path = "../../orchestrator-cli/tests/mcp_client/mod.rs"]
+mod mcp_client;
 
-use common::{call, connect, ok, wait_for, Repo};
+use common::{connect, Repo};
+use mcp_client::{call, ok, wait_for};
 use orchestrator_mcp::TOOL_NAMES;
 use serde_json::json;
 

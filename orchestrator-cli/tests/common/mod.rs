@@ -119,6 +119,16 @@ impl Repo {
         cmd
     }
 
+    /// The built `orchestrator mcp` serving this repository on stdio, with an rmcp client
+    /// connected to it.
+    pub async fn mcp(&self) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+        use rmcp::ServiceExt;
+        let command = tokio::process::Command::from(self.command(&["mcp"]));
+        let transport =
+            rmcp::transport::TokioChildProcess::new(command).expect("spawn orchestrator mcp");
+        ().serve(transport).await.expect("client connects")
+    }
+
     /// Runs the orchestrator to its end.
     pub fn run(&self, args: &[&str]) -> Run {
         let out = self.command(args).output().expect("run orchestrator");

@@ -1,25 +1,16 @@
-//! An rmcp client of the built `orchestrator mcp`, and calls that check the answer's shape:
-//! every result carries structured content and a readable text.
+//! Calls through an rmcp client that check the answer's shape: every result carries
+//! structured content and a readable text. Shared by the tests of the built `orchestrator mcp`
+//! and the embedded server's test in orchestrator-mcp.
 #![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 use serde_json::{json, Value};
 
-use crate::common::Repo;
-
 pub type Client = RunningService<RoleClient, ()>;
-
-/// The built `orchestrator mcp` serving `repo` on stdio, and a client connected to it.
-pub async fn connect(repo: &Repo) -> Client {
-    let command = tokio::process::Command::from(repo.command(&["mcp"]));
-    let transport = TokioChildProcess::new(command).expect("spawn orchestrator mcp");
-    ().serve(transport).await.expect("client connects")
-}
 
 pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
     let Value::Object(args) = args else {

@@ -1,20 +1,16 @@
-//! Helpers of the MCP tool tests: a temporary git repository, an in-process server with a
-//! connected rmcp client, and calls that check the answer's shape.
+//! Helpers of the embedded-server test: a temporary git repository and an in-process server
+//! with a connected rmcp client.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use orchestrator_agents::{ProcessRunner, ShellRunner};
 use orchestrator_core::Orchestrator;
 use orchestrator_git::Git2Operations;
 use orchestrator_mcp::OrchestratorMcp;
 use orchestrator_storage::FsPlanRepository;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use rmcp::{RoleClient, ServiceExt};
-use serde_json::{json, Value};
+use rmcp::ServiceExt;
 
 /// A temporary repository on `main` with one commit, made with the `git` CLI.
 pub struct Repo {
@@ -61,7 +57,7 @@ impl Repo {
     }
 }
 
-pub type Client = RunningService<RoleClient, ()>;
+pub use crate::mcp_client::Client;
 
 /// A server on `repo` in this process and a client connected to it.
 pub async fn connect(repo: &Path) -> Client {
@@ -80,57 +76,4 @@ pub async fn connect(repo: &Path) -> Client {
         }
     });
     ().serve(client_io).await.expect("client connects")
-}
-
-pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .expect("the tool call gets an answer")
-}
-
-pub fn structured(r: &CallToolResult) -> &Value {
-    r.structured_content
-        .as_ref()
-        .expect("every result carries structured content")
-}
-
-pub fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-pub fn ok(r: &CallToolResult) -> &Value {
-    assert_ne!(r.is_error, Some(true), "tool failed: {}", text(r));
-    assert!(!text(r).is_empty(), "a readable text comes with the result");
-    structured(r)
-}
-
-pub fn failed(r: &CallToolResult) -> &Value {
-    assert_eq!(r.is_error, Some(true), "expected an error: {}", text(r));
-    structured(r)
-}
-
-/// Polls the plan's status until it is one of `wanted`.
-pub async fn wait_for(client: &Client, plan: &str, wanted: &[&str]) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = call(client, "get_copilot_plan_status", json!({"planId": plan})).await;
-        let doc = ok(&r).clone();
-        let status = doc["status"].as_str().unwrap_or_default().to_owned();
-        if wanted.contains(&status.as_str()) {
-            return doc;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "plan still {status} after 60s: {doc}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
