@@ -171,7 +171,8 @@ impl HealRequest {
 #[async_trait]
 pub trait Healer: Send + Sync + Debug + 'static {
     /// Tries to fix what made `request.spec` fail, working in `ctx.dir`. An error ends healing.
-    async fn heal(&self, request: &HealRequest, ctx: &WorkContext) -> Result<(), WorkFailure>;
+    /// The output's metrics (an agent's usage) are stored on the heal's attempt.
+    async fn heal(&self, request: &HealRequest, ctx: &WorkContext) -> WorkResult;
 }
 
 /// Which stream a log line came from.

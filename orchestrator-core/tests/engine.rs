@@ -625,7 +625,7 @@ impl orchestrator_core::runner::Healer for FixingHealer {
         &self,
         request: &orchestrator_core::runner::HealRequest,
         ctx: &WorkContext,
-    ) -> Result<(), WorkFailure> {
+    ) -> WorkResult {
         self.0.fetch_add(1, Ordering::SeqCst);
         assert!(request.failure.message.contains("missing file"));
         assert_eq!(request.failure.exit_code, Some(2));
@@ -633,7 +633,7 @@ impl orchestrator_core::runner::Healer for FixingHealer {
             std::fs::write(ctx.dir.join("fixed"), "")
                 .map_err(|e| WorkFailure::new(e.to_string()))?;
         }
-        Ok(())
+        Ok(WorkOutput::default())
     }
 }
 

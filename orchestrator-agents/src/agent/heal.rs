@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use orchestrator_core::plan::{AgentSpec, WorkSpec};
-use orchestrator_core::runner::{HealRequest, Healer, WorkContext, WorkFailure, WorkRunner};
+use orchestrator_core::runner::{
+    HealRequest, Healer, WorkContext, WorkFailure, WorkResult, WorkRunner,
+};
 
 use super::AgentWorkRunner;
 
@@ -92,14 +94,11 @@ fn heal_instructions(spec: &WorkSpec, failure: &WorkFailure, round: u32) -> Stri
 
 #[async_trait]
 impl Healer for AgentHealer {
-    async fn heal(&self, request: &HealRequest, ctx: &WorkContext) -> Result<(), WorkFailure> {
+    async fn heal(&self, request: &HealRequest, ctx: &WorkContext) -> WorkResult {
         let mut spec = self.template.clone();
         spec.instructions = Some(AgentHealer::instructions(request));
         spec.instructions_file = None;
-        self.runner
-            .run(&WorkSpec::Agent(spec), ctx)
-            .await
-            .map(|_| ())
+        self.runner.run(&WorkSpec::Agent(spec), ctx).await
     }
 }
 

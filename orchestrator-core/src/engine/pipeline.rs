@@ -414,7 +414,7 @@ impl NodeRun {
         let mut failure = WorkFailure::new(heal.failure.clone());
         failure.exit_code = heal.exit_code;
         let request = HealRequest::new(spec.clone(), failure, heal.round);
-        healer.heal(&request, ctx).await.map_err(|e| {
+        let healed = healer.heal(&request, ctx).await.map_err(|e| {
             NodeFailure::new(
                 phase,
                 e.reason,
@@ -424,6 +424,13 @@ impl NodeRun {
                 ),
             )
         })?;
+        // The healer's usage belongs to this attempt; its session is not the job's to resume.
+        if let Some(metrics) = healed.metrics {
+            self.send(StateChange::Metrics {
+                node: self.node,
+                metrics,
+            });
+        }
         ctx.log
             .line(LogStream::System, "auto-heal done; running the phase again");
         Ok(())
