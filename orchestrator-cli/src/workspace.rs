@@ -172,61 +172,6 @@ impl Workspace {
             .await?)
     }
 
-    /// Removes the lock files a killed process left in the plan's own worktrees and refs
-    /// (`HEAD.lock`, `index.lock`, the snapshot branch's and a generated target branch's ref
-    /// locks); they would make every later commit or merge fail. Only call this while holding
-    /// the plan's lease: nobody else writes there then.
-    pub fn clear_stale_locks(&self, record: &PlanRecord) -> Vec<PathBuf> {
-        let Some(repo) = &self.git_root else {
-            return Vec::new();
-        };
-        let Ok(r) = git2::Repository::open(repo) else {
-            return Vec::new();
-        };
-        let common = r.commondir().to_path_buf();
-        let mut candidates: Vec<PathBuf> = Vec::new();
-        // Recorded worktrees, and where each job's worktree would be: a kill can come between
-        // creating a worktree and recording it.
-        let root = repo.join(".worktrees");
-        let mut worktrees: Vec<PathBuf> = record
-            .state
-            .nodes
-            .iter()
-            .flat_map(|n| {
-                let expected = root.join(orchestrator_core::engine::job_worktree_name(&n.id));
-                n.worktree.clone().into_iter().chain([expected])
-            })
-            .collect();
-        worktrees.push(root.join(orchestrator_core::engine::snapshot_worktree_name(
-            &record.state.id,
-        )));
-        worktrees.sort();
-        worktrees.dedup();
-        for wt in &worktrees {
-            let Ok(dot_git) = std::fs::read_to_string(wt.join(".git")) else {
-                continue;
-            };
-            let Some(admin) = dot_git.trim_end().strip_prefix("gitdir: ") else {
-                continue;
-            };
-            if let Ok(entries) = std::fs::read_dir(admin) {
-                candidates.extend(
-                    entries
-                        .flatten()
-                        .map(|e| e.path())
-                        .filter(|p| p.extension().is_some_and(|x| x == "lock")),
-                );
-            }
-        }
-        for branch in orchestrator_core::engine::own_branches(record) {
-            candidates.push(common.join("refs/heads").join(format!("{branch}.lock")));
-        }
-        candidates
-            .into_iter()
-            .filter(|p| std::fs::remove_file(p).is_ok())
-            .collect()
-    }
-
     /// Puts the snapshot branch back when a crash came between the final merge and the record
     /// of its success: the snapshot node had merged its commit into the target and deleted the
     /// snapshot branch, but the store still has it unfinished, so its next run would fail on the

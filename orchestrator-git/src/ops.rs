@@ -628,6 +628,56 @@ impl GitOperations for Git2Operations {
         })
         .await
     }
+
+    async fn remove_stale_locks(
+        &self,
+        repo: &Path,
+        worktrees: &[PathBuf],
+        branches: &[String],
+    ) -> Result<Vec<PathBuf>, GitError> {
+        let path = repo.to_path_buf();
+        let (worktrees, branches) = (worktrees.to_vec(), branches.to_vec());
+        self.locked(repo, "remove stale locks", move |_| {
+            let repo = refs::open(&path)?;
+            Ok(stale_locks(&repo, &worktrees, &branches)
+                .into_iter()
+                .filter(|p| std::fs::remove_file(p).is_ok())
+                .collect())
+        })
+        .await
+    }
+}
+
+/// Lock files in the administrative folders of `worktrees` (found through their `.git` file)
+/// and on `branches`' refs.
+fn stale_locks(repo: &Repository, worktrees: &[PathBuf], branches: &[String]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for wt in worktrees {
+        let Ok(dot_git) = std::fs::read_to_string(wt.join(".git")) else {
+            continue;
+        };
+        let Some(admin) = dot_git.trim_end().strip_prefix("gitdir: ") else {
+            continue;
+        };
+        if let Ok(entries) = std::fs::read_dir(admin) {
+            found.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "lock")),
+            );
+        }
+    }
+    let heads = repo.commondir().join("refs").join("heads");
+    for branch in branches {
+        if refs::check_branch_name(branch).is_ok() {
+            let lock = heads.join(format!("{branch}.lock"));
+            if lock.exists() {
+                found.push(lock);
+            }
+        }
+    }
+    found
 }
 
 /// Moves `branch` from `tip` to `new` by compare-and-swap; every worktree that has it checked

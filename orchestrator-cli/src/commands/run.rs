@@ -109,12 +109,6 @@ async fn take_over(
     report_orphans(ws).await;
     let since = open_owned(ws, &o, &id).await?;
     let record = o.status(&id).await?;
-    for lock in ws.clear_stale_locks(&record) {
-        Progress::note(&format!(
-            "removed a lock file left by a crash: {}",
-            lock.display()
-        ));
-    }
     match ws.restore_snapshot_branch(&record).await {
         Ok(Some(branch)) => Progress::note(&format!(
             "restored branch {branch}: the final merge had landed just before a crash"

@@ -239,7 +239,45 @@ impl Orchestrator {
                 ),
             });
         }
-        self.spawn_actor(record, Arc::new(graph)).await
+        let repairs = self.repair_targets(&record);
+        self.spawn_actor(record, Arc::new(graph)).await?;
+        // With the lease held (and before anything starts), clear what a killed owner left.
+        if let (Some(git), Some((repo, worktrees, branches))) = (&self.ctx.git, repairs) {
+            match git.remove_stale_locks(&repo, &worktrees, &branches).await {
+                Ok(removed) => {
+                    for path in removed {
+                        tracing::warn!(plan = %id, path = %path.display(), "removed a lock file left by a crash");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(plan = %id, error = %e, "could not look for stale git locks")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The worktrees (recorded, or where each node's would be: a kill can come between
+    /// creating one and recording it) and branches of a worktree plan, for crash repairs.
+    fn repair_targets(&self, record: &PlanRecord) -> Option<(PathBuf, Vec<PathBuf>, Vec<String>)> {
+        if record.spec.isolation != crate::plan::Isolation::Worktree {
+            return None;
+        }
+        let repo = record.state.repo.clone();
+        let root = self.ctx.options.worktree_root_for(&repo);
+        let mut worktrees: Vec<PathBuf> = record
+            .state
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                let expected = root.join(super::job_worktree_name(&n.id));
+                n.worktree.clone().into_iter().chain([expected])
+            })
+            .chain([root.join(super::snapshot_worktree_name(&record.state.id))])
+            .collect();
+        worktrees.sort();
+        worktrees.dedup();
+        Some((repo, worktrees, super::own_branches(record)))
     }
 
     async fn spawn_actor(&self, record: PlanRecord, graph: Arc<PlanGraph>) -> Result<()> {

@@ -249,4 +249,20 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
 
     /// Keeps `patterns` (e.g. `/.worktrees/`) out of `git status` via `.git/info/exclude`.
     async fn exclude(&self, repo: &Path, patterns: &[&str]) -> Result<(), GitError>;
+
+    /// Crash repair: removes the lock files a killed process left in these worktrees'
+    /// administrative folders (`HEAD.lock`, `index.lock`) and on these branches' refs; they
+    /// would make every later commit or merge there fail. The engine calls it only while it
+    /// holds the plan's lease, for the plan's own worktrees and branches, so nobody else is
+    /// writing there. Returns the files removed. The default does nothing (stores without lock
+    /// files).
+    async fn remove_stale_locks(
+        &self,
+        repo: &Path,
+        worktrees: &[PathBuf],
+        branches: &[String],
+    ) -> Result<Vec<PathBuf>, GitError> {
+        let _ = (repo, worktrees, branches);
+        Ok(Vec::new())
+    }
 }

@@ -1,0 +1,70 @@
+//! Crash repair: lock files a killed process left in a plan's worktree and on its branches are
+//! removed (and only those), after which commits and ref updates work again.
+
+mod common;
+
+use common::{git, git_output, init_repo};
+use orchestrator_core::GitOperations;
+use orchestrator_git::Git2Operations;
+
+#[tokio::test]
+async fn stale_locks_of_the_plans_worktrees_and_branches_are_removed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = init_repo(tmp.path());
+    let ops = Git2Operations::new();
+    let base = ops.resolve(&repo, "HEAD").await.expect("head");
+    let wt = repo.join(".worktrees").join("job1");
+    ops.create_worktree(&repo, &wt, &base)
+        .await
+        .expect("worktree");
+    ops.update_branch(&repo, "orchestrator/plan", &base, None)
+        .await
+        .expect("branch");
+
+    // What a kill in the middle of a commit and of a ref update leaves behind.
+    let admin = git(&wt, &["rev-parse", "--git-dir"]);
+    let head_lock = std::path::Path::new(&admin).join("HEAD.lock");
+    std::fs::write(&head_lock, "").expect("lock");
+    let ref_lock = repo.join(".git/refs/heads/orchestrator/plan.lock");
+    std::fs::write(&ref_lock, "").expect("lock");
+    let other_lock = repo.join(".git/refs/heads/user-branch.lock");
+    std::fs::write(&other_lock, "").expect("lock");
+    std::fs::write(wt.join("new.txt"), "x").expect("write");
+    assert!(
+        ops.commit_all(&wt, "blocked").await.is_err(),
+        "the lock blocks a commit"
+    );
+
+    let missing = repo.join(".worktrees").join("never-created");
+    let removed = ops
+        .remove_stale_locks(
+            &repo,
+            &[wt.clone(), missing],
+            &[
+                "orchestrator/plan".to_owned(),
+                "orchestrator/absent".to_owned(),
+            ],
+        )
+        .await
+        .expect("repair");
+    assert_eq!(removed.len(), 2, "{removed:?}");
+    assert!(!head_lock.exists() && !ref_lock.exists());
+    assert!(
+        other_lock.exists(),
+        "a branch the plan does not own is left alone"
+    );
+    std::fs::remove_file(&other_lock).expect("clean up");
+
+    let commit = ops.commit_all(&wt, "works again").await.expect("commit");
+    assert!(commit.is_some());
+    ops.update_branch(
+        &repo,
+        "orchestrator/plan",
+        &commit.unwrap_or_default(),
+        Some(&base),
+    )
+    .await
+    .expect("ref update works again");
+    let fsck = git_output(&repo, &["fsck", "--full"]);
+    assert!(fsck.status.success());
+}
