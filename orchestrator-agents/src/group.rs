@@ -31,6 +31,25 @@ impl Group {
         Group { pgid }
     }
 
+    /// The group of `pgid`, e.g. one recorded by an earlier owner.
+    pub(crate) fn from_id(pgid: u32) -> Self {
+        Group {
+            pgid: i32::try_from(pgid).ok().filter(|&id| id > 1),
+        }
+    }
+
+    /// The group id, when there is a group.
+    pub(crate) fn id(&self) -> Option<u32> {
+        self.pgid.and_then(|p| u32::try_from(p).ok())
+    }
+
+    /// Whether some live process of the group works in `dir` or below (Linux: its current
+    /// directory, from `/proc`). Elsewhere nothing can be checked, and this is false.
+    pub(crate) fn works_in(&self, dir: &std::path::Path) -> bool {
+        self.pgid
+            .is_some_and(|pgid| imp::member_works_in(pgid, dir))
+    }
+
     /// Asks every process of the group to stop (SIGTERM). False when there is no group to signal.
     pub(crate) fn terminate(&self) -> bool {
         self.signal(imp::TERM)
@@ -142,6 +161,29 @@ mod imp {
         true
     }
 
+    /// Whether a live member of group `pgid` has its current directory in `dir` or below.
+    #[cfg(target_os = "linux")]
+    pub(super) fn member_works_in(pgid: i32, dir: &std::path::Path) -> bool {
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        entries.flatten().any(|entry| {
+            let in_group = std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|stat| parse_stat(&stat))
+                .is_some_and(|(state, pgrp)| pgrp == pgid && !matches!(state, 'Z' | 'X'));
+            in_group
+                && std::fs::read_link(entry.path().join("cwd"))
+                    .is_ok_and(|cwd| cwd.starts_with(&dir))
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn member_works_in(_pgid: i32, _dir: &std::path::Path) -> bool {
+        false
+    }
+
     /// State and process group from `/proc/<pid>/stat` (`pid (comm) S ppid pgrp ...`; `comm`
     /// may itself contain spaces and parentheses, hence the last `)`).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -176,6 +218,10 @@ mod imp {
     }
 
     pub(super) fn has_live_member(_pgid: i32) -> bool {
+        false
+    }
+
+    pub(super) fn member_works_in(_pgid: i32, _dir: &std::path::Path) -> bool {
         false
     }
 }

@@ -13,6 +13,9 @@
 //! - [`ChildEnv`] builds a child's environment: the host's minus [`REMOVED_ENV_VARS`], then the
 //!   plan/job and spec layers with `$VAR` expansion.
 //! - [`resolve_cwd`] keeps a spec's `cwd` inside the job directory.
+//! - [`stop_leftovers`] is the engine's reaper: when a plan is taken over after its owner was
+//!   killed, it stops the process groups the dead owner's jobs left running (the supervisor
+//!   reports every group it starts, and the engine records them).
 //! - [`agent`]: agent CLIs (Copilot, Claude Code, Codex, Gemini, host-defined) as the `agent`
 //!   work runner, [`AgentWorkRunner`]: `.runner("agent", AgentWorkRunner::new())`, and
 //!   auto-heal through an agent, [`AgentHealer`]. Its module documentation has the table of
@@ -27,6 +30,7 @@ pub mod agent;
 pub mod env;
 mod error;
 mod group;
+mod leftovers;
 mod lines;
 mod runners;
 mod supervise;
@@ -35,6 +39,7 @@ mod workdir;
 pub use agent::{AgentHealer, AgentRunner, AgentUsage, AgentWorkRunner};
 pub use env::{ChildEnv, REMOVED_ENV_VARS};
 pub use error::Error;
+pub use leftovers::stop_leftovers;
 pub use lines::{LineObserver, LineRewrite};
 pub use runners::{ProcessRunner, ShellRunner};
 pub use supervise::{Ending, Invocation, Outcome, Supervisor, SupervisorOptions};

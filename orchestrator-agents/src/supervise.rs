@@ -428,6 +428,10 @@ impl Supervisor {
             .map_err(|e| spawn_error(invocation.program_name(), e))?;
         let group = Group::of(&child);
         let mut guard = KillOnDrop::new(group);
+        // Recorded by the engine, so a later owner can stop the group if we die with it running.
+        if let Some(pgid) = group.id() {
+            log.process_started(pgid);
+        }
         let tail = Arc::new(Tail::new(o.stderr_tail_lines));
         let mut readers = Readers::start(&mut child, invocation, log, &tail, o.max_line_bytes);
 
@@ -466,6 +470,9 @@ impl Supervisor {
             }
         };
         guard.disarm();
+        if let Some(pgid) = group.id() {
+            log.process_ended(pgid);
+        }
 
         let output_abandoned = !readers.drain(o.drain_timeout).await;
         if output_abandoned {

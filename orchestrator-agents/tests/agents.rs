@@ -535,6 +535,8 @@ esac
     let runner =
         quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())))
             .retry(RetryPolicy::never());
+    // The worktree has the agent's session folder, but not this session.
+    std::fs::create_dir_all(wt.path().join(".orchestrator/agent/sessions/claude")).expect("mkdir");
     let mut c = ctx(wt.path());
     c.session_id = Some("gone-1".into());
     let out = runner
@@ -899,4 +901,23 @@ echo '{"type":"result","session_id":"heal-1"}'"#,
         instructions.contains("fixed.txt is missing"),
         "{instructions}"
     );
+}
+
+#[tokio::test]
+async fn without_the_agents_session_folder_nothing_is_resumed() {
+    // A cleared or recreated worktree, or a job now run by another agent: the CLI's sessions
+    // are not there, so the recorded session id is not passed.
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(root.path(), "claude", CLAUDE_OK);
+    let runner =
+        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let mut c = ctx(wt.path());
+    c.session_id = Some("from-another-worktree".into());
+    runner
+        .run(&agent_spec("claude", |_| {}), &c)
+        .await
+        .expect("runs");
+    assert_eq!(fake.calls(), 1);
+    assert!(!fake.argv(1).contains(&"--resume".to_string()));
 }

@@ -111,6 +111,7 @@ impl Workspace {
             .runner("shell", ShellRunner::new())
             .runner("process", ProcessRunner::new())
             .runner("agent", agents.clone())
+            .reaper(orchestrator_agents::stop_leftovers)
             .options(OrchestratorOptions::default().global_capacity(capacity.max(1)));
         if let Some(name) = env_name(HEAL_AGENT_VAR) {
             builder = builder.healer(AgentHealer::new(agents).agent(name));

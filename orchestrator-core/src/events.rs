@@ -20,6 +20,14 @@ pub enum OrchestratorEvent {
         /// Its name.
         name: String,
     },
+    /// The plan's jobs or options were edited (scaffolding, reshape): node indices may have
+    /// changed and statuses were re-derived; read the plan's state again.
+    PlanReshaped {
+        /// Plan.
+        plan: PlanId,
+        /// Number of nodes now.
+        nodes: usize,
+    },
     /// A plan's derived status changed.
     PlanStatusChanged {
         /// Plan.
@@ -100,6 +108,7 @@ impl OrchestratorEvent {
         match self {
             OrchestratorEvent::PlanCreated { plan, .. }
             | OrchestratorEvent::PlanStatusChanged { plan, .. }
+            | OrchestratorEvent::PlanReshaped { plan, .. }
             | OrchestratorEvent::NodeTransition { plan, .. }
             | OrchestratorEvent::PhaseStarted { plan, .. }
             | OrchestratorEvent::PhaseEnded { plan, .. }

@@ -175,6 +175,52 @@ pub trait Healer: Send + Sync + Debug + 'static {
     async fn heal(&self, request: &HealRequest, ctx: &WorkContext) -> WorkResult;
 }
 
+/// A process group a dead owner of a plan left running: its leader's pid and the folder its
+/// job ran in (the job's worktree, or the plan's folder with `isolation: none`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Leftover {
+    /// Process group id.
+    pub pgid: u32,
+    /// Where its job ran: only processes working there may be stopped (pids get reused).
+    pub dir: PathBuf,
+}
+
+impl Leftover {
+    /// A group `pgid` that ran in `dir`.
+    pub fn new(pgid: u32, dir: impl Into<PathBuf>) -> Self {
+        Leftover {
+            pgid,
+            dir: dir.into(),
+        }
+    }
+}
+
+/// Stops [`Leftover`] process groups when a plan is taken over after a crash, returning the
+/// groups it stopped. Blocking is fine: the engine calls it on a blocking thread.
+#[derive(Clone)]
+pub struct Reaper(Arc<ReapFn>);
+
+type ReapFn = dyn Fn(&[Leftover]) -> Vec<u32> + Send + Sync;
+
+impl Reaper {
+    /// A reaper calling `f`.
+    pub fn new(f: impl Fn(&[Leftover]) -> Vec<u32> + Send + Sync + 'static) -> Self {
+        Reaper(Arc::new(f))
+    }
+
+    /// Stops `leftovers`; returns the groups stopped.
+    pub fn reap(&self, leftovers: &[Leftover]) -> Vec<u32> {
+        (self.0)(leftovers)
+    }
+}
+
+impl Debug for Reaper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Reaper")
+    }
+}
+
 /// Which stream a log line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -201,7 +247,11 @@ struct LogInner {
     attempt: u32,
     buffer: Mutex<String>,
     events: EventBus,
+    processes: Option<ProcessHook>,
 }
+
+/// Receives the process groups a runner starts (`true`) and sees end (`false`).
+pub type ProcessHook = Arc<dyn Fn(u32, bool) + Send + Sync>;
 
 impl Debug for LogSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -230,7 +280,40 @@ impl LogSink {
                 attempt,
                 buffer: Mutex::new(String::new()),
                 events,
+                processes: None,
             }),
+        }
+    }
+
+    /// A sink that also hands the process groups a runner starts and ends to `hook`: the
+    /// engine records them so that whoever takes the plan over after a crash can stop what the
+    /// dead owner left running.
+    pub fn with_process_hook(
+        plan: PlanId,
+        node: NodeIndex,
+        phase: Phase,
+        attempt: u32,
+        events: EventBus,
+        hook: ProcessHook,
+    ) -> Self {
+        let mut sink = LogSink::new(plan, node, phase, attempt, events);
+        if let Some(inner) = Arc::get_mut(&mut sink.inner) {
+            inner.processes = Some(hook);
+        }
+        sink
+    }
+
+    /// A runner started a process group led by `pgid` (Unix) for this phase.
+    pub fn process_started(&self, pgid: u32) {
+        if let Some(hook) = &self.inner.processes {
+            hook(pgid, true);
+        }
+    }
+
+    /// The process group led by `pgid` has ended (or was stopped).
+    pub fn process_ended(&self, pgid: u32) {
+        if let Some(hook) = &self.inner.processes {
+            hook(pgid, false);
         }
     }
 

@@ -348,3 +348,116 @@ async fn in_worktree_plans_a_running_job_may_not_become_a_leaf() {
     release(&dir, "aaa");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
 }
+
+/// A job's completion and a reshape that removes nodes before it, handled in one actor turn
+/// with an event subscriber: the completion's events are published with the indices they were
+/// recorded with, and nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reshape_in_the_same_turn_as_a_completion_keeps_events_and_state() {
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    let (_t, dir) = temp();
+    let gate = dir.join("gate");
+    let cell: Arc<OnceLock<(Orchestrator, PlanId)>> = Arc::new(OnceLock::new());
+    let fired = Arc::new(Mutex::new(false));
+    let edited: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let (c, f, g, e) = (cell.clone(), fired.clone(), gate.clone(), edited.clone());
+    let o = Orchestrator::builder()
+        .runner("shell", scripted())
+        .on_event(move |event| {
+            let orchestrator_core::OrchestratorEvent::PhaseStarted { node: 0, .. } = event else {
+                return;
+            };
+            let mut fired = f.lock().unwrap_or_else(|p| p.into_inner());
+            if *fired {
+                return;
+            }
+            *fired = true;
+            let _ = std::fs::write(&g, "go");
+            let (c, e) = (c.clone(), e.clone());
+            let handle = tokio::runtime::Handle::current();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                handle.spawn(async move {
+                    if let Some((o, id)) = c.get() {
+                        let r = o
+                            .edit_plan(
+                                id,
+                                vec![
+                                    PlanEdit::RemoveJob { job: "ppp".into() },
+                                    PlanEdit::RemoveJob { job: "qqq".into() },
+                                ],
+                            )
+                            .await;
+                        *e.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{r:?}"));
+                    }
+                });
+            });
+            // Hold the actor so that aaa's completion and the edit arrive in one turn.
+            std::thread::sleep(Duration::from_millis(300));
+        })
+        .build()
+        .expect("build");
+    let spec = plan(&[
+        ("aaa", &wait(&dir, "gate"), &[]),
+        ("ppp", "ok", &["aaa"]),
+        ("qqq", "ok", &["aaa"]),
+        ("bbb", "ok", &["aaa"]),
+    ]);
+    let id = o.create_plan(spec, &dir).await.expect("create");
+    cell.set((o.clone(), id.clone())).ok();
+    o.start(&id).await.expect("start");
+    let status = tokio::time::timeout(Duration::from_secs(10), o.wait(&id))
+        .await
+        .expect("the plan ends")
+        .expect("the engine is alive");
+    assert_eq!(status, PlanStatus::Succeeded);
+    let r = o.status(&id).await.expect("status");
+    assert_eq!(r.spec.jobs.len(), 2);
+    assert_eq!(status_of(&r, "aaa"), NodeStatus::Succeeded);
+    assert_eq!(r.state.nodes[index(&r, "aaa")].attempts.len(), 1);
+    assert_eq!(
+        edited.lock().unwrap_or_else(|p| p.into_inner()).as_deref(),
+        Some("Ok(())")
+    );
+}
+
+#[tokio::test]
+async fn new_work_on_a_job_that_failed_later_runs_on_retry() {
+    let (_t, dir) = temp();
+    let store = InMemoryPlanRepository::new();
+    let o = orchestrator(store.clone());
+    let mut spec = plan(&[("aaa", "ok", &[])]);
+    spec.jobs[0].postchecks = Some(WorkSpec::shell("fail"));
+    let id = o.run(spec, &dir).await.expect("run");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
+    o.edit_plan(
+        &id,
+        vec![PlanEdit::UpdateJob {
+            job: "aaa".into(),
+            update: Box::new(JobUpdate {
+                work: Some(WorkSpec::shell("ok")),
+                postchecks: Some(WorkSpec::shell("ok")),
+                ..JobUpdate::default()
+            }),
+        }],
+    )
+    .await
+    .expect("edit");
+    o.retry(&id, RetryRequest::all_failed())
+        .await
+        .expect("retry");
+    o.start(&id).await.expect("continue");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    let r = store.load(&id).await.expect("stored");
+    let attempts = &r.state.nodes[0].attempts;
+    assert_eq!(
+        attempts[0].failed_phase,
+        Some(orchestrator_core::Phase::Postchecks)
+    );
+    assert_eq!(
+        attempts[1].resumed_from,
+        Some(orchestrator_core::Phase::Work),
+        "the new work runs, not only the checks after it"
+    );
+}

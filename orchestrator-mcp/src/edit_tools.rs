@@ -411,7 +411,12 @@ impl OrchestratorMcp {
                     Some(false) if paused => self.orchestrator.resume(&id).await?,
                     _ => {}
                 }
-                self.orchestrator.start(&id).await?;
+                self.orchestrator.start(&id).await.map_err(|e| {
+                    Failure::Engine(format!(
+                        "the plan is finalized but could not start: {e}; fix the cause and call \
+                         resume_copilot_plan"
+                    ))
+                })?;
                 let (mut doc, text) = self.edited(&id, "plan finalized").await?;
                 doc["planId"] = json!(id);
                 Ok((doc, text))

@@ -8,7 +8,9 @@ use orchestrator_core::runner::{
     HealRequest, Healer, WorkContext, WorkFailure, WorkResult, WorkRunner,
 };
 
+use super::redact::Redactor;
 use super::AgentWorkRunner;
+use crate::env::ChildEnv;
 
 /// Longest failure message quoted in the heal instructions, in characters (the end is kept:
 /// that is where the error usually is).
@@ -96,9 +98,40 @@ fn heal_instructions(spec: &WorkSpec, failure: &WorkFailure, round: u32) -> Stri
 impl Healer for AgentHealer {
     async fn heal(&self, request: &HealRequest, ctx: &WorkContext) -> WorkResult {
         let mut spec = self.template.clone();
-        spec.instructions = Some(AgentHealer::instructions(request));
+        // The failure's output goes to a model provider: secrets of the job's environment
+        // (and anything shaped like a token) are redacted first.
+        let mut env = ChildEnv::from_host();
+        env.overlay(&ctx.env);
+        env.overlay(request.spec.env());
+        let redactor = Redactor::from_env(&env);
+        let instructions = AgentHealer::instructions(request);
+        spec.instructions = Some(
+            instructions
+                .lines()
+                .map(|line| redactor.redact(line))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
         spec.instructions_file = None;
+        // A heal that hangs must not hold the job for ever: without its own timeout it gets
+        // the failed command's, else HEAL_TIMEOUT.
+        if spec.timeout.is_none() {
+            spec.timeout = Some(spec_timeout(&request.spec).unwrap_or(HEAL_TIMEOUT_MS));
+        }
         self.runner.run(&WorkSpec::Agent(spec), ctx).await
+    }
+}
+
+/// Timeout of a heal whose template and failed command set none: 30 minutes, in ms.
+pub const HEAL_TIMEOUT_MS: u64 = 30 * 60 * 1000;
+
+/// The timeout (ms) a shell or process spec sets.
+fn spec_timeout(spec: &WorkSpec) -> Option<u64> {
+    match spec {
+        WorkSpec::Shell(s) => s.timeout,
+        WorkSpec::Process(p) => p.timeout,
+        WorkSpec::Agent(a) => a.timeout,
+        _ => None,
     }
 }
 

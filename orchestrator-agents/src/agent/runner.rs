@@ -434,6 +434,9 @@ fn prepare(
             ))
         })?;
     let state_dir = base.join("sessions").join(safe_name(name));
+    // The CLI keeps its sessions under this folder: without it (a new or cleared worktree, a
+    // job now run by another agent) there is nothing to resume.
+    let resumable = state_dir.is_dir();
     let home = state_dir.join("home");
     let tmp = run_dir.join("tmp");
     let xdg = [
@@ -497,7 +500,10 @@ fn prepare(
     request.max_turns = spec.max_turns;
     request.allowed_folders = allowed_folders;
     request.allowed_urls = spec.allowed_urls.clone();
-    request.resume = ctx.session_id.clone().filter(|_| resume_wanted(spec));
+    request.resume = ctx
+        .session_id
+        .clone()
+        .filter(|_| resume_wanted(spec) && resumable);
     request.env = env;
     Ok(request)
 }

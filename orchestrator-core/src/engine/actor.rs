@@ -396,17 +396,8 @@ impl PlanActor {
             Error::Config("worktree isolation needs a git layer (OrchestratorBuilder::git)".into())
         })?;
         let repo = &self.machine.record().state.repo;
-        // The links to `additionalSymlinkDirs` must never be committed by a job (the folders
-        // are shared, e.g. node_modules): they are excluded like our own folders.
-        let links: Vec<String> = self
-            .spec
-            .additional_symlink_dirs
-            .iter()
-            .map(|d| format!("/{}", d.trim_matches('/')))
-            .collect();
-        let mut patterns = vec!["/.worktrees/", "/.orchestrator/"];
-        patterns.extend(links.iter().map(String::as_str));
-        git.exclude(repo, &patterns).await?;
+        git.exclude(repo, &["/.worktrees/", "/.orchestrator/"])
+            .await?;
         let current = git.current_branch(repo).await?;
         let default = git.default_branch(repo).await?;
         let base_rev = self
@@ -563,6 +554,10 @@ impl PlanActor {
                 .machine
                 .resume_phase_after_failure(n)
                 .unwrap_or(Phase::MergeFi);
+            // An edit of the job's specs since it failed rewinds it (see `edit`).
+            if let Some(earlier) = self.machine.record().state.nodes[n].resume_from {
+                resume = resume.min(earlier);
+            }
             if replaces {
                 self.machine
                     .record_change(StateChange::SpecsReplaced {
@@ -1035,6 +1030,10 @@ impl PlanActor {
                 plan: plan(),
                 node: *node,
                 metrics: metrics.clone(),
+            },
+            StateChange::Reshaped { layout, .. } => OrchestratorEvent::PlanReshaped {
+                plan: plan(),
+                nodes: layout.len(),
             },
             _ => return,
         };

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::events::{EventBus, EventCallback, OrchestratorEvent};
 use crate::git::{ConflictResolver, GitOperations};
 use crate::repository::{InMemoryPlanRepository, PlanRepository};
-use crate::runner::{Healer, WorkRunner};
+use crate::runner::{Healer, Leftover, Reaper, WorkRunner};
 
 /// Tunables, each with a documented default.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +96,7 @@ pub struct OrchestratorBuilder {
     runners: HashMap<String, Arc<dyn WorkRunner>>,
     resolver: Option<Arc<dyn ConflictResolver>>,
     healer: Option<Arc<dyn Healer>>,
+    reaper: Option<Reaper>,
     options: OrchestratorOptions,
     callbacks: Vec<EventCallback>,
 }
@@ -158,6 +159,17 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// Stops the process groups a crashed owner of a plan left running, when the plan is taken
+    /// over ([`Orchestrator::open_plan`]); `orchestrator_agents::stop_leftovers` is the
+    /// implementation for the process runners. Without one, such processes are left alone.
+    pub fn reaper(
+        mut self,
+        reaper: impl Fn(&[Leftover]) -> Vec<u32> + Send + Sync + 'static,
+    ) -> Self {
+        self.reaper = Some(Reaper::new(reaper));
+        self
+    }
+
     /// Tunables.
     pub fn options(mut self, options: OrchestratorOptions) -> Self {
         self.options = options;
@@ -193,6 +205,7 @@ impl OrchestratorBuilder {
             runners: self.runners,
             resolver: self.resolver,
             healer: self.healer,
+            reaper: self.reaper,
             capacity: Arc::new(tokio::sync::Semaphore::new(o.global_capacity)),
             options: self.options,
             events,

@@ -14,8 +14,8 @@ use crate::events::{EventBus, OrchestratorEvent};
 use crate::git::{ConflictResolver, GitOperations};
 use crate::ids::{now_millis, PlanId};
 use crate::plan::{validate, PlanEdit, PlanGraph, PlanSpec, ValidationContext, WorkSpec};
-use crate::repository::PlanRepository;
-use crate::runner::{Healer, WorkRunner};
+use crate::repository::{Lease, PlanRepository};
+use crate::runner::{Healer, Leftover, Reaper, WorkRunner};
 use crate::state::{PlanRecord, PlanStatus};
 
 /// Shared by the orchestrator, its plan actors and their node tasks.
@@ -26,6 +26,7 @@ pub(crate) struct EngineCtx {
     pub(crate) runners: HashMap<String, Arc<dyn WorkRunner>>,
     pub(crate) resolver: Option<Arc<dyn ConflictResolver>>,
     pub(crate) healer: Option<Arc<dyn Healer>>,
+    pub(crate) reaper: Option<Reaper>,
     pub(crate) capacity: Arc<Semaphore>,
     pub(crate) options: OrchestratorOptions,
     pub(crate) events: EventBus,
@@ -204,7 +205,8 @@ impl Orchestrator {
         record.state.scaffolding = scaffolding;
         self.ctx.repository.create(&record).await?;
         let name = record.spec.name.clone();
-        self.spawn_actor(record, Arc::new(graph)).await?;
+        let lease = self.ctx.repository.acquire(&id).await?;
+        self.spawn_actor(record, Arc::new(graph), lease);
         self.ctx
             .events
             .emit_with(|| OrchestratorEvent::PlanCreated {
@@ -227,6 +229,8 @@ impl Orchestrator {
         if self.handle(id).is_ok() {
             return Ok(());
         }
+        // The lease first: the state read after it is the last owner's final word.
+        let lease = self.ctx.repository.acquire(id).await?;
         let record = self.ctx.repository.load(id).await?;
         let graph = PlanGraph::build(&record.spec)?;
         if graph.node_count() != record.state.nodes.len() {
@@ -239,10 +243,32 @@ impl Orchestrator {
                 ),
             });
         }
-        let repairs = self.repair_targets(&record);
-        self.spawn_actor(record, Arc::new(graph)).await?;
-        // With the lease held (and before anything starts), clear what a killed owner left.
-        if let (Some(git), Some((repo, worktrees, branches))) = (&self.ctx.git, repairs) {
+        self.repair(&record).await;
+        self.spawn_actor(record, Arc::new(graph), lease);
+        Ok(())
+    }
+
+    /// Crash repairs, while holding the plan's lease and before its actor exists (so nothing
+    /// of this plan runs yet): stops the process groups a killed owner's jobs left running,
+    /// and removes the git lock files it left in the plan's worktrees and branches.
+    async fn repair(&self, record: &PlanRecord) {
+        let id = &record.state.id;
+        let leftovers = leftovers(record, &self.ctx.options);
+        if let (Some(reaper), false) = (self.ctx.reaper.clone(), leftovers.is_empty()) {
+            match tokio::task::spawn_blocking(move || reaper.reap(&leftovers)).await {
+                Ok(stopped) => {
+                    for pgid in stopped {
+                        tracing::warn!(plan = %id, pgid, "stopped a process group a crashed owner left running");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(plan = %id, error = %e, "stopping leftover processes failed")
+                }
+            }
+        }
+        if let (Some(git), Some((repo, worktrees, branches))) =
+            (&self.ctx.git, self.repair_targets(record))
+        {
             match git.remove_stale_locks(&repo, &worktrees, &branches).await {
                 Ok(removed) => {
                     for path in removed {
@@ -254,7 +280,6 @@ impl Orchestrator {
                 }
             }
         }
-        Ok(())
     }
 
     /// The worktrees (recorded, or where each node's would be: a kill can come between
@@ -280,9 +305,8 @@ impl Orchestrator {
         Some((repo, worktrees, super::own_branches(record)))
     }
 
-    async fn spawn_actor(&self, record: PlanRecord, graph: Arc<PlanGraph>) -> Result<()> {
+    fn spawn_actor(&self, record: PlanRecord, graph: Arc<PlanGraph>, lease: Lease) {
         let id = record.state.id.clone();
-        let lease = self.ctx.repository.acquire(&id).await?;
         let (tx, rx) = mpsc::unbounded_channel();
         let (actor, status) =
             PlanActor::new(self.ctx.clone(), record, graph, lease, tx.clone(), rx);
@@ -292,7 +316,6 @@ impl Orchestrator {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, PlanHandle { tx, status });
-        Ok(())
     }
 
     fn handle(&self, id: &PlanId) -> Result<PlanHandle> {
@@ -515,4 +538,27 @@ impl Orchestrator {
             .remove(id);
         result
     }
+}
+
+/// The process groups a stored plan's running attempts had started, with the folder each ran in.
+fn leftovers(record: &PlanRecord, options: &crate::engine::OrchestratorOptions) -> Vec<Leftover> {
+    let root = options.worktree_root_for(&record.state.repo);
+    record
+        .state
+        .nodes
+        .iter()
+        .filter(|n| !n.processes.is_empty())
+        .flat_map(|n| {
+            let dir = match record.spec.isolation {
+                crate::plan::Isolation::None => record.state.repo.clone(),
+                _ => n
+                    .worktree
+                    .clone()
+                    .unwrap_or_else(|| root.join(super::job_worktree_name(&n.id))),
+            };
+            n.processes
+                .iter()
+                .map(move |&pgid| Leftover::new(pgid, dir.clone()))
+        })
+        .collect()
 }

@@ -232,12 +232,25 @@ impl NodeRun {
             phase,
             at: now_millis(),
         });
-        let log = LogSink::new(
+        // Process groups are reported to the actor at once (not with the buffered progress),
+        // so the store knows them before the work gets far.
+        let (tx, gen, node) = (self.tx.clone(), self.gen, self.node);
+        let log = LogSink::with_process_hook(
             self.plan.clone(),
             self.node,
             phase,
             self.attempt,
             self.ctx.events.clone(),
+            Arc::new(move |pgid, running| {
+                let _ = tx.send(Command::Changes {
+                    gen,
+                    changes: vec![StateChange::Process {
+                        node,
+                        pgid,
+                        running,
+                    }],
+                });
+            }),
         );
         // A phase that finishes on its first poll reports its start together with its end;
         // one that has to wait reports its start now, so observers (and crash recovery) know
@@ -591,6 +604,24 @@ impl NodeRun {
 
     async fn setup(&self, wt: &Path, log: LogSink) -> PhaseResult {
         let p = Phase::Setup;
+        // The links are shared folders (node_modules ...), never part of a job's commit: they
+        // are excluded like our own folders, here rather than at the plan's start because
+        // `additionalSymlinkDirs` may change while the plan runs.
+        if let (false, Some(git)) = (
+            self.spec.additional_symlink_dirs.is_empty(),
+            self.ctx.git.as_ref(),
+        ) {
+            let links: Vec<String> = self
+                .spec
+                .additional_symlink_dirs
+                .iter()
+                .map(|d| format!("/{}", d.trim_matches('/')))
+                .collect();
+            let patterns: Vec<&str> = links.iter().map(String::as_str).collect();
+            git.exclude(&self.repo, &patterns)
+                .await
+                .map_err(|e| NodeFailure::git(p, e))?;
+        }
         for dir in &self.spec.additional_symlink_dirs {
             let src = self.repo.join(dir);
             let dst = wt.join(dir);

@@ -341,6 +341,8 @@ pub fn apply_edits(
     started: bool,
 ) -> Result<PlanSpec, EditError> {
     let mut out = spec.clone();
+    // producerIds removed by these edits: re-adding one would inherit the removed job's state.
+    let mut removed: Vec<String> = Vec::new();
     for (index, edit) in edits.iter().enumerate() {
         let fail = |job: Option<&str>, message: String| EditError {
             index,
@@ -371,6 +373,13 @@ pub fn apply_edits(
                     Some(&job.producer_id),
                     "a job with this producerId already exists".into(),
                 ))
+            } else if removed.contains(&job.producer_id) {
+                Err(fail(
+                    Some(&job.producer_id),
+                    "this producerId was removed earlier in the same call; change the job with \
+                     update_job instead, or remove it and add the new one in separate calls"
+                        .into(),
+                ))
             } else {
                 Ok(())
             }
@@ -391,14 +400,14 @@ pub fn apply_edits(
                         ),
                     ));
                 }
-                let removed = out.jobs.remove(i);
+                let gone = out.jobs.remove(i);
                 for other in &mut out.jobs {
-                    if other.dependencies.contains(&removed.producer_id) {
+                    if other.dependencies.contains(&gone.producer_id) {
                         movable(&other.producer_id, "inherit the removed job's dependencies")?;
                         let mut deps: Vec<String> = Vec::new();
                         for d in &other.dependencies {
-                            if *d == removed.producer_id {
-                                deps.extend(removed.dependencies.iter().cloned());
+                            if *d == gone.producer_id {
+                                deps.extend(gone.dependencies.iter().cloned());
                             } else {
                                 deps.push(d.clone());
                             }
@@ -406,6 +415,7 @@ pub fn apply_edits(
                         other.dependencies = dedup(deps);
                     }
                 }
+                removed.push(gone.producer_id);
             }
             PlanEdit::UpdateDeps { job, dependencies } => {
                 let i = position(&out, job)?;
@@ -625,6 +635,22 @@ mod tests {
             ..PlanUpdate::default()
         };
         assert!(refused(PlanEdit::UpdatePlan(Box::new(branch))).contains("pinned"));
+    }
+
+    #[test]
+    fn a_job_cannot_be_removed_and_added_again_in_one_call() {
+        let e = apply_edits(
+            &plan(),
+            &[
+                PlanEdit::RemoveJob { job: "ccc".into() },
+                PlanEdit::AddJob(Box::new(job("ccc", &["aaa"]))),
+            ],
+            pending,
+            false,
+        )
+        .expect_err("would inherit the removed job's state");
+        assert_eq!((e.index, e.job.as_deref()), (1, Some("ccc")));
+        assert!(e.message.contains("separate calls"), "{e}");
     }
 
     #[test]

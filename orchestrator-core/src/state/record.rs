@@ -102,6 +102,10 @@ pub struct NodeState {
     /// The auto-heal the next attempt starts with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<Box<Heal>>,
+    /// Process groups (their leaders' pids) the running attempt has started and not yet seen
+    /// end: what a crash of the owner can leave running.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<u32>,
 }
 
 /// An auto-heal (SPEC §3): an attempt that first lets the healer (an agent) fix what made a
@@ -136,6 +140,7 @@ impl NodeState {
             error: None,
             session_id: None,
             heal: None,
+            processes: Vec::new(),
         }
     }
 
@@ -379,6 +384,15 @@ pub enum StateChange {
         /// One slot per node of the new graph, in its order.
         layout: Vec<NodeSlot>,
     },
+    /// A runner started (`running`) or saw the end of a process group of the node's attempt.
+    Process {
+        /// Node.
+        node: NodeIndex,
+        /// Process group id (the leader's pid).
+        pgid: u32,
+        /// Started (true) or ended (false).
+        running: bool,
+    },
     /// The node's next attempt starts with an auto-heal.
     HealScheduled {
         /// Node.
@@ -417,6 +431,7 @@ impl StateChange {
             | StateChange::Metrics { node, .. }
             | StateChange::RetryRequested { node, .. }
             | StateChange::HealScheduled { node, .. }
+            | StateChange::Process { node, .. }
             | StateChange::SpecsReplaced { node, .. } => Some(node),
             StateChange::PlanStarted { .. }
             | StateChange::Paused { .. }
@@ -614,6 +629,7 @@ impl PlanRecord {
                     heal: n.heal.take(),
                 });
                 n.resume_from = None;
+                n.processes.clear();
                 n.error = None;
             }
             StateChange::PhaseStarted { node, phase, at } => {
@@ -695,6 +711,17 @@ impl PlanRecord {
             StateChange::Metrics { node, metrics } => {
                 let a = running_attempt(node_mut(&mut self.state, *node)?, *node, "metrics")?;
                 a.metrics = Some(metrics.clone());
+            }
+            StateChange::Process {
+                node,
+                pgid,
+                running,
+            } => {
+                let n = node_mut(&mut self.state, *node)?;
+                n.processes.retain(|p| p != pgid);
+                if *running {
+                    n.processes.push(*pgid);
+                }
             }
             StateChange::HealScheduled { node, heal } => {
                 node_mut(&mut self.state, *node)?.heal = Some(heal.clone());

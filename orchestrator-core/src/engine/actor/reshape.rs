@@ -15,7 +15,7 @@ use crate::engine::queue::ReadyQueue;
 use crate::error::{Error, Result};
 use crate::ids::NodeIndex;
 use crate::plan::{apply_edits, validate, PlanEdit, ValidationContext};
-use crate::state::{NodeStatus, PlanStatus, StateChange};
+use crate::state::{NodeStatus, Phase, PlanStatus, StateChange};
 
 /// Whether a node's work is under way or done, so its commit is (or will be) final.
 fn started(status: NodeStatus) -> bool {
@@ -33,6 +33,9 @@ impl PlanActor {
     /// validates the result like a new plan, and re-derives the status of every job that has
     /// not started.
     pub(super) fn edit(&mut self, edits: &[PlanEdit]) -> Result<()> {
+        // Changes recorded earlier in this turn name nodes by their current indices: hand them
+        // (and their events) over before the indices change.
+        self.flush();
         let record = self.machine.record();
         let state = &record.state;
         let status = record.status();
@@ -131,12 +134,53 @@ impl PlanActor {
         }
         self.spec = self.machine.record().spec.clone();
         self.max_parallel = super::max_parallel_of(&self.spec);
+        self.rewind_changed_specs(edits)?;
         self.queue = ReadyQueue::default();
         let graph = self.machine.graph().clone();
         for n in self.machine.ready_nodes() {
             self.queue.push(&graph, n);
         }
         self.remove_worktrees(dropped);
+        Ok(())
+    }
+
+    /// A job whose work or checks changed resumes no later than the first changed phase: a
+    /// failed job's next retry, and a job stopped mid-attempt (paused, crashed) when it runs.
+    fn rewind_changed_specs(&mut self, edits: &[PlanEdit]) -> Result<()> {
+        for edit in edits {
+            let PlanEdit::UpdateJob { job, update } = edit else {
+                continue;
+            };
+            let earliest = if update.prechecks.is_some() {
+                Phase::Prechecks
+            } else if update.work.is_some() || update.instructions.is_some() || update.env.is_some()
+            {
+                Phase::Work
+            } else if update.postchecks.is_some() {
+                Phase::Postchecks
+            } else {
+                continue;
+            };
+            let Some(n) = self.spec.jobs.iter().position(|j| j.producer_id == *job) else {
+                continue;
+            };
+            let node = &self.machine.record().state.nodes[n];
+            let current = match node.status {
+                NodeStatus::Failed => node
+                    .resume_from
+                    .or_else(|| self.machine.resume_phase_after_failure(n)),
+                NodeStatus::Pending | NodeStatus::Ready | NodeStatus::Blocked => node.resume_from,
+                _ => None,
+            };
+            if current.is_some_and(|c| earliest < c) {
+                self.machine
+                    .record_change(StateChange::RetryRequested {
+                        node: n,
+                        resume_from: Some(earliest),
+                    })
+                    .map_err(|e| self.transition_error(e))?;
+            }
+        }
         Ok(())
     }
 
