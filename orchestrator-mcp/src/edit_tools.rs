@@ -4,13 +4,11 @@
 //! [`edit_plan`](orchestrator_core::Orchestrator::edit_plan) and
 //! [`finalize_plan`](orchestrator_core::Orchestrator::finalize_plan).
 
-use std::time::Duration;
-
 use orchestrator_core::plan::{
     parse_plan, Isolation, JobSpec, JobUpdate, PlanEdit, PlanFormat, PlanSpec, PlanUpdate, WorkSpec,
 };
 use orchestrator_core::state::PlanRecord;
-use orchestrator_core::{NodeStatus, PlanId, PlanStatus, RetryRequest};
+use orchestrator_core::{NodeStatus, OrchestratorEvent, PlanId, PlanStatus, RetryRequest};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{tool, tool_router};
 use serde_json::{json, Map, Value};
@@ -829,12 +827,14 @@ impl OrchestratorMcp {
         }
     }
 
-    /// In the background: once `job` has failed, retry it with `work`.
+    /// In the background: once `job` has failed, retry it with `work` (event-driven: checked
+    /// now and at each failure in the plan, for as long as the plan lives).
     fn retry_when_failed(&self, id: PlanId, job: String, work: &str) {
         let o = self.orchestrator.clone();
         let work = WorkSpec::shell(work);
+        let mut events = o.subscribe();
         tokio::spawn(async move {
-            for _ in 0..6000 {
+            loop {
                 let Ok(record) = o.status(&id).await else {
                     return;
                 };
@@ -853,7 +853,20 @@ impl OrchestratorMcp {
                         return;
                     }
                     NodeStatus::Succeeded | NodeStatus::Canceled => return,
-                    _ => tokio::time::sleep(Duration::from_millis(50)).await,
+                    _ => {}
+                }
+                // Wait for the next failure in this plan (or a gap in the events).
+                loop {
+                    match events.recv().await {
+                        Ok(OrchestratorEvent::NodeTransition { plan, to, .. })
+                            if plan == id && to == NodeStatus::Failed =>
+                        {
+                            break
+                        }
+                        Ok(_) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    }
                 }
             }
         });
