@@ -25,6 +25,21 @@ use crate::server::{answer, Failure, OrchestratorMcp, ToolResult, MAX_JOBS_PER_C
 const JOB_ALLOWED: &str = "a job object: producerId, task, work, dependencies (required), name, \
      prechecks, postchecks, instructions, baseBranch, expectsNoChanges, autoHeal, group, env";
 
+/// The `planId` (or `plan_id`) of arguments read without a typed struct.
+fn plan_arg(raw: &Map<String, Value>) -> Result<&str, ArgError> {
+    raw.get("planId")
+        .or_else(|| raw.get("plan_id"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            ArgError::new(
+                "planId",
+                raw.get("planId").cloned(),
+                "missing or not a string",
+                "the plan's id (or a unique prefix), as returned by create or scaffold",
+            )
+        })
+}
+
 /// `producerId -> jobId` of every job of the plan.
 pub(crate) fn job_mapping(record: &PlanRecord) -> Map<String, Value> {
     record
@@ -334,19 +349,7 @@ impl OrchestratorMcp {
         answer(
             async {
                 let raw = args.raw();
-                let plan = raw
-                    .get("planId")
-                    .or_else(|| raw.get("plan_id"))
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        ArgError::new(
-                            "planId",
-                            raw.get("planId").cloned(),
-                            "missing or not a string",
-                            "the planId returned by scaffold_copilot_plan",
-                        )
-                    })?
-                    .to_owned();
+                let plan = plan_arg(raw)?.to_owned();
                 let job = match raw.get("job") {
                     Some(job) => ("job".to_owned(), job.clone()),
                     None => (
@@ -591,18 +594,7 @@ impl OrchestratorMcp {
         answer(
             async {
                 let raw = args.raw();
-                let plan = raw
-                    .get("planId")
-                    .or_else(|| raw.get("plan_id"))
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        ArgError::new(
-                            "planId",
-                            raw.get("planId").cloned(),
-                            "missing or not a string",
-                            "the plan's id (or a unique prefix)",
-                        )
-                    })?;
+                let plan = plan_arg(raw)?;
                 let id = self.owned_plan(plan).await?;
                 let record = self.record(&id).await?;
                 let (job, update) = Self::job_change(&record, "", raw)?;
