@@ -43,6 +43,9 @@ where
         id,
         since,
     } = plan;
+    // Before anything starts: a SIGINT/SIGTERM from now on pauses cleanly instead of killing
+    // the process with its jobs still running.
+    let signals = Signals::new()?;
     let events = o.subscribe();
     let before = o.status(id).await?;
     let progress = Progress::spawn(
@@ -60,7 +63,14 @@ where
         let _ = o.close(id).await;
         return Err(e.into());
     }
-    let stop = watch(o, id, Inbox::new(ws.store.root(), id, since), &progress).await;
+    let stop = watch(
+        o,
+        id,
+        Inbox::new(ws.store.root(), id, since),
+        &progress,
+        signals,
+    )
+    .await;
     progress.finish().await;
     if let Err(e) = o.close(id).await {
         eprintln!("warning: releasing plan {id}: {e}");
@@ -119,8 +129,8 @@ async fn watch(
     id: &PlanId,
     inbox: Inbox,
     progress: &Progress,
+    mut signals: Signals,
 ) -> CliResult<Stop> {
-    let mut signals = Signals::new()?;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut interrupted = false;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use orchestrator_core::plan::{Isolation, JobSpec, PlanSpec, WorkSpec};
 use orchestrator_core::runner::{WorkFailure, WorkResult};
-use orchestrator_core::state::{FailureReason, PlanRecord};
+use orchestrator_core::state::{AttemptStatus, FailureReason, PlanRecord};
 use orchestrator_core::{
     FnRunner, InMemoryPlanRepository, NodeStatus, Orchestrator, OrchestratorEvent,
     OrchestratorOptions, Phase, PlanRepository, PlanStatus, RetryRequest, WorkContext, WorkOutput,
@@ -715,4 +715,74 @@ async fn auto_heal_respects_opt_outs_and_budget() {
         2,
         "one failure, one heal attempt"
     );
+}
+
+/// A healer that hangs (until canceled) the first time, then fixes the worktree; it records
+/// the rounds it was asked for.
+#[derive(Debug)]
+struct SlowFirstHealer(Arc<Mutex<Vec<u32>>>);
+
+#[async_trait::async_trait]
+impl orchestrator_core::runner::Healer for SlowFirstHealer {
+    async fn heal(
+        &self,
+        request: &orchestrator_core::runner::HealRequest,
+        ctx: &WorkContext,
+    ) -> WorkResult {
+        let first = {
+            let mut rounds = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            rounds.push(request.round);
+            rounds.len() == 1
+        };
+        if first {
+            ctx.cancel.cancelled().await;
+            return Err(WorkFailure::canceled());
+        }
+        std::fs::write(ctx.dir.join("fixed"), "").map_err(|e| WorkFailure::new(e.to_string()))?;
+        Ok(WorkOutput::default())
+    }
+}
+
+#[tokio::test]
+async fn a_heal_stopped_by_a_pause_is_done_again_in_the_same_round() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rounds = Arc::new(Mutex::new(Vec::new()));
+    let mut options = OrchestratorOptions::default();
+    options.auto_heal_budget = 1;
+    let o = Orchestrator::builder()
+        .runner("shell", needs_fix_runner())
+        .healer(SlowFirstHealer(rounds.clone()))
+        .options(options)
+        .build()
+        .expect("build");
+    let id = o
+        .run(plan(&[("aaa", "make", &[])]), dir.path())
+        .await
+        .expect("run");
+    // The first heal hangs; pause with stop interrupts it.
+    wait_until(&o, &id, |r| {
+        r.state.nodes[0].attempts.len() == 2
+            && r.state.nodes[0].attempts[1].status == AttemptStatus::Running
+    })
+    .await;
+    wait_until(&o, &id, |_| {
+        !rounds.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    })
+    .await;
+    o.pause(&id, true).await.expect("pause");
+    wait_until(&o, &id, |r| {
+        r.state.nodes[0].attempts[1].status != AttemptStatus::Running
+    })
+    .await;
+    o.resume(&id).await.expect("resume");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    // Budget 1: the interrupted heal did not use it up, and was done again as round 1.
+    assert_eq!(*rounds.lock().unwrap_or_else(|e| e.into_inner()), [1, 1]);
+    let r = o.status(&id).await.expect("status");
+    let heals: Vec<Option<u32>> = r.state.nodes[0]
+        .attempts
+        .iter()
+        .map(|a| a.heal.as_ref().map(|h| h.round))
+        .collect();
+    assert_eq!(heals, [None, Some(1), Some(1)]);
 }

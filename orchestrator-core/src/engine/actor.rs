@@ -758,6 +758,11 @@ impl PlanActor {
                     .phase
                     .map(Phase::retry_from)
                     .filter(|p| *p != Phase::MergeFi);
+                // A heal stopped in its phase is done again when the job resumes.
+                let heal = self.machine.record().state.nodes[n]
+                    .last_attempt()
+                    .and_then(|a| a.heal.clone())
+                    .filter(|h| Some(h.phase) == f.phase);
                 self.machine
                     .fail(
                         n,
@@ -766,6 +771,12 @@ impl PlanActor {
                         FailureReason::Canceled,
                         f.phase,
                     )
+                    .and_then(|()| match heal {
+                        Some(heal) => self
+                            .machine
+                            .record_change(StateChange::HealScheduled { node: n, heal }),
+                        None => Ok(()),
+                    })
                     .and_then(|()| self.machine.retry(n, resume, at))
             }
             (Some(StopReason::ForceFail), Err(f)) => self.machine.fail(
@@ -802,11 +813,30 @@ impl PlanActor {
         n: NodeIndex,
         mut heal: Box<crate::state::Heal>,
     ) -> Option<Box<crate::state::Heal>> {
-        let previous = self.machine.record().state.nodes[n]
-            .last_attempt()
-            .and_then(|a| a.heal.as_ref())
-            .filter(|h| h.phase == heal.phase)
-            .map_or(0, |h| h.round);
+        // The heals in a row: from the attempt that just failed back over attempts that were
+        // only interrupted (stopped by a pause or release, or crashed), which do not reset the
+        // count.
+        let mut previous = 0;
+        for (i, a) in self.machine.record().state.nodes[n]
+            .attempts
+            .iter()
+            .rev()
+            .enumerate()
+        {
+            let interrupted = matches!(
+                a.failure_reason,
+                Some(FailureReason::Canceled | FailureReason::Crashed)
+            );
+            // An earlier attempt that ended by itself (a user's retry came after it) ends the
+            // run of heals.
+            if i > 0 && !interrupted {
+                break;
+            }
+            if let Some(h) = a.heal.as_ref().filter(|h| h.phase == heal.phase) {
+                previous = h.round;
+                break;
+            }
+        }
         heal.round = previous + 1;
         (heal.round <= self.ctx.options.auto_heal_budget).then_some(heal)
     }

@@ -710,7 +710,10 @@ impl PlanRecord {
             }
             StateChange::Metrics { node, metrics } => {
                 let a = running_attempt(node_mut(&mut self.state, *node)?, *node, "metrics")?;
-                a.metrics = Some(metrics.clone());
+                a.metrics = Some(match a.metrics.take() {
+                    Some(old) => accumulate(old, metrics),
+                    None => metrics.clone(),
+                });
             }
             StateChange::Process {
                 node,
@@ -764,6 +767,28 @@ impl PlanRecord {
     /// Whether the plan runs jobs in worktrees.
     pub fn isolation(&self) -> Isolation {
         self.spec.isolation
+    }
+}
+
+/// Metrics reported twice in one attempt (an auto-heal's agent, then the phase's agent): for
+/// two objects, numbers add up and other values take the later report; else the later wins.
+fn accumulate(old: serde_json::Value, new: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match (old, new) {
+        (Value::Object(mut sum), Value::Object(add)) => {
+            for (key, value) in add {
+                let merged = match (sum.get(key), value) {
+                    (Some(Value::Number(a)), Value::Number(b)) => match (a.as_u64(), b.as_u64()) {
+                        (Some(a), Some(b)) => Value::from(a.saturating_add(b)),
+                        _ => Value::from(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
+                    },
+                    _ => value.clone(),
+                };
+                sum.insert(key.clone(), merged);
+            }
+            Value::Object(sum)
+        }
+        (_, new) => new.clone(),
     }
 }
 
@@ -870,5 +895,22 @@ impl PlanState {
     /// The plan's status, derived from its nodes and flags.
     pub fn status(&self) -> PlanStatus {
         self.counts().plan_status(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::accumulate;
+    use serde_json::json;
+
+    #[test]
+    fn metrics_of_one_attempt_add_up() {
+        let heal = json!({"agent": "claude", "inputTokens": 100, "costUsd": 0.5, "turns": 2});
+        let work = json!({"agent": "codex", "inputTokens": 50, "costUsd": 0.25, "sessionId": "s"});
+        assert_eq!(
+            accumulate(heal, &work),
+            json!({"agent": "codex", "inputTokens": 150, "costUsd": 0.75, "turns": 2, "sessionId": "s"})
+        );
+        assert_eq!(accumulate(json!(1), &json!({"a": 1})), json!({"a": 1}));
     }
 }
