@@ -142,9 +142,15 @@ impl OrchestratorMcp {
         self.edited(id, what).await
     }
 
+    /// The answer of a tool that changed a plan: its status and options, counts and the job
+    /// mapping, but not every job in detail (get_copilot_plan_status has those), so that an
+    /// answer stays small while a large plan is built call by call.
     async fn edited(&self, id: &PlanId, what: &str) -> Result<(Value, String), Failure> {
         let record = self.record(id).await?;
         let mut doc = report::plan_json(&record);
+        if let Some(map) = doc.as_object_mut() {
+            map.remove("jobs");
+        }
         doc["success"] = json!(true);
         doc["jobMapping"] = Value::Object(job_mapping(&record));
         doc["jobCount"] = json!(record.spec.jobs.len());
