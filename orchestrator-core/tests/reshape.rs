@@ -128,15 +128,26 @@ async fn scaffold_add_finalize_run() {
         "{finalize_empty}"
     );
 
-    o.edit_plan(&id, vec![PlanEdit::AddJob(Box::new(job("aaa", "ok", &[])))])
-        .await
-        .expect("add aaa");
+    o.edit_plan(
+        &id,
+        vec![PlanEdit::AddJob {
+            job: Box::new(job("aaa", "ok", &[])),
+        }],
+    )
+    .await
+    .expect("add aaa");
     o.edit_plan(
         &id,
         vec![
-            PlanEdit::AddJob(Box::new(job("bbb", "ok", &["aaa"]))),
-            PlanEdit::AddJob(Box::new(job("ccc", "ok", &["aaa"]))),
-            PlanEdit::AddJob(Box::new(job("ddd", "ok", &["bbb", "ccc"]))),
+            PlanEdit::AddJob {
+                job: Box::new(job("bbb", "ok", &["aaa"])),
+            },
+            PlanEdit::AddJob {
+                job: Box::new(job("ccc", "ok", &["aaa"])),
+            },
+            PlanEdit::AddJob {
+                job: Box::new(job("ddd", "ok", &["bbb", "ccc"])),
+            },
         ],
     )
     .await
@@ -146,8 +157,12 @@ async fn scaffold_add_finalize_run() {
         .edit_plan(
             &id,
             vec![
-                PlanEdit::AddJob(Box::new(job("eee", "ok", &[]))),
-                PlanEdit::AddJob(Box::new(job("fff", "ok", &["nope"]))),
+                PlanEdit::AddJob {
+                    job: Box::new(job("eee", "ok", &[])),
+                },
+                PlanEdit::AddJob {
+                    job: Box::new(job("fff", "ok", &["nope"])),
+                },
             ],
         )
         .await
@@ -290,7 +305,9 @@ async fn failed_jobs_can_be_fixed_or_removed() {
     let e = o
         .edit_plan(
             &id,
-            vec![PlanEdit::AddJob(Box::new(job("late", "ok", &[])))],
+            vec![PlanEdit::AddJob {
+                job: Box::new(job("late", "ok", &[])),
+            }],
         )
         .await
         .expect_err("succeeded");

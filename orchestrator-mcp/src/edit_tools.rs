@@ -309,9 +309,9 @@ impl OrchestratorMcp {
         let mut edits = Vec::with_capacity(jobs.len());
         let mut fields = Vec::with_capacity(jobs.len());
         for (field, value) in jobs {
-            edits.push(PlanEdit::AddJob(Box::new(Self::parse_job(
-                &field, value, &record,
-            )?)));
+            edits.push(PlanEdit::AddJob {
+                job: Box::new(Self::parse_job(&field, value, &record)?),
+            });
             fields.push(field);
         }
         let n = edits.len();
@@ -488,9 +488,9 @@ impl OrchestratorMcp {
                         .into()),
                     };
                     let edit = match op.op.as_str() {
-                        "add_node" | "add_job" | "addNode" | "addJob" => {
-                            PlanEdit::AddJob(Box::new(spec(op.spec)?))
-                        }
+                        "add_node" | "add_job" | "addNode" | "addJob" => PlanEdit::AddJob {
+                            job: Box::new(spec(op.spec)?),
+                        },
                         "remove_node" | "remove_job" | "removeNode" | "removeJob" => {
                             PlanEdit::RemoveJob { job: target()? }
                         }
@@ -533,7 +533,7 @@ impl OrchestratorMcp {
                             .into())
                         }
                     };
-                    if let PlanEdit::AddJob(job)
+                    if let PlanEdit::AddJob { job }
                     | PlanEdit::AddBefore { job, .. }
                     | PlanEdit::AddAfter { job, .. } = &edit
                     {
@@ -576,7 +576,9 @@ impl OrchestratorMcp {
                 )?;
                 self.apply(
                     &id,
-                    vec![PlanEdit::UpdatePlan(Box::new(update))],
+                    vec![PlanEdit::UpdatePlan {
+                        update: Box::new(update),
+                    }],
                     &|_| "(arguments)".to_owned(),
                     "plan updated",
                 )

@@ -1061,9 +1061,9 @@ impl PlanActor {
                 node: *node,
                 metrics: metrics.clone(),
             },
-            StateChange::Reshaped { layout, .. } => OrchestratorEvent::PlanReshaped {
+            StateChange::Reshaped { .. } => OrchestratorEvent::PlanReshaped {
                 plan: plan(),
-                nodes: layout.len(),
+                nodes: record.state.nodes.len(),
             },
             _ => return,
         };

@@ -175,7 +175,7 @@ impl Orchestrator {
     ///     .unwrap();
     /// assert_eq!(o.plan_status(&id).unwrap(), PlanStatus::Scaffolding);
     /// let job = JobSpec::new("build", "Build", WorkSpec::shell("make"));
-    /// o.edit_plan(&id, vec![PlanEdit::AddJob(Box::new(job))]).await.unwrap();
+    /// o.edit_plan(&id, vec![PlanEdit::AddJob { job: Box::new(job) }]).await.unwrap();
     /// o.finalize_plan(&id).await.unwrap();
     /// o.start(&id).await.unwrap();
     /// assert_eq!(o.wait(&id).await.unwrap(), PlanStatus::Succeeded);

@@ -16,17 +16,24 @@
 
 use std::fmt;
 
-use serde::Deserialize;
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
 
 use crate::plan::{Env, JobSpec, PlanSpec, WorkSpec};
 use crate::state::NodeStatus;
 
-/// One change to a plan.
-#[derive(Debug, Clone, PartialEq)]
+/// One change to a plan. Serialized (tagged by `op`) into the plan's journal, which replays
+/// it: an edit costs the store the size of the edit, not of the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PlanEdit {
     /// Adds a job (its `dependencies` name existing or earlier-added jobs).
-    AddJob(Box<JobSpec>),
+    AddJob {
+        /// The new job.
+        job: Box<JobSpec>,
+    },
     /// Removes a job; jobs depending on it inherit its dependencies.
     RemoveJob {
         /// producerId of the job.
@@ -63,63 +70,74 @@ pub enum PlanEdit {
         update: Box<JobUpdate>,
     },
     /// Changes plan options.
-    UpdatePlan(Box<PlanUpdate>),
+    UpdatePlan {
+        /// Options to change.
+        update: Box<PlanUpdate>,
+    },
 }
 
 impl PlanEdit {
     /// The operation's name as the MCP tools spell it.
     pub fn op(&self) -> &'static str {
         match self {
-            PlanEdit::AddJob(_) => "add_job",
+            PlanEdit::AddJob { .. } => "add_job",
             PlanEdit::RemoveJob { .. } => "remove_job",
             PlanEdit::UpdateDeps { .. } => "update_deps",
             PlanEdit::AddBefore { .. } => "add_before",
             PlanEdit::AddAfter { .. } => "add_after",
             PlanEdit::UpdateJob { .. } => "update_job",
-            PlanEdit::UpdatePlan(_) => "update_plan",
+            PlanEdit::UpdatePlan { .. } => "update_plan",
         }
     }
 }
 
 /// Fields of a job to change; `None` leaves a field as it is.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JobUpdate {
     /// New task description.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     /// New display name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// New work.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<WorkSpec>,
     /// New prechecks.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prechecks: Option<WorkSpec>,
     /// New postchecks.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub postchecks: Option<WorkSpec>,
     /// New agent instructions.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     /// New dependencies.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependencies: Option<Vec<String>>,
     /// New environment (replaces the job's).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<Env>,
     /// New `expectsNoChanges`.
-    #[serde(default, alias = "expects_no_changes")]
+    #[serde(
+        default,
+        alias = "expects_no_changes",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub expects_no_changes: Option<bool>,
     /// New `autoHeal`.
-    #[serde(default, alias = "auto_heal")]
+    #[serde(default, alias = "auto_heal", skip_serializing_if = "Option::is_none")]
     pub auto_heal: Option<bool>,
     /// New group.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     /// New base branch (root jobs).
-    #[serde(default, alias = "base_branch")]
+    #[serde(
+        default,
+        alias = "base_branch",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub base_branch: Option<String>,
 }
 
@@ -195,35 +213,59 @@ impl JobUpdate {
 
 /// Plan options to change; `None` leaves an option as it is. Branches can change only before
 /// the plan first starts (they are pinned then).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlanUpdate {
     /// New name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// New `maxParallel` (0 = no plan limit).
-    #[serde(default, alias = "max_parallel")]
+    #[serde(
+        default,
+        alias = "max_parallel",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub max_parallel: Option<u32>,
     /// New plan environment (replaces it).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<Env>,
     /// New `verifyRi`.
-    #[serde(default, alias = "verify_ri")]
+    #[serde(default, alias = "verify_ri", skip_serializing_if = "Option::is_none")]
     pub verify_ri: Option<WorkSpec>,
     /// New `cleanUpSuccessfulWork`.
-    #[serde(default, alias = "clean_up_successful_work")]
+    #[serde(
+        default,
+        alias = "clean_up_successful_work",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub clean_up_successful_work: Option<bool>,
     /// New `additionalSymlinkDirs`.
-    #[serde(default, alias = "additional_symlink_dirs")]
+    #[serde(
+        default,
+        alias = "additional_symlink_dirs",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub additional_symlink_dirs: Option<Vec<String>>,
     /// New `worktreeInit`.
-    #[serde(default, alias = "worktree_init")]
+    #[serde(
+        default,
+        alias = "worktree_init",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub worktree_init: Option<Vec<WorkSpec>>,
     /// New base branch (before the first start only).
-    #[serde(default, alias = "base_branch")]
+    #[serde(
+        default,
+        alias = "base_branch",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub base_branch: Option<String>,
     /// New target branch (before the first start only).
-    #[serde(default, alias = "target_branch")]
+    #[serde(
+        default,
+        alias = "target_branch",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub target_branch: Option<String>,
 }
 
@@ -385,7 +427,7 @@ pub fn apply_edits(
             }
         };
         match edit {
-            PlanEdit::AddJob(job) => {
+            PlanEdit::AddJob { job } => {
                 adding(&out, job)?;
                 out.jobs.push((**job).clone());
             }
@@ -467,7 +509,7 @@ pub fn apply_edits(
                 }
                 update.apply(&mut out.jobs[i]);
             }
-            PlanEdit::UpdatePlan(update) => {
+            PlanEdit::UpdatePlan { update } => {
                 if started && update.changes_branches() {
                     return Err(fail(
                         None,
@@ -481,6 +523,26 @@ pub fn apply_edits(
         }
     }
     Ok(out)
+}
+
+/// Where each node of `new`'s graph was in `old`'s (by producerId; the snapshot node, last in
+/// worktree plans, stays the snapshot node); `None` for new jobs.
+pub fn layout(old: &PlanSpec, new: &PlanSpec) -> Vec<Option<usize>> {
+    let index: HashMap<&str, usize> = old
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.producer_id.as_str(), i))
+        .collect();
+    let mut from: Vec<Option<usize>> = new
+        .jobs
+        .iter()
+        .map(|j| index.get(j.producer_id.as_str()).copied())
+        .collect();
+    if new.isolation == crate::plan::Isolation::Worktree {
+        from.push(Some(old.jobs.len()));
+    }
+    from
 }
 
 fn dedup(items: Vec<String>) -> Vec<String> {
@@ -634,7 +696,10 @@ mod tests {
             target_branch: Some("x".into()),
             ..PlanUpdate::default()
         };
-        assert!(refused(PlanEdit::UpdatePlan(Box::new(branch))).contains("pinned"));
+        assert!(refused(PlanEdit::UpdatePlan {
+            update: Box::new(branch)
+        })
+        .contains("pinned"));
     }
 
     #[test]
@@ -643,7 +708,9 @@ mod tests {
             &plan(),
             &[
                 PlanEdit::RemoveJob { job: "ccc".into() },
-                PlanEdit::AddJob(Box::new(job("ccc", &["aaa"]))),
+                PlanEdit::AddJob {
+                    job: Box::new(job("ccc", &["aaa"])),
+                },
             ],
             pending,
             false,
@@ -658,8 +725,12 @@ mod tests {
         let e = apply_edits(
             &plan(),
             &[
-                PlanEdit::AddJob(Box::new(job("ddd", &[]))),
-                PlanEdit::AddJob(Box::new(job("ddd", &[]))),
+                PlanEdit::AddJob {
+                    job: Box::new(job("ddd", &[])),
+                },
+                PlanEdit::AddJob {
+                    job: Box::new(job("ddd", &[])),
+                },
             ],
             pending,
             false,

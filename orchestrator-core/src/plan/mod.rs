@@ -6,7 +6,7 @@ mod parse;
 mod spec;
 mod validate;
 
-pub use edit::{apply_edits, EditError, JobUpdate, PlanEdit, PlanUpdate};
+pub use edit::{apply_edits, layout, EditError, JobUpdate, PlanEdit, PlanUpdate};
 pub use graph::{PlanGraph, Priority, SNAPSHOT_PRODUCER_ID};
 pub use parse::{load_plan_file, parse_plan, PlanFormat};
 pub use spec::{

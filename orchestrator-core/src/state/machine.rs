@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::ids::{Millis, NodeId, NodeIndex};
 use crate::plan::PlanGraph;
 use crate::state::{
-    ApplyError, AttemptStatus, FailureReason, NodeSlot, NodeStatus, Phase, PlanRecord, PlanStatus,
+    ApplyError, AttemptStatus, FailureReason, NodeStatus, Phase, PlanRecord, PlanStatus,
     StateChange, StatusCounts,
 };
 
@@ -401,15 +401,17 @@ impl PlanMachine {
         Ok(terminal)
     }
 
-    /// Replaces the plan's spec and graph after an edit (scaffolding, reshape). `from[i]` is
-    /// the index node `i` of the new graph had before (`None`: a new node).
+    /// Applies `edits` (already checked: see [`crate::plan::apply_edits`]) whose result has the
+    /// graph `graph`; `from[i]` is the index node `i` of the new graph had before (`None`: a
+    /// new node; see [`crate::plan::layout`]). `started`: whether the plan had started.
     ///
     /// Nodes that started or ended keep their status; every other node's status is derived
     /// anew from its dependencies: blocked if one failed, was blocked or canceled; ready if all
     /// succeeded and the plan runs; else pending.
     pub fn reshape(
         &mut self,
-        spec: crate::plan::PlanSpec,
+        edits: Vec<crate::plan::PlanEdit>,
+        started: bool,
         graph: Arc<PlanGraph>,
         from: &[Option<NodeIndex>],
         at: Millis,
@@ -446,19 +448,24 @@ impl PlanMachine {
                 NodeStatus::Pending
             };
         }
-        let layout = from
+        let statuses = from
             .iter()
             .zip(&status)
-            .map(|(&from, &status)| NodeSlot {
-                from,
-                id: from.is_none().then(NodeId::random),
-                status,
-            })
+            .enumerate()
+            .filter(|(_, (f, s))| f.is_none_or(|o| state.nodes[o].status != **s))
+            .map(|(n, (_, &s))| (n, s))
+            .collect();
+        let new_ids = from
+            .iter()
+            .filter(|f| f.is_none())
+            .map(|_| NodeId::random())
             .collect();
         self.record_change(StateChange::Reshaped {
             at,
-            spec: Arc::new(spec),
-            layout,
+            edits,
+            started,
+            new_ids,
+            statuses,
         })?;
         self.graph = graph;
         self.counts = self.record.state.counts();

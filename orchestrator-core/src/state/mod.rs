@@ -6,7 +6,7 @@ mod status;
 
 pub use machine::PlanMachine;
 pub use record::{
-    ApplyError, Attempt, AttemptStatus, Heal, NodeSlot, NodeState, PhaseRecord, PlanRecord,
-    PlanState, StateChange, StatusCounts, SCHEMA_VERSION,
+    ApplyError, Attempt, AttemptStatus, Heal, NodeState, PhaseRecord, PlanRecord, PlanState,
+    StateChange, StatusCounts, SCHEMA_VERSION,
 };
 pub use status::{FailureReason, NodeStatus, Phase, PhaseStatus, PlanStatus};

@@ -374,15 +374,24 @@ pub enum StateChange {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume_from: Option<Phase>,
     },
-    /// The plan's jobs or options were edited (scaffolding, reshape): the new spec, and for
-    /// each node of the new graph where its state comes from and its status.
+    /// The plan's jobs or options were edited (scaffolding, reshape). Replayed by applying
+    /// the edits again ([`crate::plan::apply_edits`]): nodes keep their state by producerId
+    /// ([`crate::plan::layout`]), new jobs get `new_ids` in order, and `statuses` are the
+    /// statuses the edit re-derived. The journal holds the size of the edit, not of the plan.
     Reshaped {
         /// Time.
         at: Millis,
-        /// The whole new spec.
-        spec: Arc<PlanSpec>,
-        /// One slot per node of the new graph, in its order.
-        layout: Vec<NodeSlot>,
+        /// The edits, in order.
+        edits: Vec<crate::plan::PlanEdit>,
+        /// Whether the plan had started (branch options were pinned).
+        #[serde(default)]
+        started: bool,
+        /// Ids of the new nodes, in node order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        new_ids: Vec<NodeId>,
+        /// Nodes (new indices) whose status differs from their status before, or that are new.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        statuses: Vec<(NodeIndex, NodeStatus)>,
     },
     /// A runner started (`running`) or saw the end of a process group of the node's attempt.
     Process {
@@ -446,20 +455,6 @@ impl StateChange {
     }
 }
 
-/// Where one node of a reshaped plan comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeSlot {
-    /// Index of the node before the change, with its history; `None` for a new node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<NodeIndex>,
-    /// Id of a new node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<NodeId>,
-    /// Its status after the change.
-    pub status: NodeStatus,
-}
-
 /// Why a [`StateChange`] could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -484,6 +479,9 @@ pub enum ApplyError {
         /// Requested status.
         to: NodeStatus,
     },
+    /// A journaled edit could not be applied again.
+    #[error("the plan edit cannot be applied: {0}")]
+    Edit(String),
     /// An attempt-level change arrived while no attempt runs.
     #[error("node {node} has no running attempt for {op}")]
     NoAttempt {
@@ -554,25 +552,60 @@ impl PlanRecord {
             StateChange::Canceled { .. } => self.state.canceled = true,
             StateChange::Archived { .. } => self.state.archived = true,
             StateChange::Finalized { .. } => self.state.scaffolding = false,
-            StateChange::Reshaped { spec, layout, .. } => {
-                let mut old: Vec<Option<NodeState>> =
-                    self.state.nodes.iter().cloned().map(Some).collect();
-                let mut nodes = Vec::with_capacity(layout.len());
-                for (i, slot) in layout.iter().enumerate() {
-                    let mut node = match (slot.from, &slot.id) {
-                        (Some(from), _) => old
-                            .get_mut(from)
-                            .and_then(Option::take)
-                            .ok_or(ApplyError::NoSuchNode { node: from, count })?,
-                        (None, Some(id)) => NodeState::new(id.clone()),
-                        (None, None) => return Err(ApplyError::NoSuchNode { node: i, count }),
-                    };
-                    node.status = slot.status;
-                    nodes.push(node);
+            StateChange::Reshaped {
+                edits,
+                started,
+                new_ids,
+                statuses,
+                ..
+            } => {
+                let status_by_producer: std::collections::HashMap<&str, NodeStatus> = self
+                    .spec
+                    .jobs
+                    .iter()
+                    .zip(&self.state.nodes)
+                    .map(|(j, n)| (j.producer_id.as_str(), n.status))
+                    .collect();
+                let spec = crate::plan::apply_edits(
+                    &self.spec,
+                    edits,
+                    |p| status_by_producer.get(p).copied(),
+                    *started,
+                )
+                .map_err(|e| ApplyError::Edit(e.to_string()))?;
+                let from = crate::plan::layout(&self.spec, &spec);
+                // Checked before anything changes: a change either applies or does nothing.
+                if let Some(&Some(o)) = from.iter().find(|f| f.is_some_and(|o| o >= count)) {
+                    return Err(ApplyError::NoSuchNode { node: o, count });
+                }
+                let fresh = from.iter().filter(|f| f.is_none()).count();
+                if fresh != new_ids.len() {
+                    return Err(ApplyError::Edit(format!(
+                        "{fresh} new jobs but {} new node ids",
+                        new_ids.len()
+                    )));
+                }
+                let mut old: Vec<Option<NodeState>> = std::mem::take(&mut self.state.nodes)
+                    .into_iter()
+                    .map(Some)
+                    .collect();
+                let mut ids = new_ids.iter();
+                let mut nodes: Vec<NodeState> = from
+                    .iter()
+                    .map(|f| {
+                        f.and_then(|o| old[o].take())
+                            .or_else(|| ids.next().map(|id| NodeState::new(id.clone())))
+                            .unwrap_or_else(|| NodeState::new(NodeId::random()))
+                    })
+                    .collect();
+                for &(n, status) in statuses {
+                    if let Some(node) = nodes.get_mut(n) {
+                        node.status = status;
+                    }
                 }
                 self.state.nodes = nodes;
                 self.state.ended_at = None;
-                self.spec = spec.clone();
+                self.spec = Arc::new(spec);
             }
             StateChange::Recovered { .. } => {
                 let s = &mut self.state;

@@ -14,7 +14,7 @@ use super::PlanActor;
 use crate::engine::queue::ReadyQueue;
 use crate::error::{Error, Result};
 use crate::ids::NodeIndex;
-use crate::plan::{apply_edits, validate, PlanEdit, ValidationContext};
+use crate::plan::{apply_edits, layout, validate, PlanEdit, ValidationContext};
 use crate::state::{NodeStatus, Phase, PlanStatus, StateChange};
 
 /// Whether a node's work is under way or done, so its commit is (or will be) final.
@@ -58,11 +58,12 @@ impl PlanActor {
             .enumerate()
             .map(|(i, j)| (j.producer_id.as_str(), i))
             .collect();
+        let was_started = state.started_at.is_some();
         let spec = apply_edits(
             &record.spec,
             edits,
             |p| index.get(p).map(|&i| state.nodes[i].status),
-            state.started_at.is_some(),
+            was_started,
         )
         .map_err(|source| Error::Edit {
             plan: self.id.clone(),
@@ -75,12 +76,7 @@ impl PlanActor {
                 scaffolding: state.scaffolding,
             },
         )?;
-        let from: Vec<Option<NodeIndex>> = (0..graph.node_count())
-            .map(|i| match graph.is_snapshot(i) {
-                true => old_graph.snapshot(),
-                false => index.get(spec.jobs[i].producer_id.as_str()).copied(),
-            })
-            .collect();
+        let from = layout(&record.spec, &spec);
         // A job that merges into the snapshot only as a leaf must not become one after its
         // pipeline decided to skip that merge.
         for (i, f) in from.iter().enumerate() {
@@ -117,7 +113,13 @@ impl PlanActor {
         let old_len = state.nodes.len();
 
         self.machine
-            .reshape(spec, Arc::new(graph), &from, self.clock)
+            .reshape(
+                edits.to_vec(),
+                was_started,
+                Arc::new(graph),
+                &from,
+                self.clock,
+            )
             .map_err(|e| self.transition_error(e))?;
         self.running = from
             .iter()
