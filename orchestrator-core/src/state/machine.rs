@@ -340,10 +340,12 @@ impl PlanMachine {
             if self.status_of(n) == NodeStatus::CompletedSplit {
                 self.transition(n, NodeStatus::Failed, at)?;
             } else {
-                let phase = self.record.state.nodes[n]
-                    .last_attempt()
-                    .and_then(|a| a.phases.last())
-                    .map(|p| p.phase);
+                let last = self.record.state.nodes[n].last_attempt();
+                let phase = last.and_then(|a| a.phases.last()).map(|p| p.phase);
+                // A heal the crash interrupted in its phase is done again (same round).
+                let heal = last
+                    .and_then(|a| a.heal.clone())
+                    .filter(|h| phase.is_none_or(|p| p == h.phase));
                 self.fail(
                     n,
                     at,
@@ -351,6 +353,9 @@ impl PlanMachine {
                     FailureReason::Crashed,
                     phase,
                 )?;
+                if let Some(heal) = heal {
+                    self.record_change(StateChange::HealScheduled { node: n, heal })?;
+                }
             }
             let resume = self.resume_phase_after_failure(n);
             self.retry(n, resume, at)?;

@@ -339,3 +339,39 @@ fn recovery_makes_failed_blocked_and_canceled_nodes_pending_and_pauses() {
     assert_eq!(m.counts(), m.record().state.counts());
     assert_eq!(m.record().state.nodes[0].attempts.len(), 1, "history kept");
 }
+
+#[test]
+fn a_heal_interrupted_by_a_crash_is_done_again() {
+    let mut m = machine(DIAMOND);
+    m.start(1, None, None, None).expect("start");
+    let heal = crate::state::Heal {
+        round: 2,
+        phase: Phase::Work,
+        spec: crate::plan::WorkSpec::shell("make"),
+        failure: "make: exit 2".into(),
+        exit_code: Some(2),
+    };
+    m.record_change(StateChange::HealScheduled {
+        node: 0,
+        heal: Box::new(heal.clone()),
+    })
+    .expect("heal");
+    run(&mut m, 0);
+    m.record_change(StateChange::PhaseStarted {
+        node: 0,
+        phase: Phase::Work,
+        at: 3,
+    })
+    .expect("phase");
+    let record = m.record().clone();
+    let graph = m.graph().clone();
+    let mut m = PlanMachine::new(record, graph);
+    m.recover_crashed(9).expect("recover");
+    let node = &m.record().state.nodes[0];
+    assert_eq!(
+        node.heal.as_deref(),
+        Some(&heal),
+        "scheduled again, same round"
+    );
+    assert_eq!(node.resume_from, Some(Phase::Work));
+}
