@@ -25,11 +25,14 @@ use crate::state::{NodeState, NodeStatus, PlanRecord};
 /// ```
 pub fn plan_json(record: &PlanRecord) -> Value {
     let s = &record.state;
+    // Blockers of every job in one pass: per job, the report would walk shared ancestors
+    // again and again (quadratic when a failure blocks a long chain).
+    let mut blockers = Blockers::new(record);
     let jobs: Vec<Value> = (0..record.spec.jobs.len().min(s.nodes.len()))
-        .map(|n| job_json(record, n))
+        .map(|n| job_doc(record, n, &blockers.names(n)))
         .collect();
-    let snapshot =
-        (s.nodes.len() > record.spec.jobs.len()).then(|| job_json(record, record.spec.jobs.len()));
+    let snapshot = (s.nodes.len() > record.spec.jobs.len())
+        .then(|| job_doc(record, record.spec.jobs.len(), &[]));
     let c = s.counts();
     json!({
         "planId": s.id,
@@ -76,6 +79,10 @@ fn options_json(spec: &crate::plan::PlanSpec) -> Value {
 /// One job of a plan: `{"producerId","name","status","attempts","commit","error"}` plus its
 /// node id, task, dependencies, group, failed phase and reason, worktree, and `blockedBy`.
 pub fn job_json(record: &PlanRecord, n: usize) -> Value {
+    job_doc(record, n, &blocked_by(record, n))
+}
+
+fn job_doc(record: &PlanRecord, n: usize, blockers: &[String]) -> Value {
     let Some(node) = record.state.nodes.get(n) else {
         return Value::Null;
     };
@@ -89,7 +96,6 @@ pub fn job_json(record: &PlanRecord, n: usize) -> Value {
             if let Some(group) = &job.group {
                 doc["group"] = json!(group);
             }
-            let blockers = blocked_by(record, n);
             if !blockers.is_empty() {
                 doc["blockedBy"] = json!(blockers);
             }
@@ -134,36 +140,148 @@ fn node_json(node: &NodeState) -> Value {
 }
 
 /// The failed (or canceled) jobs a blocked job waits on: its nearest such ancestors, sorted.
+/// For every job of a plan at once, [`Blockers`] shares the work between jobs.
 pub fn blocked_by(record: &PlanRecord, n: usize) -> Vec<String> {
-    let nodes = &record.state.nodes;
-    if n >= record.spec.jobs.len() || nodes.get(n).map(|s| s.status) != Some(NodeStatus::Blocked) {
-        return Vec::new();
-    }
-    let by_id: HashMap<&str, usize> = record
-        .spec
-        .jobs
-        .iter()
-        .enumerate()
-        .map(|(i, j)| (j.producer_id.as_str(), i))
-        .collect();
-    let mut seen = vec![false; record.spec.jobs.len()];
-    let mut stack = vec![n];
-    let mut out = Vec::new();
-    while let Some(i) = stack.pop() {
-        for dep in &record.spec.jobs[i].dependencies {
-            let Some(&d) = by_id.get(dep.as_str()) else {
-                continue;
-            };
-            if std::mem::replace(&mut seen[d], true) {
-                continue;
-            }
-            match nodes[d].status {
-                NodeStatus::Failed | NodeStatus::Canceled => out.push(dep.clone()),
-                NodeStatus::Blocked => stack.push(d),
-                _ => {}
-            }
+    Blockers::new(record).names(n)
+}
+
+/// The blockers of a plan's jobs ([`blocked_by`]), each computed once and shared by the
+/// blocked jobs downstream of it.
+pub struct Blockers<'a> {
+    record: &'a PlanRecord,
+    by_id: HashMap<&'a str, usize>,
+    /// Per job, once computed: the indices of its blockers, sorted.
+    memo: Vec<Option<Vec<usize>>>,
+}
+
+impl<'a> Blockers<'a> {
+    /// Ready to answer for the jobs of `record`.
+    pub fn new(record: &'a PlanRecord) -> Self {
+        let by_id = record
+            .spec
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (j.producer_id.as_str(), i))
+            .collect();
+        Blockers {
+            record,
+            by_id,
+            memo: vec![None; record.spec.jobs.len()],
         }
     }
-    out.sort();
-    out
+
+    /// The producerIds job `n` waits on (empty unless it is blocked), sorted.
+    pub fn names(&mut self, n: usize) -> Vec<String> {
+        let jobs = &self.record.spec.jobs;
+        let mut names: Vec<String> = self
+            .indices(n)
+            .iter()
+            .map(|&d| jobs[d].producer_id.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn status(&self, n: usize) -> Option<NodeStatus> {
+        self.record.state.nodes.get(n).map(|s| s.status)
+    }
+
+    fn deps(&self, n: usize) -> impl Iterator<Item = usize> + '_ {
+        self.record.spec.jobs[n]
+            .dependencies
+            .iter()
+            .filter_map(|d| self.by_id.get(d.as_str()).copied())
+    }
+
+    /// Post-order over blocked ancestors (iterative: chains can be 100k jobs long).
+    fn indices(&mut self, n: usize) -> Vec<usize> {
+        if n >= self.memo.len() || self.status(n) != Some(NodeStatus::Blocked) {
+            return Vec::new();
+        }
+        let mut stack = vec![(n, false)];
+        while let Some((i, expanded)) = stack.pop() {
+            if self.memo[i].is_some() {
+                continue;
+            }
+            if !expanded {
+                stack.push((i, true));
+                let pending: Vec<usize> = self
+                    .deps(i)
+                    .filter(|&d| {
+                        self.status(d) == Some(NodeStatus::Blocked) && self.memo[d].is_none()
+                    })
+                    .collect();
+                stack.extend(pending.into_iter().map(|d| (d, false)));
+                continue;
+            }
+            let mut found = Vec::new();
+            for d in self.deps(i) {
+                match self.status(d) {
+                    Some(NodeStatus::Failed | NodeStatus::Canceled) => found.push(d),
+                    Some(NodeStatus::Blocked) => {
+                        found.extend(self.memo[d].iter().flatten().copied());
+                    }
+                    _ => {}
+                }
+            }
+            found.sort_unstable();
+            found.dedup();
+            self.memo[i] = Some(found);
+        }
+        self.memo[n].clone().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
+
+    #[test]
+    fn blockers_are_the_nearest_failed_or_canceled_ancestors() {
+        // f1 (failed) -> b1 -> b2 ; c1 (canceled) -> b2 ; ok -> b3 (b3 blocked through b1).
+        let job = |id: &str, deps: &[&str]| {
+            JobSpec::new(id, id, WorkSpec::shell("true")).depends_on(deps.iter().copied())
+        };
+        let spec = PlanSpec::new("p")
+            .isolation(Isolation::None)
+            .job(job("fff", &[]))
+            .job(job("ccc", &[]))
+            .job(job("okk", &[]))
+            .job(job("bb1", &["fff"]))
+            .job(job("bb2", &["bb1", "ccc"]))
+            .job(job("bb3", &["okk", "bb1"]));
+        let nodes = PlanGraph::build(&spec).expect("graph").node_count();
+        let mut record = PlanRecord::new("p".into(), spec, ".".into(), nodes, 0);
+        let statuses = [
+            NodeStatus::Failed,
+            NodeStatus::Canceled,
+            NodeStatus::Succeeded,
+            NodeStatus::Blocked,
+            NodeStatus::Blocked,
+            NodeStatus::Blocked,
+        ];
+        for (node, status) in record.state.nodes.iter_mut().zip(statuses) {
+            node.status = status;
+        }
+        let mut all = Blockers::new(&record);
+        let names: Vec<Vec<String>> = (0..6).map(|n| all.names(n)).collect();
+        assert_eq!(
+            names,
+            [
+                vec![],
+                vec![],
+                vec![],
+                vec!["fff".to_owned()],
+                vec!["ccc".to_owned(), "fff".to_owned()],
+                vec!["fff".to_owned()],
+            ]
+        );
+        assert_eq!(blocked_by(&record, 4), names[4]);
+        assert_eq!(
+            plan_json(&record)["jobs"][4]["blockedBy"],
+            json!(["ccc", "fff"])
+        );
+    }
 }

@@ -282,7 +282,7 @@ impl Orchestrator {
         }
     }
 
-    /// The worktrees (recorded, or where each node's would be: a kill can come between
+    /// The worktrees (recorded, or where a running node's would be: a kill can come between
     /// creating one and recording it) and branches of a worktree plan, for crash repairs.
     fn repair_targets(&self, record: &PlanRecord) -> Option<(PathBuf, Vec<PathBuf>, Vec<String>)> {
         if record.spec.isolation != crate::plan::Isolation::Worktree {
@@ -290,13 +290,17 @@ impl Orchestrator {
         }
         let repo = record.state.repo.clone();
         let root = self.ctx.options.worktree_root_for(&repo);
+        // Only a node that was running can have a worktree its record does not know yet.
         let mut worktrees: Vec<PathBuf> = record
             .state
             .nodes
             .iter()
             .flat_map(|n| {
-                let expected = root.join(super::job_worktree_name(&n.id));
-                n.worktree.clone().into_iter().chain([expected])
+                let expected = n
+                    .status
+                    .is_active()
+                    .then(|| root.join(super::job_worktree_name(&n.id)));
+                n.worktree.clone().into_iter().chain(expected)
             })
             .chain([root.join(super::snapshot_worktree_name(&record.state.id))])
             .collect();

@@ -149,6 +149,19 @@ impl PlanActor {
     /// A job whose work or checks changed resumes no later than the first changed phase: a
     /// failed job's next retry, and a job stopped mid-attempt (paused, crashed) when it runs.
     fn rewind_changed_specs(&mut self, edits: &[PlanEdit]) -> Result<()> {
+        if !edits
+            .iter()
+            .any(|e| matches!(e, PlanEdit::UpdateJob { .. }))
+        {
+            return Ok(());
+        }
+        let spec = self.spec.clone();
+        let index: HashMap<&str, NodeIndex> = spec
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (j.producer_id.as_str(), i))
+            .collect();
         for edit in edits {
             let PlanEdit::UpdateJob { job, update } = edit else {
                 continue;
@@ -163,7 +176,7 @@ impl PlanActor {
             } else {
                 continue;
             };
-            let Some(n) = self.spec.jobs.iter().position(|j| j.producer_id == *job) else {
+            let Some(&n) = index.get(job.as_str()) else {
                 continue;
             };
             let node = &self.machine.record().state.nodes[n];
