@@ -551,7 +551,7 @@ fn leftovers(record: &PlanRecord, options: &crate::engine::OrchestratorOptions) 
         .state
         .nodes
         .iter()
-        .filter(|n| !n.processes.is_empty())
+        .filter(|n| n.status.is_active() && !n.processes.is_empty())
         .flat_map(|n| {
             let dir = match record.spec.isolation {
                 crate::plan::Isolation::None => record.state.repo.clone(),

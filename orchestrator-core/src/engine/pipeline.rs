@@ -233,7 +233,8 @@ impl NodeRun {
             at: now_millis(),
         });
         // Process groups are reported to the actor at once (not with the buffered progress),
-        // so the store knows them before the work gets far.
+        // so the store knows them before the work gets far. Only starts: the attempt's end
+        // clears them, which saves a message and a journal record per process.
         let (tx, gen, node) = (self.tx.clone(), self.gen, self.node);
         let log = LogSink::with_process_hook(
             self.plan.clone(),
@@ -242,14 +243,16 @@ impl NodeRun {
             self.attempt,
             self.ctx.events.clone(),
             Arc::new(move |pgid, running| {
-                let _ = tx.send(Command::Changes {
-                    gen,
-                    changes: vec![StateChange::Process {
-                        node,
-                        pgid,
-                        running,
-                    }],
-                });
+                if running {
+                    let _ = tx.send(Command::Changes {
+                        gen,
+                        changes: vec![StateChange::Process {
+                            node,
+                            pgid,
+                            running,
+                        }],
+                    });
+                }
             }),
         );
         // A phase that finishes on its first poll reports its start together with its end;

@@ -102,8 +102,8 @@ pub struct NodeState {
     /// The auto-heal the next attempt starts with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<Box<Heal>>,
-    /// Process groups (their leaders' pids) the running attempt has started and not yet seen
-    /// end: what a crash of the owner can leave running.
+    /// Process groups (their leaders' pids) the running attempt has started: what a crash of
+    /// the owner can leave running. Cleared when the attempt ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<u32>,
 }
@@ -709,6 +709,8 @@ impl PlanRecord {
                 let n = node_mut(&mut self.state, *node)?;
                 running_attempt(n, *node, "attempt_ended")?;
                 n.error.clone_from(error);
+                // Whatever the attempt started has been stopped with it.
+                n.processes.clear();
                 let a = running_attempt(n, *node, "attempt_ended")?;
                 a.status = *status;
                 a.ended_at = Some(*at);
