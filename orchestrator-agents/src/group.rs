@@ -137,23 +137,7 @@ mod imp {
     /// reaps them (orphans under an init that does not reap, as in some containers).
     #[cfg(target_os = "linux")]
     fn live_member_on_disk(pgid: i32) -> bool {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return true;
-        };
-        entries.flatten().any(|entry| {
-            let is_pid = entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
-            if !is_pid {
-                return false;
-            }
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                return false;
-            };
-            parse_stat(&stat)
-                .is_some_and(|(state, pgrp)| pgrp == pgid && !matches!(state, 'Z' | 'X'))
-        })
+        live_members(pgid).is_none_or(|mut members| members.next().is_some())
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -165,18 +149,32 @@ mod imp {
     #[cfg(target_os = "linux")]
     pub(super) fn member_works_in(pgid: i32, dir: &std::path::Path) -> bool {
         let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return false;
-        };
-        entries.flatten().any(|entry| {
-            let in_group = std::fs::read_to_string(entry.path().join("stat"))
-                .ok()
-                .and_then(|stat| parse_stat(&stat))
-                .is_some_and(|(state, pgrp)| pgrp == pgid && !matches!(state, 'Z' | 'X'));
-            in_group
-                && std::fs::read_link(entry.path().join("cwd"))
-                    .is_ok_and(|cwd| cwd.starts_with(&dir))
+        live_members(pgid).is_some_and(|mut members| {
+            members.any(|proc_dir| {
+                std::fs::read_link(proc_dir.join("cwd")).is_ok_and(|cwd| cwd.starts_with(&dir))
+            })
         })
+    }
+
+    /// The `/proc/<pid>` directories of the live (not zombie) members of group `pgid`; `None`
+    /// when `/proc` cannot be read.
+    #[cfg(target_os = "linux")]
+    fn live_members(pgid: i32) -> Option<impl Iterator<Item = std::path::PathBuf>> {
+        let entries = std::fs::read_dir("/proc").ok()?;
+        Some(entries.flatten().filter_map(move |entry| {
+            let is_pid = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+            if !is_pid {
+                return None;
+            }
+            let proc_dir = entry.path();
+            let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
+            parse_stat(&stat)
+                .is_some_and(|(state, pgrp)| pgrp == pgid && !matches!(state, 'Z' | 'X'))
+                .then_some(proc_dir)
+        }))
     }
 
     #[cfg(not(target_os = "linux"))]

@@ -227,7 +227,7 @@ fn prepare(program: &str, spec: &WorkSpec, ctx: &WorkContext) -> Result<Invocati
 }
 
 /// Names and values the operating system cannot pass on, caught before anything starts.
-fn check_env(layer: &Env, which: &str) -> Result<(), WorkFailure> {
+pub(crate) fn check_env(layer: &Env, which: &str) -> Result<(), WorkFailure> {
     for (name, value) in layer {
         let problem = if name.is_empty() || name.contains(['=', '\0']) {
             format!("{which} env: `{name}` is not a valid variable name (empty, or contains `=` or a NUL byte)")
@@ -255,7 +255,7 @@ fn finish(
     }
 }
 
-fn wrong_kind(runner: &str, spec: &WorkSpec) -> WorkFailure {
+pub(crate) fn wrong_kind(runner: &str, spec: &WorkSpec) -> WorkFailure {
     WorkFailure::new(format!(
         "the {runner} runner cannot run `{}` work; register a runner for it",
         spec.kind()

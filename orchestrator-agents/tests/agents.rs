@@ -80,6 +80,19 @@ fn quick(runner: AgentWorkRunner) -> AgentWorkRunner {
         .result_grace(Duration::from_millis(300))
 }
 
+/// A quick runner whose built-in `agent` CLI is `fake`.
+fn faked(agent: &str, fake: &Fake) -> AgentWorkRunner {
+    let program = fake.program();
+    let runner = AgentWorkRunner::new();
+    quick(match agent {
+        "claude" => runner.register(agent, ClaudeCode::new().program(program)),
+        "codex" => runner.register(agent, CodexCli::new().program(program)),
+        "copilot" => runner.register(agent, CopilotCli::new().program(program)),
+        "gemini" => runner.register(agent, GeminiCli::new().program(program)),
+        other => panic!("no built-in agent `{other}`"),
+    })
+}
+
 fn agent_spec(agent: &str, f: impl FnOnce(&mut AgentSpec)) -> WorkSpec {
     let mut spec = AgentSpec {
         instructions: Some("Add a greeting to README.md".into()),
@@ -500,8 +513,7 @@ async fn a_transient_failure_is_retried_and_resumes_its_session() {
         "claude",
         &format!("if [ \"$n\" = 1 ]; then\n{CLAUDE_API_500}\nfi\n{CLAUDE_OK}"),
     );
-    let runner =
-        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let runner = faked("claude", &fake);
     let c = ctx(wt.path());
     let out = runner
         .run(&agent_spec("claude", |_| {}), &c)
@@ -532,9 +544,7 @@ esac
 {CLAUDE_OK}"#
         ),
     );
-    let runner =
-        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())))
-            .retry(RetryPolicy::never());
+    let runner = faked("claude", &fake).retry(RetryPolicy::never());
     // The worktree has the agent's session folder, but not this session.
     std::fs::create_dir_all(wt.path().join(".orchestrator/agent/sessions/claude")).expect("mkdir");
     let mut c = ctx(wt.path());
@@ -566,8 +576,7 @@ echo '{"type":"error","message":"model gpt-9 does not exist"}'
 echo '{"type":"turn.failed","error":{"message":"model gpt-9 does not exist"}}'
 exit 1"#,
     );
-    let runner =
-        quick(AgentWorkRunner::new().register("codex", CodexCli::new().program(fake.program())));
+    let runner = faked("codex", &fake);
     let failure = runner
         .run(&agent_spec("codex", |_| {}), &ctx(wt.path()))
         .await
@@ -595,9 +604,7 @@ echo '{"type":"session.error","data":{"errorType":"query","message":"Failed to g
 echo '{"type":"result","timestamp":"t","sessionId":"cp-429","exitCode":1,"usage":{"premiumRequests":0,"totalApiDurationMs":0,"sessionDurationMs":590,"codeChanges":{"linesAdded":0,"linesRemoved":0,"filesModified":[]}}}'
 exit 1"#,
     );
-    let runner = quick(
-        AgentWorkRunner::new().register("copilot", CopilotCli::new().program(fake.program())),
-    );
+    let runner = faked("copilot", &fake);
     let failure = runner
         .run(&agent_spec("copilot", |_| {}), &ctx(wt.path()))
         .await
@@ -622,8 +629,7 @@ async fn secrets_are_redacted_from_the_log() {
              echo \"auth: Bearer $MY_SERVICE_API_KEY-extra\"\n{CLAUDE_OK}"
         ),
     );
-    let runner =
-        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let runner = faked("claude", &fake);
     let spec = agent_spec("claude", |a| {
         a.env
             .insert("MY_SERVICE_API_KEY".into(), "s3cr3t-value-42".into());
@@ -647,8 +653,7 @@ async fn the_hang_guard_ends_a_cli_that_does_not_exit_after_its_result() {
     let root = tempfile::tempdir().expect("tempdir");
     let wt = tempfile::tempdir().expect("worktree");
     let fake = Fake::new(root.path(), "claude", &format!("{CLAUDE_OK}\nsleep 600"));
-    let runner =
-        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let runner = faked("claude", &fake);
     let started = Instant::now();
     let out = runner
         .run(&agent_spec("claude", |_| {}), &ctx(wt.path()))
@@ -673,8 +678,7 @@ async fn a_timeout_kills_the_whole_tree_and_is_not_retried() {
         "gemini",
         &format!("sleep 600 &\necho $! > '{}'\nsleep 600", pid_file.display()),
     );
-    let runner =
-        quick(AgentWorkRunner::new().register("gemini", GeminiCli::new().program(fake.program())));
+    let runner = faked("gemini", &fake);
     let spec = agent_spec("gemini", |a| a.timeout = Some(400));
     let started = Instant::now();
     let failure = runner
@@ -697,8 +701,7 @@ async fn cancel_stops_the_agent() {
     let root = tempfile::tempdir().expect("tempdir");
     let wt = tempfile::tempdir().expect("worktree");
     let fake = Fake::new(root.path(), "claude", "sleep 600");
-    let runner =
-        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let runner = faked("claude", &fake);
     let c = ctx(wt.path());
     let cancel = c.cancel.clone();
     tokio::spawn(async move {
@@ -751,8 +754,7 @@ async fn instructions_files_are_read_from_the_worktree() {
     let wt = tempfile::tempdir().expect("worktree");
     std::fs::write(wt.path().join("task.md"), "Do the thing from the file").expect("write");
     let fake = Fake::new(root.path(), "claude", CLAUDE_OK);
-    let runner =
-        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let runner = faked("claude", &fake);
     let spec = agent_spec("claude", |a| {
         a.instructions = None;
         a.instructions_file = Some("task.md".into());
@@ -822,13 +824,7 @@ async fn an_agent_job_runs_through_the_engine() {
     );
     let o = Orchestrator::builder()
         .runner("shell", ShellRunner::new())
-        .runner(
-            "agent",
-            quick(
-                AgentWorkRunner::new()
-                    .register("claude", ClaudeCode::new().program(fake.program())),
-            ),
-        )
+        .runner("agent", faked("claude", &fake))
         .build()
         .expect("build");
     let plan = PlanSpec::new("agent e2e")
@@ -910,8 +906,7 @@ async fn without_the_agents_session_folder_nothing_is_resumed() {
     let root = tempfile::tempdir().expect("tempdir");
     let wt = tempfile::tempdir().expect("worktree");
     let fake = Fake::new(root.path(), "claude", CLAUDE_OK);
-    let runner =
-        quick(AgentWorkRunner::new().register("claude", ClaudeCode::new().program(fake.program())));
+    let runner = faked("claude", &fake);
     let mut c = ctx(wt.path());
     c.session_id = Some("from-another-worktree".into());
     runner

@@ -2,21 +2,14 @@
 //! and processes, files flowing along the DAG, and a failure blocking its dependent.
 #![cfg(unix)]
 
+mod common;
+
+use common::node;
 use orchestrator_agents::{ProcessRunner, ShellRunner};
 use orchestrator_core::plan::{Isolation, JobSpec, PlanSpec, WorkSpec};
 use orchestrator_core::repository::LogQuery;
-use orchestrator_core::state::{FailureReason, PlanRecord};
+use orchestrator_core::state::FailureReason;
 use orchestrator_core::{NodeStatus, Orchestrator, Phase, PlanStatus};
-
-fn node<'a>(record: &'a PlanRecord, producer: &str) -> &'a orchestrator_core::state::NodeState {
-    let i = record
-        .spec
-        .jobs
-        .iter()
-        .position(|j| j.producer_id == producer)
-        .expect("job exists");
-    &record.state.nodes[i]
-}
 
 #[tokio::test]
 async fn a_plan_of_shell_and_process_jobs_runs_in_dependency_order() {

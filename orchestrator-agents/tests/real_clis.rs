@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::node;
 use orchestrator_agents::agent::{
     AgentHealer, AgentRunner, AgentWorkRunner, ClaudeCode, CodexCli, CopilotCli, GeminiCli,
     ModelEndpoint, ProviderKind, RetryPolicy,
@@ -222,16 +223,6 @@ async fn wait(o: &Orchestrator, id: &PlanId) -> PlanStatus {
         .await
         .expect("the plan finishes in time")
         .expect("wait")
-}
-
-fn node<'a>(record: &'a PlanRecord, producer: &str) -> &'a NodeState {
-    let i = record
-        .spec
-        .jobs
-        .iter()
-        .position(|j| j.producer_id == producer)
-        .expect("job exists");
-    &record.state.nodes[i]
 }
 
 /// The work log of `producer`'s attempt `attempt`.

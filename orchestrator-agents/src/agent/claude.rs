@@ -6,7 +6,9 @@ use serde_json::Value;
 
 use super::cli::{cli_builder, CliSettings};
 use super::usage::{count, text};
-use super::{json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript};
+use super::{
+    event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript,
+};
 
 /// Claude Code, run headless:
 ///
@@ -74,10 +76,8 @@ impl AgentRunner for ClaudeCode {
             .flag_opt("--model", self.cli.model(r))
             .flag_opt("--effort", r.effort_str())
             .flag_opt("--max-turns", r.max_turns.map(|n| n.to_string()))
-            .flag_opt("--resume", r.resume.as_deref());
-        for folder in &r.allowed_folders {
-            cmd = cmd.flag("--add-dir", folder);
-        }
+            .flag_opt("--resume", r.resume.as_deref())
+            .flag_each("--add-dir", &r.allowed_folders);
         if !r.allowed_urls.is_empty() {
             cmd = cmd.note(unsupported(
                 "Claude Code",
@@ -93,24 +93,17 @@ impl AgentRunner for ClaudeCode {
         if running_as_root() {
             cmd = cmd.env("IS_SANDBOX", "1");
         }
-        if let Some(endpoint) = &self.cli.endpoint {
-            cmd = cmd.env("ANTHROPIC_BASE_URL", &endpoint.base_url);
-            if let Some(key) = &endpoint.api_key {
-                cmd = cmd.env("ANTHROPIC_API_KEY", key);
-            }
-        }
-        Ok(cmd)
+        Ok(self
+            .cli
+            .endpoint_env(cmd, "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"))
     }
 
     fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
-        if stream != LogStream::Stdout {
-            return;
-        }
-        let Some(event) = json_event(line) else {
+        let Some(event) = stdout_event(stream, line) else {
             return;
         };
         t.session(text(&event, "session_id"));
-        match event.get("type").and_then(Value::as_str) {
+        match event_type(&event) {
             Some("system") if t.usage.model.is_none() => {
                 t.usage.model = text(&event, "model");
             }
@@ -195,11 +188,7 @@ mod tests {
     use super::*;
 
     fn parse(lines: &[&str]) -> Transcript {
-        let mut t = Transcript::default();
-        for l in lines {
-            ClaudeCode::new().parse_line(LogStream::Stdout, l, &mut t);
-        }
-        t
+        crate::agent::transcript_of(&ClaudeCode::new(), lines)
     }
 
     #[test]

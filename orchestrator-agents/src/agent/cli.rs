@@ -113,17 +113,26 @@ impl CliSettings {
             .clone()
             .or_else(|| {
                 let tier = request.model_tier?;
-                self.tiers[tier_index(tier)].clone()
+                self.tiers[tier_slot(tier)].clone()
             })
             .or_else(|| self.endpoint.as_ref()?.model.clone())
     }
-}
 
-fn tier_index(tier: ModelTier) -> usize {
-    match tier {
-        ModelTier::Fast => 0,
-        ModelTier::Premium => 2,
-        _ => 1,
+    /// `cmd` with the endpoint's base URL in `url_var` and its key (if any) in `key_var`,
+    /// when there is an endpoint.
+    pub(crate) fn endpoint_env(
+        &self,
+        mut cmd: super::AgentCommand,
+        url_var: &str,
+        key_var: &str,
+    ) -> super::AgentCommand {
+        if let Some(endpoint) = &self.endpoint {
+            cmd = cmd.env(url_var, &endpoint.base_url);
+            if let Some(key) = &endpoint.api_key {
+                cmd = cmd.env(key_var, key);
+            }
+        }
+        cmd
     }
 }
 
@@ -167,5 +176,9 @@ pub(crate) use cli_builder;
 
 /// Index of `tier` in [`CliSettings::tiers`].
 pub(crate) fn tier_slot(tier: ModelTier) -> usize {
-    tier_index(tier)
+    match tier {
+        ModelTier::Fast => 0,
+        ModelTier::Premium => 2,
+        _ => 1,
+    }
 }

@@ -5,8 +5,10 @@ use orchestrator_core::runner::{LogStream, WorkFailure};
 use serde_json::Value;
 
 use super::cli::{cli_builder, CliSettings};
-use super::usage::{count, find_text, text};
-use super::{json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript};
+use super::usage::{add, count, find_text, text};
+use super::{
+    event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript,
+};
 
 /// Name of the provider a [`ModelEndpoint`](super::ModelEndpoint) becomes in `config.toml`.
 const PROVIDER_ID: &str = "orchestrator";
@@ -104,13 +106,13 @@ impl AgentRunner for CodexCli {
         let mut cmd = AgentCommand::new(&self.cli.program)
             .args(["exec", "--json", "--skip-git-repo-check"])
             .arg("--dangerously-bypass-approvals-and-sandbox")
-            .flag_opt("--model", model.as_deref());
-        if let Some(effort) = r.effort_str() {
-            cmd = cmd.flag("-c", format!("model_reasoning_effort={effort}"));
-        }
-        for folder in &r.allowed_folders {
-            cmd = cmd.flag("--add-dir", folder);
-        }
+            .flag_opt("--model", model.as_deref())
+            .flag_opt(
+                "-c",
+                r.effort_str()
+                    .map(|effort| format!("model_reasoning_effort={effort}")),
+            )
+            .flag_each("--add-dir", &r.allowed_folders);
         if let Some(session) = &r.resume {
             cmd = cmd.arg("resume").arg(session);
         }
@@ -135,13 +137,10 @@ impl AgentRunner for CodexCli {
     }
 
     fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
-        if stream != LogStream::Stdout {
-            return;
-        }
-        let Some(event) = json_event(line) else {
+        let Some(event) = stdout_event(stream, line) else {
             return;
         };
-        match event.get("type").and_then(Value::as_str) {
+        match event_type(&event) {
             Some("thread.started") => t.session(text(&event, "thread_id")),
             Some("turn.completed") => {
                 let u = &mut t.usage;
@@ -150,7 +149,7 @@ impl AgentRunner for CodexCli {
                     add(&mut u.cached_tokens, count(usage, "cached_input_tokens"));
                     add(&mut u.output_tokens, count(usage, "output_tokens"));
                 }
-                u.turns = Some(u.turns.unwrap_or(0) + 1);
+                add(&mut u.turns, Some(1));
                 t.finish(None);
             }
             Some("turn.failed") => {
@@ -166,7 +165,7 @@ impl AgentRunner for CodexCli {
             }
             Some("item.completed") => {
                 let item = event.get("item").unwrap_or(&Value::Null);
-                if item.get("type").and_then(Value::as_str) == Some("error") {
+                if event_type(item) == Some("error") {
                     if let Some(message) = text(item, "message") {
                         t.error(message);
                     }
@@ -181,28 +180,22 @@ impl AgentRunner for CodexCli {
     }
 }
 
-fn add(into: &mut Option<u64>, more: Option<u64>) {
-    if let Some(more) = more {
-        *into = Some(into.unwrap_or(0) + more);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::{ModelEndpoint, ProviderKind};
+    use crate::agent::{transcript_of, ModelEndpoint, ProviderKind};
 
     #[test]
     fn parses_threads_turns_and_errors() {
-        let mut t = Transcript::default();
-        for l in [
-            r#"{"type":"thread.started","thread_id":"th-9"}"#,
-            r#"{"type":"turn.started"}"#,
-            r#"{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"ok"}}"#,
-            r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":9}}"#,
-        ] {
-            CodexCli::new().parse_line(LogStream::Stdout, l, &mut t);
-        }
+        let t = transcript_of(
+            &CodexCli::new(),
+            &[
+                r#"{"type":"thread.started","thread_id":"th-9"}"#,
+                r#"{"type":"turn.started"}"#,
+                r#"{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"ok"}}"#,
+                r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":9}}"#,
+            ],
+        );
         assert!(t.finished && t.result_error.is_none());
         let u = &t.usage;
         assert_eq!(u.session_id.as_deref(), Some("th-9"));
@@ -211,11 +204,11 @@ mod tests {
             (Some(100), Some(40), Some(9), Some(1))
         );
 
-        let mut t = Transcript::default();
-        CodexCli::new().parse_line(
-            LogStream::Stdout,
-            r#"{"type":"turn.failed","error":{"message":"stream error: 429 Too Many Requests"}}"#,
-            &mut t,
+        let t = transcript_of(
+            &CodexCli::new(),
+            &[
+                r#"{"type":"turn.failed","error":{"message":"stream error: 429 Too Many Requests"}}"#,
+            ],
         );
         assert_eq!(
             t.result_error.as_deref(),

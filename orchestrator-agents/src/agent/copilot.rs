@@ -7,9 +7,12 @@ use orchestrator_core::runner::{LogStream, WorkFailure};
 use serde_json::Value;
 
 use super::cli::{cli_builder, CliSettings};
-use super::usage::{count, find_text, text};
+use super::usage::{add, count, find_text, text};
 use super::ProviderKind;
-use super::{json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript};
+use super::{
+    event_type, json_event, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner,
+    Transcript,
+};
 
 /// Copilot CLI, run headless:
 ///
@@ -109,14 +112,9 @@ impl AgentRunner for CopilotCli {
             .arg(&r.prompt)
             .args(["--allow-all-tools", "--no-ask-user", "--no-auto-update"])
             .args(["--output-format", "json"])
-            .flag("--add-dir", &r.dir);
-        for folder in &r.allowed_folders {
-            cmd = cmd.flag("--add-dir", folder);
-        }
-        for url in &r.allowed_urls {
-            cmd = cmd.flag("--allow-url", url);
-        }
-        cmd = cmd
+            .flag("--add-dir", &r.dir)
+            .flag_each("--add-dir", &r.allowed_folders)
+            .flag_each("--allow-url", &r.allowed_urls)
             .flag_opt("--model", model.as_deref())
             .flag_opt("--reasoning-effort", r.effort_str())
             .flag_opt("--resume", r.resume.as_deref())
@@ -128,14 +126,13 @@ impl AgentRunner for CopilotCli {
         if let Some(cache) = &self.shared_cache {
             cmd = cmd.dir(cache).env_path("XDG_CACHE_HOME", cache);
         }
+        cmd = self
+            .cli
+            .endpoint_env(cmd, "COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY");
         if let Some(endpoint) = &self.cli.endpoint {
             cmd = cmd
-                .env("COPILOT_PROVIDER_BASE_URL", &endpoint.base_url)
                 .env("COPILOT_PROVIDER_TYPE", endpoint.provider.as_str())
                 .env("COPILOT_OFFLINE", "true");
-            if let Some(key) = &endpoint.api_key {
-                cmd = cmd.env("COPILOT_PROVIDER_API_KEY", key);
-            }
             if let Some(model) = model {
                 cmd = cmd.env("COPILOT_MODEL", model);
             }
@@ -144,13 +141,10 @@ impl AgentRunner for CopilotCli {
     }
 
     fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
-        if stream != LogStream::Stdout {
-            return;
-        }
-        let Some(event) = json_event(line) else {
+        let Some(event) = stdout_event(stream, line) else {
             return;
         };
-        match event.get("type").and_then(Value::as_str) {
+        match event_type(&event) {
             Some("result") => {
                 t.session(text(&event, "sessionId"));
                 let usage = event.get("usage").unwrap_or(&Value::Null);
@@ -213,19 +207,18 @@ impl AgentRunner for CopilotCli {
 /// cumulative).
 fn add_session_usage(events: &str, t: &mut Transcript) {
     let events: Vec<Value> = events.lines().filter_map(json_event).collect();
-    let kind = |e: &Value| e.get("type").and_then(Value::as_str).map(str::to_owned);
     let start = events
         .iter()
-        .rposition(|e| matches!(kind(e).as_deref(), Some("session.start" | "session.resume")))
+        .rposition(|e| matches!(event_type(e), Some("session.start" | "session.resume")))
         .unwrap_or(0);
     let resumed = events
         .get(start)
-        .is_some_and(|e| kind(e).as_deref() == Some("session.resume"));
+        .is_some_and(|e| event_type(e) == Some("session.resume"));
     let (before, this_run) = events.split_at(start);
 
     let (mut input, mut output, mut cached, mut turns) = (None, None, None, None);
     for event in this_run {
-        match kind(event).as_deref() {
+        match event_type(event) {
             Some("session.usage_record") => {
                 let usage = event.pointer("/data/usage").unwrap_or(&Value::Null);
                 add(&mut input, count(usage, "inputTokens"));
@@ -267,7 +260,7 @@ impl Snapshot {
     fn last_in(events: &[Value]) -> Option<Snapshot> {
         let shutdown = events
             .iter()
-            .rfind(|e| e.get("type").and_then(Value::as_str) == Some("session.shutdown"))?;
+            .rfind(|e| event_type(e) == Some("session.shutdown"))?;
         let snapshot = shutdown.pointer("/data/accountingSnapshot")?;
         let changes = snapshot.get("codeChanges").unwrap_or(&Value::Null);
         Some(Snapshot {
@@ -278,12 +271,6 @@ impl Snapshot {
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
         })
-    }
-}
-
-fn add(into: &mut Option<u64>, more: Option<u64>) {
-    if let Some(more) = more {
-        *into = Some(into.unwrap_or(0) + more);
     }
 }
 
@@ -306,11 +293,7 @@ mod tests {
     const RESULT: &str = r#"{"type":"result","timestamp":"2026-01-01T00:00:00Z","sessionId":"cp-1","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":73,"sessionDurationMs":900,"codeChanges":{"linesAdded":5,"linesRemoved":2,"filesModified":["/wt/a"]}}}"#;
 
     fn parse(lines: &[&str]) -> Transcript {
-        let mut t = Transcript::default();
-        for l in lines {
-            CopilotCli::new().parse_line(LogStream::Stdout, l, &mut t);
-        }
-        t
+        crate::agent::transcript_of(&CopilotCli::new(), lines)
     }
 
     #[test]

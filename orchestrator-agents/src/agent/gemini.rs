@@ -2,13 +2,13 @@
 
 use orchestrator_core::plan::Env;
 use orchestrator_core::runner::{LogStream, WorkFailure};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::cli::{cli_builder, CliSettings};
 use super::usage::{count, find_text, text};
 use super::{
-    classify, json_event, unsupported, AgentCommand, AgentRequest, AgentRunner, FailureClass,
-    Transcript,
+    classify, event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner,
+    FailureClass, Transcript,
 };
 
 /// Exit code of Gemini CLI when the API answered 4xx.
@@ -82,10 +82,8 @@ impl AgentRunner for GeminiCli {
             .arg(&r.prompt)
             .args(["--output-format", "stream-json", "--yolo", "--skip-trust"])
             .flag_opt("-m", self.cli.model(r))
-            .flag_opt("--resume", r.resume.as_deref());
-        for folder in &r.allowed_folders {
-            cmd = cmd.flag("--include-directories", folder);
-        }
+            .flag_opt("--resume", r.resume.as_deref())
+            .flag_each("--include-directories", &r.allowed_folders);
         if r.effort.is_some() {
             cmd = cmd.note(unsupported("Gemini CLI", "effort"));
         }
@@ -107,24 +105,17 @@ impl AgentRunner for GeminiCli {
         cmd = cmd
             .dir(&gemini_dir)
             .file(gemini_dir.join("settings.json"), format!("{settings:#}\n"));
-        if let Some(endpoint) = &self.cli.endpoint {
-            cmd = cmd.env("GOOGLE_GEMINI_BASE_URL", &endpoint.base_url);
-            if let Some(key) = &endpoint.api_key {
-                cmd = cmd.env("GEMINI_API_KEY", key);
-            }
-        }
-        Ok(cmd)
+        Ok(self
+            .cli
+            .endpoint_env(cmd, "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"))
     }
 
     fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
-        if stream != LogStream::Stdout {
-            return;
-        }
-        let Some(event) = json_event(line) else {
+        let Some(event) = stdout_event(stream, line) else {
             return;
         };
         t.session(text(&event, "session_id"));
-        match event.get("type").and_then(Value::as_str) {
+        match event_type(&event) {
             Some("init") => t.usage.model = text(&event, "model"),
             Some("error") => {
                 if let Some(message) = find_text(&event, &["message"]) {
@@ -176,18 +167,19 @@ impl AgentRunner for GeminiCli {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::transcript_of;
 
     #[test]
     fn parses_init_and_result_stats() {
-        let mut t = Transcript::default();
         let g = GeminiCli::new();
-        for l in [
-            r#"{"type":"init","timestamp":"x","session_id":"g-1","model":"gemini-2.5-pro"}"#,
-            r#"{"type":"message","role":"assistant","content":"done","delta":true}"#,
-            r#"{"type":"result","status":"success","stats":{"total_tokens":30,"input_tokens":20,"output_tokens":10,"cached":5,"duration_ms":77,"tool_calls":1}}"#,
-        ] {
-            g.parse_line(LogStream::Stdout, l, &mut t);
-        }
+        let t = transcript_of(
+            &g,
+            &[
+                r#"{"type":"init","timestamp":"x","session_id":"g-1","model":"gemini-2.5-pro"}"#,
+                r#"{"type":"message","role":"assistant","content":"done","delta":true}"#,
+                r#"{"type":"result","status":"success","stats":{"total_tokens":30,"input_tokens":20,"output_tokens":10,"cached":5,"duration_ms":77,"tool_calls":1}}"#,
+            ],
+        );
         assert!(t.finished && t.result_error.is_none());
         let u = &t.usage;
         assert_eq!(u.session_id.as_deref(), Some("g-1"));
@@ -204,15 +196,15 @@ mod tests {
 
     #[test]
     fn an_error_result() {
-        let mut t = Transcript::default();
         let g = GeminiCli::new();
-        for l in [
-            r#"{"type":"init","timestamp":"x","session_id":"g-2","model":"gemini-2.5-pro"}"#,
-            r#"{"type":"message","timestamp":"x","role":"user","content":"write notes"}"#,
-            r#"{"type":"result","timestamp":"x","status":"error","error":{"type":"unknown","message":"[API Error: {\"error\":{\"code\":500,\"message\":\"boom\"}}]"},"stats":{"total_tokens":0,"input_tokens":0,"output_tokens":0,"cached":0,"input":0,"duration_ms":0,"tool_calls":0,"models":{}}}"#,
-        ] {
-            g.parse_line(LogStream::Stdout, l, &mut t);
-        }
+        let t = transcript_of(
+            &g,
+            &[
+                r#"{"type":"init","timestamp":"x","session_id":"g-2","model":"gemini-2.5-pro"}"#,
+                r#"{"type":"message","timestamp":"x","role":"user","content":"write notes"}"#,
+                r#"{"type":"result","timestamp":"x","status":"error","error":{"type":"unknown","message":"[API Error: {\"error\":{\"code\":500,\"message\":\"boom\"}}]"},"stats":{"total_tokens":0,"input_tokens":0,"output_tokens":0,"cached":0,"input":0,"duration_ms":0,"tool_calls":0,"models":{}}}"#,
+            ],
+        );
         assert!(t.finished);
         assert_eq!(
             t.result_error.as_deref(),

@@ -4,8 +4,8 @@ use orchestrator_core::plan::Env;
 use orchestrator_core::runner::{LogStream, WorkFailure};
 use orchestrator_core::state::FailureReason;
 
-use super::usage::{find_count, find_number, find_text, text};
-use super::{json_event, AgentCommand, AgentRequest, AgentRunner, Transcript};
+use super::usage::{find_count, find_number, find_text};
+use super::{event_type, stdout_event, AgentCommand, AgentRequest, AgentRunner, Transcript};
 
 /// One piece of the template: arguments always passed, or a group dropped when one of its
 /// placeholders has no value.
@@ -166,14 +166,11 @@ impl AgentRunner for GenericAgent {
     }
 
     fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
-        if stream != LogStream::Stdout {
-            return;
-        }
-        let Some(event) = json_event(line) else {
+        let Some(event) = stdout_event(stream, line) else {
             return;
         };
         t.session(find_text(&event, &["session_id", "sessionId", "thread_id"]));
-        if text(&event, "type").as_deref() == Some("result") {
+        if event_type(&event) == Some("result") {
             let u = &mut t.usage;
             u.input_tokens = find_count(&event, &["input_tokens", "inputTokens"]);
             u.output_tokens = find_count(&event, &["output_tokens", "outputTokens"]);

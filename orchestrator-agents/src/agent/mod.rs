@@ -133,7 +133,37 @@ pub(crate) fn json_event(line: &str) -> Option<serde_json::Value> {
         .filter(serde_json::Value::is_object)
 }
 
+/// Whether `line` holds a JSON object, as [`json_event`] reads it, without building its tree
+/// (run for every output line; a valid JSON text starting with `{` is an object).
+pub(crate) fn is_json_event(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
+}
+
+/// The `type` of a JSON event.
+pub(crate) fn event_type(event: &serde_json::Value) -> Option<&str> {
+    event.get("type").and_then(serde_json::Value::as_str)
+}
+
+/// The JSON event on a stdout `line`, where every built-in CLI prints its events.
+pub(crate) fn stdout_event(stream: LogStream, line: &str) -> Option<serde_json::Value> {
+    if stream != LogStream::Stdout {
+        return None;
+    }
+    json_event(line)
+}
+
 /// A log note: the spec asked for `what`, which `cli` cannot honor.
 pub(crate) fn unsupported(cli: &str, what: &str) -> String {
     format!("{cli} has no option for {what}; it is not passed on")
+}
+
+/// What `runner` reads from stdout `lines` (unit tests of the parsers).
+#[cfg(test)]
+pub(crate) fn transcript_of(runner: &dyn AgentRunner, lines: &[&str]) -> Transcript {
+    let mut t = Transcript::default();
+    for line in lines {
+        runner.parse_line(LogStream::Stdout, line, &mut t);
+    }
+    t
 }

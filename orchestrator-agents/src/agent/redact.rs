@@ -55,7 +55,7 @@ impl Redactor {
             .map(|(_, value)| value.to_string_lossy().into_owned())
             .filter(|v| v.chars().count() >= MIN_SECRET_CHARS)
             .collect();
-        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        longest_first(&mut values);
         values.dedup();
         Redactor { values }
     }
@@ -65,13 +65,15 @@ impl Redactor {
         let value = value.into();
         if value.chars().count() >= MIN_SECRET_CHARS && !self.values.contains(&value) {
             self.values.push(value);
-            self.values
-                .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+            longest_first(&mut self.values);
         }
         self
     }
 
     /// `line` with every secret replaced by [`REDACTED`].
+    ///
+    /// Runs for every output line of an agent: a secret or token prefix the line does not
+    /// contain costs a search, not a copy.
     pub fn redact(&self, line: &str) -> String {
         let mut out = line.to_owned();
         for value in &self.values {
@@ -79,14 +81,23 @@ impl Redactor {
                 out = out.replace(value.as_str(), REDACTED);
             }
         }
-        for (prefix, min) in TOKEN_PREFIXES {
-            out = redact_tokens(&out, prefix, *min, false);
-        }
-        for bearer in ["Bearer ", "bearer "] {
-            out = redact_tokens(&out, bearer, 8, true);
+        let shapes = TOKEN_PREFIXES
+            .iter()
+            .map(|&(prefix, min)| (prefix, min, false))
+            .chain(["Bearer ", "bearer "].map(|bearer| (bearer, 8, true)));
+        for (prefix, min, keep_prefix) in shapes {
+            if out.contains(prefix) {
+                out = redact_tokens(&out, prefix, min, keep_prefix);
+            }
         }
         out
     }
+}
+
+/// Sorts secret values longest first (ties in text order), so a secret containing another is
+/// replaced whole.
+fn longest_first(values: &mut [String]) {
+    values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
 }
 
 /// Whether an environment variable of this name holds a secret.

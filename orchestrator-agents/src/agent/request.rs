@@ -157,6 +157,15 @@ impl AgentCommand {
         }
     }
 
+    /// Adds the flag and one value, for each of `values` (`--add-dir A --add-dir B`).
+    pub fn flag_each<I, V>(self, flag: &str, values: I) -> Self
+    where
+        I: IntoIterator<Item = V>,
+        V: Into<OsString>,
+    {
+        values.into_iter().fold(self, |cmd, v| cmd.flag(flag, v))
+    }
+
     /// Sets a variable.
     pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((name.into(), value.into()));

@@ -22,6 +22,7 @@ use super::{
 };
 use crate::env::ChildEnv;
 use crate::error::Error;
+use crate::runners::{check_env, wrong_kind};
 use crate::supervise::{Ending, Invocation, Outcome, Supervisor, SupervisorOptions};
 
 /// Default grace between a CLI's final result event and its exit.
@@ -168,11 +169,7 @@ struct Tried {
 impl WorkRunner for AgentWorkRunner {
     async fn run(&self, spec: &WorkSpec, ctx: &WorkContext) -> WorkResult {
         let WorkSpec::Agent(agent) = spec else {
-            return Err(WorkFailure::new(format!(
-                "the agent runner cannot run `{}` work; register a runner for it",
-                spec.kind()
-            ))
-            .reason(FailureReason::StartupError));
+            return Err(wrong_kind("agent", spec));
         };
         if ctx.cancel.is_cancelled() {
             return Err(WorkFailure::canceled());
@@ -295,7 +292,7 @@ impl AgentWorkRunner {
                 move |stream, line| {
                     let mut t = transcript.lock().unwrap_or_else(|e| e.into_inner());
                     let was_finished = t.finished;
-                    if stream != LogStream::Stdout || super::json_event(line).is_none() {
+                    if stream != LogStream::Stdout || !super::is_json_event(line) {
                         t.plain_line(line);
                     }
                     runner.parse_line(stream, line, &mut t);
@@ -370,11 +367,10 @@ fn judge(
         return Ok(());
     }
     let label = format!("agent {agent}");
-    let base = outcome
+    let mut failure = outcome
         .failure(&label)
         .filter(|_| !completed)
         .unwrap_or_else(|| WorkFailure::new(format!("`{label}` reported a failure")));
-    let mut failure = base;
     if let Some(error) = &t.result_error {
         failure
             .message
@@ -388,6 +384,11 @@ fn judge(
         _ => runner.classify(None, t),
     };
     Err((failure, class))
+}
+
+/// A failure to start the agent (not retried).
+fn startup(message: String) -> WorkFailure {
+    WorkFailure::new(message).reason(FailureReason::StartupError)
 }
 
 fn start_failure(e: Error, agent: &str) -> WorkFailure {
@@ -423,7 +424,6 @@ fn prepare(
     runner: &dyn AgentRunner,
     ctx: &WorkContext,
 ) -> Result<AgentRequest, WorkFailure> {
-    let startup = |message: String| WorkFailure::new(message).reason(FailureReason::StartupError);
     let instructions = instructions(spec, &ctx.dir)?;
     let base = ctx.dir.join(".orchestrator").join("agent");
     let run_dir =
@@ -453,16 +453,8 @@ fn prepare(
     let instructions_file = run_dir.join("instructions.md");
     materialize(&dirs, &[(instructions_file.clone(), instructions)])?;
 
-    for (layer, which) in [(&ctx.env, "plan/job"), (&spec.env, "spec")] {
-        if let Some((name, _)) = layer
-            .iter()
-            .find(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0'))
-        {
-            return Err(startup(format!(
-                "{which} env: `{name}` cannot be passed to a process"
-            )));
-        }
-    }
+    check_env(&ctx.env, "plan/job")?;
+    check_env(&spec.env, "spec")?;
     let mut env = ChildEnv::from_host();
     env.overlay(&runner.extra_env());
     env.overlay(&ctx.env);
@@ -510,7 +502,6 @@ fn prepare(
 
 /// The spec's instructions, or the content of its `instructionsFile` (relative to `dir`).
 fn instructions(spec: &AgentSpec, dir: &Path) -> Result<String, WorkFailure> {
-    let startup = |message: String| WorkFailure::new(message).reason(FailureReason::StartupError);
     match (&spec.instructions, &spec.instructions_file) {
         (Some(text), _) => Ok(text.clone()),
         (None, Some(file)) => {

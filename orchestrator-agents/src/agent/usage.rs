@@ -72,8 +72,8 @@ impl AgentUsage {
         add(&mut self.lines_added, later.lines_added);
         add(&mut self.lines_removed, later.lines_removed);
         add(&mut self.turns, later.turns);
-        add_f(&mut self.cost_usd, later.cost_usd);
-        add_f(&mut self.premium_requests, later.premium_requests);
+        add(&mut self.cost_usd, later.cost_usd);
+        add(&mut self.premium_requests, later.premium_requests);
         for (mine, theirs) in [
             (&mut self.session_id, &later.session_id),
             (&mut self.model, &later.model),
@@ -91,14 +91,11 @@ impl AgentUsage {
     }
 }
 
-fn add<T: std::ops::Add<Output = T> + Copy>(into: &mut Option<T>, more: Option<T>) {
+/// Adds `more` to `into` when there is something to add (`None` + 5 is 5).
+pub(crate) fn add<T: std::ops::Add<Output = T> + Copy>(into: &mut Option<T>, more: Option<T>) {
     if let Some(more) = more {
         *into = Some(into.map_or(more, |v| v + more));
     }
-}
-
-fn add_f(into: &mut Option<f64>, more: Option<f64>) {
-    add(into, more);
 }
 
 /// `value[key]` as an unsigned count (integers, or floats rounded down).

@@ -7,6 +7,7 @@ use std::time::Duration;
 use orchestrator_core::events::{EventBus, OrchestratorEvent};
 use orchestrator_core::plan::Env;
 use orchestrator_core::runner::{LogSink, WorkContext};
+use orchestrator_core::state::{NodeState, PlanRecord};
 use orchestrator_core::{NodeId, Phase, PlanId};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -112,4 +113,15 @@ pub fn stdout_lines(log: &str) -> Vec<&str> {
     log.lines()
         .filter(|l| !l.starts_with("[stderr] "))
         .collect()
+}
+
+/// The state of the job `producer` in `record`.
+pub fn node<'a>(record: &'a PlanRecord, producer: &str) -> &'a NodeState {
+    let i = record
+        .spec
+        .jobs
+        .iter()
+        .position(|j| j.producer_id == producer)
+        .expect("job exists");
+    &record.state.nodes[i]
 }
