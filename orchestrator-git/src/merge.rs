@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use git2::build::CheckoutBuilder;
-use git2::{Index, IndexAddOption, IndexEntry, IndexTime, Oid, Repository, Signature};
+use git2::{Index, IndexAddOption, IndexEntry, IndexTime, Oid, Repository, Signature, Tree};
 use orchestrator_core::git::{DiffStats, GitError};
 
 use crate::checkout;
@@ -119,10 +119,10 @@ pub(crate) fn write_conflict(
     theirs: Oid,
 ) -> Result<Vec<String>, GitError> {
     let root = workdir(wt)?;
-    let touched = changed_paths(wt, ours, theirs)?;
+    let (ours_tree, theirs_tree) = (checkout::tree_of(wt, ours)?, checkout::tree_of(wt, theirs)?);
+    let touched = changed_paths(wt, &ours_tree, &theirs_tree)?;
     // Refuse to overwrite local edits in the paths the merge writes.
-    let ours_tree = checkout::tree_of(wt, ours)?;
-    let dirty = checkout::dirty_files(wt, &ours_tree, &checkout::tree_of(wt, theirs)?)?;
+    let dirty = checkout::dirty_files(wt, &ours_tree, &theirs_tree)?;
     if let Some(path) = dirty.iter().find(|p| touched.contains(*p)) {
         return Err(GitError::other(
             "merge",
@@ -265,12 +265,13 @@ fn index_entry(path: &str, id: Oid, meta: &std::fs::Metadata) -> IndexEntry {
     }
 }
 
-/// Paths that differ between two commits (rename detection off: both names of a rename).
-fn changed_paths(repo: &Repository, a: Oid, b: Oid) -> Result<BTreeSet<String>, GitError> {
-    let (ta, tb) = (checkout::tree_of(repo, a)?, checkout::tree_of(repo, b)?);
-    let diff = repo
-        .diff_tree_to_tree(Some(&ta), Some(&tb), None)
-        .ctx("diff")?;
+/// Paths that differ between two trees (rename detection off: both names of a rename).
+fn changed_paths(
+    repo: &Repository,
+    a: &Tree<'_>,
+    b: &Tree<'_>,
+) -> Result<BTreeSet<String>, GitError> {
+    let diff = repo.diff_tree_to_tree(Some(a), Some(b), None).ctx("diff")?;
     let mut paths = BTreeSet::new();
     for delta in diff.deltas() {
         for file in [delta.old_file(), delta.new_file()] {

@@ -79,14 +79,19 @@ impl Git2OperationsBuilder {
                 format!("worktree root {} is not an absolute path", root.display()),
             ));
         }
-        Ok(Git2Operations {
+        Ok(self.assemble())
+    }
+
+    /// The operations with these options, unchecked.
+    fn assemble(self) -> Git2Operations {
+        Git2Operations {
             inner: Arc::new(Inner {
                 identity: self.identity,
                 fallback: self.fallback,
                 roots: self.roots,
                 locks: Mutex::new(HashMap::new()),
             }),
-        })
+        }
     }
 }
 
@@ -117,14 +122,8 @@ impl Git2Operations {
     /// Operations with the default options: identity from the repository's configuration, else
     /// `Orchestrator <orchestrator@localhost>`; worktrees only inside the repository folder.
     pub fn new() -> Self {
-        Git2Operations {
-            inner: Arc::new(Inner {
-                identity: None,
-                fallback: Identity::default(),
-                roots: Vec::new(),
-                locks: Mutex::new(HashMap::new()),
-            }),
-        }
+        // The default identity is valid: nothing to check.
+        Git2OperationsBuilder::default().assemble()
     }
 
     /// A builder for non-default options.
@@ -135,11 +134,8 @@ impl Git2Operations {
     /// Forgets worktree registrations whose folder is gone (`git worktree prune`). Returns the
     /// names of the registrations removed.
     pub async fn prune(&self, repo: &Path) -> Result<Vec<String>, GitError> {
-        let repo = repo.to_path_buf();
-        self.locked(&repo.clone(), "prune worktrees", move |_| {
-            worktree::prune(&refs::open(&repo)?)
-        })
-        .await
+        self.locked_repo(repo, "prune worktrees", |_, r| worktree::prune(r))
+            .await
     }
 
     /// Removes every worktree of `repo` directly under `root` whose folder is not in `live`
@@ -151,15 +147,14 @@ impl Git2Operations {
         root: &Path,
         live: &[PathBuf],
     ) -> Result<Vec<PathBuf>, GitError> {
-        let (repo, root, live) = (repo.to_path_buf(), root.to_path_buf(), live.to_vec());
-        self.locked(&repo.clone(), "remove orphaned worktrees", move |inner| {
-            let r = refs::open(&repo)?;
-            let root = inner.confine(&r, &root, true)?;
+        let (root, live) = (root.to_path_buf(), live.to_vec());
+        self.locked_repo(repo, "remove orphaned worktrees", move |inner, r| {
+            let root = inner.confine(r, &root, true)?;
             let live: BTreeSet<PathBuf> = live
                 .iter()
                 .filter_map(|p| paths::resolve_physical(p).ok())
                 .collect();
-            worktree::remove_orphans(&r, &root, &live)
+            worktree::remove_orphans(r, &root, &live)
         })
         .await
     }
@@ -200,6 +195,28 @@ impl Git2Operations {
             result
         })
         .await
+    }
+
+    /// Opens the repository at `repo` on the blocking pool and runs `f` on it.
+    async fn on_repo<T, F>(&self, repo: &Path, operation: &str, f: F) -> Result<T, GitError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner, &Repository) -> Result<T, GitError> + Send + 'static,
+    {
+        let path = repo.to_path_buf();
+        self.run(operation, move |inner| f(inner, &refs::open(&path)?))
+            .await
+    }
+
+    /// [`Self::on_repo`] while holding the repository's lock.
+    async fn locked_repo<T, F>(&self, repo: &Path, operation: &str, f: F) -> Result<T, GitError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner, &Repository) -> Result<T, GitError> + Send + 'static,
+    {
+        let path = repo.to_path_buf();
+        self.locked(repo, operation, move |inner| f(inner, &refs::open(&path)?))
+            .await
     }
 }
 
@@ -355,33 +372,27 @@ fn short(id: Oid) -> String {
 #[async_trait]
 impl GitOperations for Git2Operations {
     async fn resolve(&self, repo: &Path, rev: &str) -> Result<CommitId, GitError> {
-        let (repo, rev) = (repo.to_path_buf(), rev.to_string());
-        self.run("resolve", move |_| {
-            Ok(refs::resolve_commit(&refs::open(&repo)?, &rev)?.to_string())
+        let rev = rev.to_string();
+        self.on_repo(repo, "resolve", move |_, r| {
+            Ok(refs::resolve_commit(r, &rev)?.to_string())
         })
         .await
     }
 
     async fn current_branch(&self, repo: &Path) -> Result<Option<String>, GitError> {
-        let repo = repo.to_path_buf();
-        self.run("current branch", move |_| {
-            refs::current_branch(&refs::open(&repo)?)
-        })
-        .await
+        self.on_repo(repo, "current branch", |_, r| refs::current_branch(r))
+            .await
     }
 
     async fn default_branch(&self, repo: &Path) -> Result<String, GitError> {
-        let repo = repo.to_path_buf();
-        self.run("default branch", move |_| {
-            refs::default_branch(&refs::open(&repo)?)
-        })
-        .await
+        self.on_repo(repo, "default branch", |_, r| refs::default_branch(r))
+            .await
     }
 
     async fn branch_tip(&self, repo: &Path, branch: &str) -> Result<Option<CommitId>, GitError> {
-        let (repo, branch) = (repo.to_path_buf(), branch.to_string());
-        self.run("branch tip", move |_| {
-            Ok(refs::branch_tip(&refs::open(&repo)?, &branch)?.map(|o| o.to_string()))
+        let branch = branch.to_string();
+        self.on_repo(repo, "branch tip", move |_, r| {
+            Ok(refs::branch_tip(r, &branch)?.map(|o| o.to_string()))
         })
         .await
     }
@@ -394,43 +405,40 @@ impl GitOperations for Git2Operations {
         expected: Option<&str>,
     ) -> Result<(), GitError> {
         refs::check_branch_name(branch)?;
-        let (path, branch, new) = (repo.to_path_buf(), branch.to_string(), new.to_string());
+        let (branch, new) = (branch.to_string(), new.to_string());
         let expected = expected.map(str::to_string);
-        self.locked(repo, "update branch", move |_| {
-            let repo = refs::open(&path)?;
-            refs::protect(&repo, &branch, "reset")?;
-            let new = refs::resolve_commit(&repo, &new)?;
+        self.locked_repo(repo, "update branch", move |_, repo| {
+            refs::protect(repo, &branch, "reset")?;
+            let new = refs::resolve_commit(repo, &new)?;
             let expected_id = match &expected {
                 None => None,
-                Some(text) => match refs::resolve_commit(&repo, text) {
+                Some(text) => match refs::resolve_commit(repo, text) {
                     Ok(id) => Some(id),
                     Err(_) => {
                         return Err(GitError::RefChanged {
                             reference: refs::branch_ref(&branch),
                             expected: expected.clone(),
-                            actual: refs::branch_tip(&repo, &branch)?.map(|o| o.to_string()),
+                            actual: refs::branch_tip(repo, &branch)?.map(|o| o.to_string()),
                         })
                     }
                 },
             };
             let log = format!("orchestrator: update {branch}");
-            refs::compare_and_swap(&repo, &branch, new, expected_id, expected.as_deref(), &log)
+            refs::compare_and_swap(repo, &branch, new, expected_id, expected.as_deref(), &log)
         })
         .await
     }
 
     async fn delete_branch(&self, repo: &Path, branch: &str) -> Result<(), GitError> {
         refs::check_branch_name(branch)?;
-        let (path, branch) = (repo.to_path_buf(), branch.to_string());
-        self.locked(repo, "delete branch", move |_| {
-            let repo = refs::open(&path)?;
-            refs::protect(&repo, &branch, "delete")?;
-            let result = match repo.find_reference(&refs::branch_ref(&branch)) {
+        let branch = branch.to_string();
+        self.locked_repo(repo, "delete branch", move |_, repo| {
+            refs::protect(repo, &branch, "delete")?;
+            match repo.find_reference(&refs::branch_ref(&branch)) {
                 Ok(mut reference) => reference.delete().ctx("delete branch"),
                 Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(()),
                 Err(e) => Err(error::git("delete branch", e)),
-            };
-            result
+            }
         })
         .await
     }
@@ -441,16 +449,11 @@ impl GitOperations for Git2Operations {
         ancestor: &str,
         descendant: &str,
     ) -> Result<bool, GitError> {
-        let (repo, a, d) = (
-            repo.to_path_buf(),
-            ancestor.to_string(),
-            descendant.to_string(),
-        );
-        self.run("is ancestor", move |_| {
-            let repo = refs::open(&repo)?;
+        let (a, d) = (ancestor.to_string(), descendant.to_string());
+        self.on_repo(repo, "is ancestor", move |_, repo| {
             let (a, d) = (
-                refs::resolve_commit(&repo, &a)?,
-                refs::resolve_commit(&repo, &d)?,
+                refs::resolve_commit(repo, &a)?,
+                refs::resolve_commit(repo, &d)?,
             );
             Ok(a == d || repo.graph_descendant_of(d, a).ctx("is ancestor")?)
         })
@@ -463,41 +466,32 @@ impl GitOperations for Git2Operations {
         path: &Path,
         commit: &str,
     ) -> Result<(), GitError> {
-        let (repo_path, path, commit) =
-            (repo.to_path_buf(), path.to_path_buf(), commit.to_string());
-        self.locked(repo, "create worktree", move |inner| {
-            let repo = refs::open(&repo_path)?;
-            let target = inner.confine(&repo, &path, false)?;
-            let commit = refs::resolve_commit(&repo, &commit)?;
-            worktree::create(&repo, &target, commit)
+        let (path, commit) = (path.to_path_buf(), commit.to_string());
+        self.locked_repo(repo, "create worktree", move |inner, repo| {
+            let target = inner.confine(repo, &path, false)?;
+            let commit = refs::resolve_commit(repo, &commit)?;
+            worktree::create(repo, &target, commit)
         })
         .await
     }
 
     async fn remove_worktree(&self, repo: &Path, path: &Path) -> Result<(), GitError> {
-        let (repo_path, path) = (repo.to_path_buf(), path.to_path_buf());
-        self.locked(repo, "remove worktree", move |inner| {
-            let repo = refs::open(&repo_path)?;
-            let target = inner.confine(&repo, &path, false)?;
-            worktree::remove(&repo, &target)
+        let path = path.to_path_buf();
+        self.locked_repo(repo, "remove worktree", move |inner, repo| {
+            let target = inner.confine(repo, &path, false)?;
+            worktree::remove(repo, &target)
         })
         .await
     }
 
     async fn list_worktrees(&self, repo: &Path) -> Result<Vec<PathBuf>, GitError> {
-        let repo = repo.to_path_buf();
-        self.run("list worktrees", move |_| {
-            worktree::list(&refs::open(&repo)?)
-        })
-        .await
+        self.on_repo(repo, "list worktrees", |_, r| worktree::list(r))
+            .await
     }
 
     async fn head(&self, worktree: &Path) -> Result<CommitId, GitError> {
-        let path = worktree.to_path_buf();
-        self.run("head", move |_| {
-            Ok(head_of(&refs::open(&path)?)?.to_string())
-        })
-        .await
+        self.on_repo(worktree, "head", |_, wt| Ok(head_of(wt)?.to_string()))
+            .await
     }
 
     async fn merge_into_worktree(
@@ -510,25 +504,27 @@ impl GitOperations for Git2Operations {
         let path = worktree.to_path_buf();
         let all: Arc<[CommitId]> = commits.into();
         let message: Arc<str> = message.into();
-        let start = {
-            let path = path.clone();
-            self.run("merge", move |_| head_of(&open_worktree(&path)?))
-                .await?
-        };
-        let mut head = start;
+        // The worktree's HEAD before the merge; read by the first round, which opens it anyway.
+        let mut start = None;
+        let mut head = None;
         let mut from = 0;
         loop {
             let (p, c, m) = (path.clone(), Arc::clone(&all), Arc::clone(&message));
-            let step = self
+            let (began, step) = self
                 .run("merge", move |inner| {
                     let wt = open_worktree(&p)?;
+                    let head = match head {
+                        Some(id) => id,
+                        None => head_of(&wt)?,
+                    };
                     let result = advance(inner, &wt, head, &c, from, &m)?;
                     if let Advance::Done(id) = result {
                         merge::move_worktree(&wt, id)?;
                     }
-                    Ok(result)
+                    Ok((head, result))
                 })
                 .await?;
+            let start = *start.get_or_insert(began);
             let (at, ours, theirs, paths) = match step {
                 Advance::Done(id) => return Ok(id.to_string()),
                 Advance::Conflict {
@@ -545,9 +541,10 @@ impl GitOperations for Git2Operations {
                     paths,
                 });
             };
-            head = self
-                .resolve_with(resolver, &path, start, (ours, theirs), paths, &message)
-                .await?;
+            head = Some(
+                self.resolve_with(resolver, &path, start, (ours, theirs), paths, &message)
+                    .await?,
+            );
             from = at + 1;
         }
     }
@@ -575,22 +572,17 @@ impl GitOperations for Git2Operations {
         style: MergeStyle,
     ) -> Result<CommitId, GitError> {
         refs::check_branch_name(branch)?;
-        let (path, branch, commit, message) = (
-            repo.to_path_buf(),
-            branch.to_string(),
-            commit.to_string(),
-            message.to_string(),
-        );
-        self.locked(repo, "merge into branch", move |inner| {
-            let repo = refs::open(&path)?;
-            let tip = refs::branch_tip(&repo, &branch)?.ok_or_else(|| GitError::NotFound {
+        let (branch, commit, message) =
+            (branch.to_string(), commit.to_string(), message.to_string());
+        self.locked_repo(repo, "merge into branch", move |inner, repo| {
+            let tip = refs::branch_tip(repo, &branch)?.ok_or_else(|| GitError::NotFound {
                 what: format!("branch `{branch}`"),
             })?;
-            let theirs = refs::resolve_commit(&repo, &commit)?;
-            let signature = inner.signature(&repo)?;
+            let theirs = refs::resolve_commit(repo, &commit)?;
+            let signature = inner.signature(repo)?;
             let fast_forward = style == MergeStyle::FastForward;
             let new =
-                match merge::merge_step(&repo, tip, theirs, fast_forward, &signature, &message)? {
+                match merge::merge_step(repo, tip, theirs, fast_forward, &signature, &message)? {
                     Step::Contained => return Ok(tip.to_string()),
                     Step::Moved(id) => id,
                     Step::Conflict(paths) => {
@@ -600,33 +592,28 @@ impl GitOperations for Git2Operations {
                         })
                     }
                 };
-            land(&repo, &branch, tip, new, &message)?;
+            land(repo, &branch, tip, new, &message)?;
             Ok(new.to_string())
         })
         .await
     }
 
     async fn diff_stats(&self, repo: &Path, from: &str, to: &str) -> Result<DiffStats, GitError> {
-        let (repo, from, to) = (repo.to_path_buf(), from.to_string(), to.to_string());
-        self.run("diff stats", move |_| {
-            let repo = refs::open(&repo)?;
+        let (from, to) = (from.to_string(), to.to_string());
+        self.on_repo(repo, "diff stats", move |_, repo| {
             let (a, b) = (
-                refs::resolve_commit(&repo, &from)?,
-                refs::resolve_commit(&repo, &to)?,
+                refs::resolve_commit(repo, &from)?,
+                refs::resolve_commit(repo, &to)?,
             );
-            merge::diff_stats(&repo, a, b)
+            merge::diff_stats(repo, a, b)
         })
         .await
     }
 
     async fn exclude(&self, repo: &Path, patterns: &[&str]) -> Result<(), GitError> {
-        let path = repo.to_path_buf();
         let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
-        self.locked(repo, "exclude", move |_| {
-            let repo = refs::open(&path)?;
-            exclude(&repo, &patterns)
-        })
-        .await
+        self.locked_repo(repo, "exclude", move |_, repo| exclude(repo, &patterns))
+            .await
     }
 
     async fn remove_stale_locks(
@@ -635,11 +622,9 @@ impl GitOperations for Git2Operations {
         worktrees: &[PathBuf],
         branches: &[String],
     ) -> Result<Vec<PathBuf>, GitError> {
-        let path = repo.to_path_buf();
         let (worktrees, branches) = (worktrees.to_vec(), branches.to_vec());
-        self.locked(repo, "remove stale locks", move |_| {
-            let repo = refs::open(&path)?;
-            Ok(stale_locks(&repo, &worktrees, &branches)
+        self.locked_repo(repo, "remove stale locks", move |_, repo| {
+            Ok(stale_locks(repo, &worktrees, &branches)
                 .into_iter()
                 .filter(|p| std::fs::remove_file(p).is_ok())
                 .collect())
@@ -653,10 +638,7 @@ impl GitOperations for Git2Operations {
 fn stale_locks(repo: &Repository, worktrees: &[PathBuf], branches: &[String]) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for wt in worktrees {
-        let Ok(dot_git) = std::fs::read_to_string(wt.join(".git")) else {
-            continue;
-        };
-        let Some(admin) = dot_git.trim_end().strip_prefix("gitdir: ") else {
+        let Some(admin) = worktree::linked_admin(wt) else {
             continue;
         };
         if let Ok(entries) = std::fs::read_dir(admin) {
@@ -689,12 +671,19 @@ fn land(
     new: Oid,
     message: &str,
 ) -> Result<(), GitError> {
-    let mut checkouts = Vec::new();
+    // Linked worktrees are opened; the main checkout is `repo` itself (`None`), already open.
+    let mut opened: Vec<Option<Repository>> = Vec::new();
     for holder in refs::checkouts_of(repo, branch)? {
-        let wt = refs::open(&holder)?;
+        let is_repo = !repo.is_worktree() && repo.workdir() == Some(holder.as_path());
+        let handle = if is_repo {
+            None
+        } else {
+            Some(refs::open(&holder)?)
+        };
+        let wt = handle.as_ref().unwrap_or(repo);
         let files = {
-            let (old_tree, new_tree) = (checkout::tree_of(&wt, tip)?, checkout::tree_of(&wt, new)?);
-            checkout::dirty_files(&wt, &old_tree, &new_tree)?
+            let (old_tree, new_tree) = (checkout::tree_of(wt, tip)?, checkout::tree_of(wt, new)?);
+            checkout::dirty_files(wt, &old_tree, &new_tree)?
         };
         if !files.is_empty() {
             return Err(GitError::DirtyCheckout {
@@ -703,10 +692,11 @@ fn land(
                 files,
             });
         }
-        checkouts.push(wt);
+        opened.push(handle);
     }
+    let checkouts: Vec<&Repository> = opened.iter().map(|h| h.as_ref().unwrap_or(repo)).collect();
     // Puts the checkouts already moved back (a failure of one or a lost compare-and-swap).
-    let undo = |moved: &[Repository]| {
+    let undo = |moved: &[&Repository]| {
         for wt in moved {
             if let Ok(old_tree) = checkout::tree_of(wt, tip) {
                 let _ = checkout::switch_forced(wt, &old_tree);

@@ -45,29 +45,37 @@ fn admin_of(repo: &Repository, path: &Path) -> Option<PathBuf> {
         .find(|admin| registered_path(admin).as_deref() == Some(path))
 }
 
+/// The administrative folder the `.git` file of the worktree at `path` names, as written.
+pub(crate) fn linked_admin(path: &Path) -> Option<PathBuf> {
+    let content = std::fs::read_to_string(path.join(".git")).ok()?;
+    content
+        .trim_end()
+        .strip_prefix("gitdir: ")
+        .map(PathBuf::from)
+}
+
 /// Whether `path/.git` points into this repository's worktree administration (a worktree of
 /// ours, even if its administrative folder is gone).
 fn points_to_us(repo: &Repository, path: &Path) -> bool {
-    let Ok(content) = std::fs::read_to_string(path.join(".git")) else {
-        return false;
-    };
-    let Some(target) = content.trim_end().strip_prefix("gitdir: ") else {
+    let Some(target) = linked_admin(path) else {
         return false;
     };
     let Ok(common) = std::fs::canonicalize(repo.commondir()) else {
         return false;
     };
-    paths::resolve_physical(Path::new(target))
+    paths::resolve_physical(&target)
         .is_ok_and(|t| t.parent() == Some(common.join("worktrees").as_path()))
+}
+
+/// Whether the `locked` marker in `admin` says a creation is under way (or was interrupted).
+fn is_initializing(admin: &Path) -> bool {
+    std::fs::read_to_string(admin.join("locked")).is_ok_and(|reason| reason.trim() == INITIALIZING)
 }
 
 /// Whether the worktree with administrative folder `admin` is complete and usable.
 fn is_valid(admin: &Path, path: &Path) -> bool {
-    if admin.join("locked").exists() {
-        let reason = std::fs::read_to_string(admin.join("locked")).unwrap_or_default();
-        if reason.trim() == INITIALIZING {
-            return false;
-        }
+    if is_initializing(admin) {
+        return false;
     }
     Repository::open(path)
         .and_then(|wt| wt.head().and_then(|h| h.peel_to_commit()).map(|_| ()))

@@ -198,13 +198,15 @@ impl Live {
                     plan: ctx.plan.clone(),
                     message,
                 })?;
-            let path = ctx.paths.journal(self.generation);
+            // The path only names the file in an error: not built on the way of every append.
+            let generation = self.generation;
+            let failed = |operation| move |e| io_err(operation, &ctx.paths.journal(generation))(e);
             let file = self.appender(ctx)?;
-            file.write_all(&bytes).map_err(io_err("append to", &path))?;
+            file.write_all(&bytes).map_err(failed("append to"))?;
             ctx.counters.wrote(Account::Journal, bytes.len());
             if ctx.sync() {
                 ctx.counters.fsync();
-                file.sync_data().map_err(io_err("flush", &path))?;
+                file.sync_data().map_err(failed("flush"))?;
             }
             ctx.counters.appended(applied);
             self.journal_len += bytes.len() as u64;
@@ -239,10 +241,9 @@ impl Live {
             self.remove_leftovers(ctx);
             self.cleaned = true;
         }
-        let path = ctx.paths.journal(self.generation);
         if self.journal_len == 0 {
             write_atomic(
-                &path,
+                &ctx.paths.journal(self.generation),
                 &journal::header(self.generation),
                 ctx.sync(),
                 ctx.counters,
@@ -256,6 +257,7 @@ impl Live {
             self.journal_valid = HEADER_LEN;
         }
         if self.journal_valid < self.journal_len {
+            let path = ctx.paths.journal(self.generation);
             tracing::warn!(
                 plan = %ctx.plan,
                 journal = %path.display(),

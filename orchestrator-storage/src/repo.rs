@@ -346,10 +346,10 @@ impl Inner {
     }
 
     fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {
-        let paths = self.paths(plan)?;
         if changes.is_empty() {
             return self.existing(plan).map(|_| ());
         }
+        let paths = self.paths(plan)?;
         let ctx = self.ctx(plan, &paths);
         let slot = self.slot(plan);
         let mut slot = lock(&slot);
@@ -487,6 +487,20 @@ impl Inner {
     }
 }
 
+impl FsPlanRepository {
+    /// Runs `f` off the async threads with the paths of an existing plan and a node id that
+    /// can be a folder name.
+    async fn on_node<T, F>(&self, plan: &PlanId, node: &NodeId, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner, PlanPaths, &NodeId) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        let (plan, node) = (plan.clone(), node.clone());
+        blocking(move || f(&inner, inner.node_paths(&plan, &node)?, &node)).await
+    }
+}
+
 #[async_trait]
 impl PlanRepository for FsPlanRepository {
     async fn create(&self, plan: &PlanRecord) -> Result<(), StoreError> {
@@ -531,12 +545,10 @@ impl PlanRepository for FsPlanRepository {
         attempt: u32,
         attempt_specs: &AttemptSpecs,
     ) -> Result<(), StoreError> {
-        let inner = self.inner.clone();
-        let (plan, node, attempt_specs) = (plan.clone(), node.clone(), attempt_specs.clone());
-        blocking(move || {
-            let paths = inner.node_paths(&plan, &node)?;
+        let attempt_specs = attempt_specs.clone();
+        self.on_node(plan, node, move |inner, paths, node| {
             specs::save(
-                &paths.attempt_specs(&node, attempt),
+                &paths.attempt_specs(node, attempt),
                 &attempt_specs,
                 &inner.counters,
             )
@@ -550,23 +562,18 @@ impl PlanRepository for FsPlanRepository {
         node: &NodeId,
         attempt: u32,
     ) -> Result<AttemptSpecs, StoreError> {
-        let inner = self.inner.clone();
-        let (plan, node) = (plan.clone(), node.clone());
-        blocking(move || {
-            let paths = inner.node_paths(&plan, &node)?;
-            specs::load(&paths.attempt_specs(&node, attempt))
+        self.on_node(plan, node, move |_, paths, node| {
+            specs::load(&paths.attempt_specs(node, attempt))
         })
         .await
     }
 
     async fn append_log(&self, key: &LogKey, text: &str) -> Result<(), StoreError> {
-        let inner = self.inner.clone();
-        let (key, text) = (key.clone(), text.to_owned());
-        blocking(move || {
-            let paths = inner.node_paths(&key.plan, &key.node)?;
+        let (attempt, phase, text) = (key.attempt, key.phase, text.to_owned());
+        self.on_node(&key.plan, &key.node, move |inner, paths, node| {
             let _serial = lock(&inner.logs);
             logs::append(
-                &paths.log(&key.node, key.attempt, key.phase),
+                &paths.log(node, attempt, phase),
                 &text,
                 inner.options.log_max_bytes,
                 &inner.counters,
@@ -581,11 +588,8 @@ impl PlanRepository for FsPlanRepository {
         node: &NodeId,
         query: LogQuery,
     ) -> Result<String, StoreError> {
-        let inner = self.inner.clone();
-        let (plan, node) = (plan.clone(), node.clone());
-        blocking(move || {
-            let paths = inner.node_paths(&plan, &node)?;
-            logs::read(&paths.node_logs(&node), query)
+        self.on_node(plan, node, move |_, paths, node| {
+            logs::read(&paths.node_logs(node), query)
         })
         .await
     }
