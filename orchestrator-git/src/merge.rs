@@ -173,19 +173,12 @@ pub(crate) fn with_conflict_markers(
     let root = workdir(wt)?;
     Ok(paths
         .iter()
-        .filter(|p| std::fs::read(root.join(p)).is_ok_and(|content| has_conflict_markers(&content)))
+        .filter(|p| {
+            std::fs::read(root.join(p))
+                .is_ok_and(|content| orchestrator_core::git::has_conflict_markers(&content))
+        })
         .cloned()
         .collect())
-}
-
-/// Whether `content` has lines starting with `<<<<<<<` and with `>>>>>>>`.
-fn has_conflict_markers(content: &[u8]) -> bool {
-    let has = |marker: &[u8]| {
-        content
-            .split(|b| *b == b'\n')
-            .any(|line| line.starts_with(marker))
-    };
-    has(b"<<<<<<<") && has(b">>>>>>>")
 }
 
 /// Commits the merge of `theirs` into `ours` with the conflicting `paths` taken from the

@@ -1,6 +1,6 @@
 //! Keeping worktree paths inside their allowed roots.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use orchestrator_core::git::GitError;
 
@@ -10,23 +10,8 @@ use crate::error;
 /// symbolic links resolved, so the result is where the path really points (its missing tail kept
 /// as written).
 pub(crate) fn resolve_physical(path: &Path) -> Result<PathBuf, GitError> {
-    let mut resolved = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                resolved.pop();
-            }
-            Component::CurDir => {}
-            other => {
-                resolved.push(other);
-                if std::fs::symlink_metadata(&resolved).is_ok() {
-                    resolved = std::fs::canonicalize(&resolved)
-                        .map_err(|e| error::io("resolve path", &resolved, e))?;
-                }
-            }
-        }
-    }
-    Ok(resolved)
+    orchestrator_core::git::resolve_physical(path)
+        .map_err(|(p, e)| error::io("resolve path", &p, e))
 }
 
 /// The physical form of `path` when it lies strictly inside one of `roots` (already canonical)

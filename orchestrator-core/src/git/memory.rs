@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -752,7 +752,7 @@ impl MemoryGit {
             Ok(()) => read_tree_files(worktree, &excludes, &[]).and_then(|tree| {
                 let left: Vec<String> = paths
                     .iter()
-                    .filter(|p| tree.get(*p).is_some_and(|c| has_conflict_markers(c)))
+                    .filter(|p| tree.get(*p).is_some_and(|c| super::has_conflict_markers(c)))
                     .cloned()
                     .collect();
                 if left.is_empty() {
@@ -905,21 +905,12 @@ fn confine(root: &Path, path: &Path) -> Result<PathBuf, GitError> {
     if !path.is_absolute() {
         return Err(outside());
     }
-    let mut resolved = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                resolved.pop();
-            }
-            Component::CurDir => {}
-            other => {
-                resolved.push(other);
-                if std::fs::symlink_metadata(&resolved).is_ok() {
-                    resolved = canonical(&resolved)?;
-                }
-            }
-        }
-    }
+    let resolved = super::resolve_physical(path).map_err(|(p, e)| match e.kind() {
+        std::io::ErrorKind::NotFound => GitError::NotFound {
+            what: format!("path {}", p.display()),
+        },
+        _ => io_error("resolve path", &p, e),
+    })?;
     if resolved.starts_with(root) && resolved != root {
         Ok(resolved)
     } else {
@@ -1095,16 +1086,6 @@ fn glob(pattern: &[u8], text: &[u8]) -> bool {
             .split_first()
             .is_some_and(|(c, t)| c == p && glob(rest, t)),
     }
-}
-
-/// Whether `content` has lines starting with `<<<<<<<` and with `>>>>>>>`.
-fn has_conflict_markers(content: &[u8]) -> bool {
-    let has = |marker: &[u8]| {
-        content
-            .split(|b| *b == b'\n')
-            .any(|line| line.starts_with(marker))
-    };
-    has(b"<<<<<<<") && has(b">>>>>>>")
 }
 
 /// Git's rule: a NUL byte in the first 8000 bytes makes a file binary.

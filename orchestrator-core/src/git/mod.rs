@@ -266,3 +266,43 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
         Ok(Vec::new())
     }
 }
+
+/// Resolves `path` physically: `..` and `.` are applied and every existing prefix has its
+/// symbolic links resolved, so the result is where the path really points (its missing tail
+/// kept as written). On failure, the prefix that could not be resolved and why. Shared by the
+/// git layers to keep worktree paths inside their roots.
+///
+/// ```
+/// let dir = std::env::temp_dir();
+/// let here = orchestrator_core::git::resolve_physical(&dir.join("a/../b")).unwrap();
+/// assert!(here.ends_with("b"));
+/// ```
+pub fn resolve_physical(path: &Path) -> Result<PathBuf, (PathBuf, std::io::Error)> {
+    let mut resolved = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                resolved.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => {
+                resolved.push(other);
+                if std::fs::symlink_metadata(&resolved).is_ok() {
+                    resolved = std::fs::canonicalize(&resolved).map_err(|e| (resolved, e))?;
+                }
+            }
+        }
+    }
+    Ok(resolved)
+}
+
+/// Whether `content` has lines starting with `<<<<<<<` and with `>>>>>>>` (a conflict left
+/// unresolved).
+pub fn has_conflict_markers(content: &[u8]) -> bool {
+    let has = |marker: &[u8]| {
+        content
+            .split(|b| *b == b'\n')
+            .any(|line| line.starts_with(marker))
+    };
+    has(b"<<<<<<<") && has(b">>>>>>>")
+}
