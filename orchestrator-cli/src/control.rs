@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use orchestrator_core::ids::now_millis;
-use orchestrator_core::PlanId;
+use orchestrator_core::{Orchestrator, PlanId};
 use serde::{Deserialize, Serialize};
 
 /// How often a running process looks for requests.
@@ -32,6 +32,14 @@ impl Action {
         match self {
             Action::Pause => "pause",
             Action::Cancel => "cancel",
+        }
+    }
+
+    /// Does it, on a plan `o` holds.
+    pub async fn apply(self, o: &Orchestrator, id: &PlanId) -> orchestrator_core::Result<()> {
+        match self {
+            Action::Pause => o.pause(id, false).await,
+            Action::Cancel => o.cancel(id).await,
         }
     }
 }

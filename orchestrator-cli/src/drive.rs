@@ -7,23 +7,11 @@ use std::time::Duration;
 use orchestrator_core::{Orchestrator, PlanId, PlanStatus};
 
 use crate::cli::OutputArgs;
-use crate::control::{Action, Inbox, Reply, POLL};
+use crate::control::{Inbox, Reply, POLL};
 use crate::error::{CliError, CliResult, Exit};
 use crate::progress::{Mode, Progress, Start};
 use crate::report;
 use crate::workspace::Workspace;
-
-/// A plan this process owns (it created or opened it), about to be run.
-pub struct Owned<'a> {
-    /// The workspace.
-    pub ws: &'a Workspace,
-    /// The orchestrator holding the plan.
-    pub orchestrator: &'a Orchestrator,
-    /// The plan.
-    pub id: &'a PlanId,
-    /// When this process started to take the plan over (ms): older requests are stale.
-    pub since: u64,
-}
 
 /// How the wait for the plan ended.
 enum Stop {
@@ -31,18 +19,20 @@ enum Stop {
     Interrupted,
 }
 
-/// Starts the plan with `kick` (start, resume), shows progress until it ends or pauses,
-/// releases it, prints the result and returns the exit code.
-pub async fn run_to_end<F>(plan: Owned<'_>, output: &OutputArgs, kick: F) -> CliResult<Exit>
+/// Starts plan `id`, which `o` holds for this process, with `kick` (start, resume), shows
+/// progress until it ends or pauses, releases it, prints the result and returns the exit code.
+/// `since` is when this process started to take the plan over (ms): older requests are stale.
+pub async fn run_to_end<F>(
+    ws: &Workspace,
+    o: &Orchestrator,
+    id: &PlanId,
+    since: u64,
+    output: &OutputArgs,
+    kick: F,
+) -> CliResult<Exit>
 where
     F: Future<Output = orchestrator_core::Result<()>>,
 {
-    let Owned {
-        ws,
-        orchestrator: o,
-        id,
-        since,
-    } = plan;
     // Before anything starts: a SIGINT/SIGTERM from now on pauses cleanly instead of killing
     // the process with its jobs still running.
     let signals = Signals::new()?;
@@ -163,11 +153,7 @@ async fn watch(
             }
             _ = tick.tick() => {
                 for request in inbox.take() {
-                    let result = match request.action {
-                        Action::Pause => o.pause(id, false).await,
-                        Action::Cancel => o.cancel(id).await,
-                    };
-                    let reply = match result {
+                    let reply = match request.action.apply(o, id).await {
                         Ok(()) => {
                             progress.say(&format!(
                                 "{} requested by process {}",

@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
+use orchestrator_core::engine::SNAPSHOT_LABEL;
 use orchestrator_core::plan::PlanGraph;
+use orchestrator_core::report::Blockers;
 use orchestrator_core::repository::PlanSummary;
 use orchestrator_core::state::PlanRecord;
 use orchestrator_core::PlanStatus;
@@ -62,6 +64,7 @@ pub fn plan_text(record: &PlanRecord) -> String {
         c.active,
         c.pending + c.ready
     );
+    let mut blockers = Blockers::new(record);
     let rows: Vec<[String; 5]> = s
         .nodes
         .iter()
@@ -71,9 +74,9 @@ pub fn plan_text(record: &PlanRecord) -> String {
                 .spec
                 .jobs
                 .get(i)
-                .map_or("snapshot-validation", |j| j.producer_id.as_str());
+                .map_or(SNAPSHOT_LABEL, |j| j.producer_id.as_str());
             let mut error = node.error.clone().unwrap_or_default();
-            let blockers = orchestrator_core::report::blocked_by(record, i);
+            let blockers = blockers.names(i);
             if !blockers.is_empty() {
                 error = format!("waits on failed {}", blockers.join(", "));
             }
@@ -207,10 +210,11 @@ pub fn utc_time(millis: u64) -> String {
 pub fn labels(record: &PlanRecord) -> Vec<String> {
     (0..record.state.nodes.len())
         .map(|n| {
-            record.spec.jobs.get(n).map_or_else(
-                || "snapshot-validation".to_owned(),
-                |j| j.producer_id.clone(),
-            )
+            record
+                .spec
+                .jobs
+                .get(n)
+                .map_or_else(|| SNAPSHOT_LABEL.to_owned(), |j| j.producer_id.clone())
         })
         .collect()
 }
@@ -223,7 +227,7 @@ pub fn job_ref(record: &PlanRecord, job: &str) -> String {
         .jobs
         .iter()
         .any(|j| j.producer_id == job || j.name.as_deref() == Some(job));
-    if job == "snapshot-validation" && !taken {
+    if job == SNAPSHOT_LABEL && !taken {
         orchestrator_core::plan::SNAPSHOT_PRODUCER_ID.to_owned()
     } else {
         job.to_owned()

@@ -134,9 +134,9 @@ impl Workspace {
     /// records it, or the node has not ended (it may be creating it right now, in this or
     /// another process). Everything else goes, including the worktree of a job that succeeded
     /// and was being removed when the process died: the store already says it is gone.
-    /// (The engine's own `remove_orphan_worktrees` keeps every worktree named after a node of a
-    /// stored plan, so it misses that case.) Nothing is removed while a stored plan cannot be
-    /// read, since its worktrees could not be told apart.
+    /// Nothing is removed while a stored plan cannot be read, since its worktrees could not be
+    /// told apart. (The engine's own `remove_orphan_worktrees` keeps the same set but removes
+    /// only worktrees git still lists; this one also removes folders whose registration is gone.)
     pub async fn remove_orphans(&self) -> CliResult<Vec<PathBuf>> {
         let Some(repo) = &self.git_root else {
             return Ok(Vec::new());

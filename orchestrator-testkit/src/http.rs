@@ -30,11 +30,7 @@ pub struct HttpRequest {
 impl HttpRequest {
     /// The first header with this (case-insensitive) name.
     pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(key, _)| *key == name)
-            .map(|(_, value)| value.as_str())
+        find_header(&self.headers, name)
     }
 
     /// Whether the client asked to close the connection after this request.
@@ -73,6 +69,15 @@ impl HttpResponse {
             body: body.into_bytes(),
         }
     }
+}
+
+/// The first of `headers` (names lower-cased) with this (case-insensitive) name.
+pub(crate) fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    let name = name.to_ascii_lowercase();
+    headers
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.as_str())
 }
 
 fn invalid(message: impl Into<String>) -> io::Error {

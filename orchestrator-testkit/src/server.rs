@@ -11,7 +11,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::conversation::{Conversation, Reply};
-use crate::http::{read_request, write_response, HttpRequest, HttpResponse};
+use crate::http::{find_header, read_request, write_response, HttpRequest, HttpResponse};
 use crate::script::Script;
 use crate::wire::{anthropic, chat, gemini, responses};
 
@@ -37,11 +37,7 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The first header with this (case-insensitive) name.
     pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(key, _)| *key == name)
-            .map(|(_, value)| value.as_str())
+        find_header(&self.headers, name)
     }
 
     /// This request as one JSON object (for logs).

@@ -4,10 +4,11 @@ use orchestrator_core::ids::now_millis;
 use orchestrator_core::plan::{
     parse_plan, validate, Isolation, PlanFormat, PlanSpec, ValidationContext, WorkSpec,
 };
-use orchestrator_core::{NodeStatus, Orchestrator, PlanStatus, RetryRequest};
+use orchestrator_core::state::PlanRecord;
+use orchestrator_core::{NodeStatus, Orchestrator, PlanId, PlanStatus, RetryRequest};
 
 use crate::cli::{PlanArgs, RetryArgs, RunArgs};
-use crate::drive::{open_owned, run_to_end, Owned};
+use crate::drive::{open_owned, run_to_end};
 use crate::error::{CliError, CliResult, Exit};
 use crate::progress::Progress;
 use crate::report;
@@ -71,13 +72,7 @@ pub async fn run(args: RunArgs) -> CliResult<Exit> {
     if !args.output.quiet {
         Progress::note(&format!("plan {id} created"));
     }
-    let owned = Owned {
-        ws: &ws,
-        orchestrator: &o,
-        id: &id,
-        since,
-    };
-    run_to_end(owned, &args.output, o.start(&id)).await
+    run_to_end(&ws, &o, &id, since, &args.output, o.start(&id)).await
 }
 
 /// Removes worktrees left by crashes. A failure here is reported, not fatal: the plan can run
@@ -98,11 +93,18 @@ async fn report_orphans(ws: &Workspace) {
     }
 }
 
+/// A stored plan this process took over.
+struct TakenOver {
+    o: Orchestrator,
+    id: PlanId,
+    /// When the take-over began (ms).
+    since: u64,
+    /// The plan's record as taken over.
+    record: PlanRecord,
+}
+
 /// Loads a stored plan and takes it over in a new orchestrator sized for it.
-async fn take_over(
-    ws: &Workspace,
-    plan: &str,
-) -> CliResult<(Orchestrator, orchestrator_core::PlanId, u64)> {
+async fn take_over(ws: &Workspace, plan: &str) -> CliResult<TakenOver> {
     let id = ws.resolve_plan(plan).await?;
     let stored = ws.load(&id).await?;
     let o = ws.orchestrator(capacity(&stored.spec))?;
@@ -119,16 +121,25 @@ async fn take_over(
             return Err(e);
         }
     }
-    Ok((o, id, since))
+    Ok(TakenOver {
+        o,
+        id,
+        since,
+        record,
+    })
 }
 
 /// `resume PLAN_ID`.
 pub async fn resume(args: PlanArgs) -> CliResult<Exit> {
     let ws = Workspace::open(args.repo.repo.as_deref())?;
-    let (o, id, since) = take_over(&ws, &args.plan).await?;
+    let TakenOver {
+        o,
+        id,
+        since,
+        record,
+    } = take_over(&ws, &args.plan).await?;
     let status = o.plan_status(&id)?;
     if matches!(status, PlanStatus::Canceled | PlanStatus::Archived) {
-        let record = o.status(&id).await?;
         let _ = o.close(&id).await;
         let what = if status == PlanStatus::Canceled {
             format!("recover it first: orchestrator recover {id}")
@@ -141,13 +152,7 @@ pub async fn resume(args: PlanArgs) -> CliResult<Exit> {
         eprintln!("plan {id} is {status}; {what}");
         return Ok(Exit::PlanNotSucceeded);
     }
-    let owned = Owned {
-        ws: &ws,
-        orchestrator: &o,
-        id: &id,
-        since,
-    };
-    run_to_end(owned, &args.output, o.resume(&id)).await
+    run_to_end(&ws, &o, &id, since, &args.output, o.resume(&id)).await
 }
 
 /// Parses a `--work`-style argument: a JSON work object, or the string shorthand.
@@ -182,30 +187,29 @@ pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
         .map(|w| parse_work("postchecks", w))
         .transpose()?;
     let ws = Workspace::open(args.repo.repo.as_deref())?;
-    let (o, id, since) = take_over(&ws, &args.plan).await?;
+    let TakenOver {
+        o,
+        id,
+        since,
+        record,
+    } = take_over(&ws, &args.plan).await?;
     let prepared = async {
-        let record = o.status(&id).await?;
-        if work.is_some() || prechecks.is_some() || postchecks.is_some() {
-            let jobs: Vec<String> = args
-                .jobs
-                .iter()
-                .map(|j| report::job_ref(&record, j))
-                .collect();
-            check_replacement(&record, &jobs, &work, &prechecks, &postchecks)?;
-        }
         let jobs: Vec<String> = args
             .jobs
             .iter()
             .map(|j| report::job_ref(&record, j))
             .collect();
-        let mut request = RetryRequest::jobs(jobs.iter().cloned());
-        if let Some(w) = work.clone() {
+        if work.is_some() || prechecks.is_some() || postchecks.is_some() {
+            check_replacement(&record, &jobs, &work, &prechecks, &postchecks)?;
+        }
+        let mut request = RetryRequest::jobs(jobs);
+        if let Some(w) = work {
             request = request.with_work(w);
         }
-        if let Some(p) = prechecks.clone() {
+        if let Some(p) = prechecks {
             request = request.with_prechecks(p);
         }
-        if let Some(p) = postchecks.clone() {
+        if let Some(p) = postchecks {
             request = request.with_postchecks(p);
         }
         if args.clear_worktree {
@@ -228,19 +232,13 @@ pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
             if n == 1 { "" } else { "s" }
         ));
     }
-    let owned = Owned {
-        ws: &ws,
-        orchestrator: &o,
-        id: &id,
-        since,
-    };
-    run_to_end(owned, &args.output, o.resume(&id)).await
+    run_to_end(&ws, &o, &id, since, &args.output, o.resume(&id)).await
 }
 
 /// Validates the plan as it would be with the replaced specs, so that a bad `--work` is
 /// reported like a bad plan file (every problem, exit 2) before anything changes.
 fn check_replacement(
-    record: &orchestrator_core::state::PlanRecord,
+    record: &PlanRecord,
     jobs: &[String],
     work: &Option<WorkSpec>,
     prechecks: &Option<WorkSpec>,

@@ -32,13 +32,6 @@ pub async fn cancel(args: PlanArgs) -> CliResult<Exit> {
     steer(args, Action::Cancel).await
 }
 
-async fn apply(o: &Orchestrator, id: &PlanId, action: Action) -> orchestrator_core::Result<()> {
-    match action {
-        Action::Pause => o.pause(id, false).await,
-        Action::Cancel => o.cancel(id).await,
-    }
-}
-
 async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
     let ws = Workspace::open(args.repo.repo.as_deref())?;
     let id = ws.resolve_plan(&args.plan).await?;
@@ -60,7 +53,7 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
                     }
                     s.withdraw();
                 }
-                let result = apply(&o, &id, action).await;
+                let result = action.apply(&o, &id).await;
                 let _ = o.close(&id).await;
                 result?;
                 break false;
@@ -138,12 +131,18 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
     Ok(Exit::Ok)
 }
 
-/// `recover PLAN_ID`.
-pub async fn recover(args: PlanArgs) -> CliResult<Exit> {
+/// Takes the plan `args` names over here, for a command that needs it to itself.
+async fn own_plan(args: &PlanArgs) -> CliResult<(Workspace, PlanId, Orchestrator)> {
     let ws = Workspace::open(args.repo.repo.as_deref())?;
     let id = ws.resolve_plan(&args.plan).await?;
     let o = ws.orchestrator(1)?;
     open_owned(&ws, &o, &id).await?;
+    Ok((ws, id, o))
+}
+
+/// `recover PLAN_ID`.
+pub async fn recover(args: PlanArgs) -> CliResult<Exit> {
+    let (ws, id, o) = own_plan(&args).await?;
     let result = o.recover(&id).await;
     let _ = o.close(&id).await;
     result?;
@@ -165,10 +164,7 @@ pub async fn recover(args: PlanArgs) -> CliResult<Exit> {
 
 /// `archive PLAN_ID`.
 pub async fn archive(args: PlanArgs) -> CliResult<Exit> {
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
-    let id = ws.resolve_plan(&args.plan).await?;
-    let o = ws.orchestrator(1)?;
-    open_owned(&ws, &o, &id).await?;
+    let (ws, id, o) = own_plan(&args).await?;
     let result = o.archive(&id).await;
     let _ = o.close(&id).await;
     let archived = result?;

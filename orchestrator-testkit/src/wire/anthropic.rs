@@ -2,54 +2,35 @@
 
 use serde_json::{json, Value};
 
-use super::{sse_event, text_of};
-use crate::conversation::{
-    all_strings, estimate_tokens, find_cwd, fresh_id, Conversation, Reply, ToolSpec,
-};
+use super::{conversation_basics, items, sse_event, text_of};
+use crate::conversation::{estimate_tokens, fresh_id, Conversation, Reply, ToolSpec};
 
 /// Reads a Messages request.
 pub fn conversation(body: &Value, body_len: usize) -> Conversation {
-    let tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| {
-                    // Server tools (web search, …) carry a `type` and no schema.
-                    let schema = tool.get("input_schema")?;
-                    Some(ToolSpec {
-                        name: tool.get("name")?.as_str()?.to_owned(),
-                        schema: schema.clone(),
-                        freeform: false,
-                    })
-                })
-                .collect()
+    let tools = items(body.get("tools"))
+        .iter()
+        .filter_map(|tool| {
+            // Server tools (web search, …) carry a `type` and no schema.
+            let schema = tool.get("input_schema")?;
+            Some(ToolSpec {
+                name: tool.get("name")?.as_str()?.to_owned(),
+                schema: schema.clone(),
+                freeform: false,
+            })
         })
-        .unwrap_or_default();
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+        .collect();
+    let messages = items(body.get("messages"));
     let mut prompt = String::new();
     let mut results = 0;
-    for message in &messages {
+    for message in messages {
         if message.get("role").and_then(Value::as_str) != Some("user") {
             continue;
         }
         let content = message.get("content").unwrap_or(&Value::Null);
-        let tool_results = content
-            .as_array()
-            .map(|blocks| {
-                blocks
-                    .iter()
-                    .filter(|block| {
-                        block.get("type").and_then(Value::as_str) == Some("tool_result")
-                    })
-                    .count()
-            })
-            .unwrap_or(0);
+        let tool_results = items(Some(content))
+            .iter()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_result"))
+            .count();
         if tool_results == 0 {
             prompt = text_of(content);
             results = 0;
@@ -57,21 +38,16 @@ pub fn conversation(body: &Value, body_len: usize) -> Conversation {
             results += tool_results;
         }
     }
-    let mut texts = Vec::new();
-    all_strings(body.get("system").unwrap_or(&Value::Null), &mut texts);
-    all_strings(&Value::Array(messages), &mut texts);
+    let system = body.get("system").unwrap_or(&Value::Null);
+    // Only a `messages` array is scanned for the working directory.
+    let messages = body
+        .get("messages")
+        .filter(|messages| messages.is_array())
+        .unwrap_or(&Value::Null);
     Conversation {
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        tools,
         prompt,
         results_since_prompt: results,
-        cwd: find_cwd(texts.iter().map(String::as_str)),
-        input_tokens: estimate_tokens(body_len),
+        ..conversation_basics(body, body_len, tools, &[system, messages])
     }
 }
 
@@ -165,7 +141,8 @@ pub fn count_tokens(body_len: usize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::{ToolCall, ToolInput};
+    use crate::conversation::ToolInput;
+    use crate::wire::test_support::{conversation as with_model, tool_call};
 
     #[test]
     fn counts_tool_results_after_the_last_prompt() {
@@ -190,15 +167,8 @@ mod tests {
 
     #[test]
     fn streams_a_tool_use_block() {
-        let conversation = Conversation {
-            model: "m".into(),
-            ..Conversation::default()
-        };
-        let reply = Reply::ToolCall(ToolCall {
-            id: "toolu_1".into(),
-            name: "Bash".into(),
-            input: ToolInput::Json(json!({"command": "ls"})),
-        });
+        let conversation = with_model("m", 0);
+        let reply = tool_call("toolu_1", "Bash", ToolInput::Json(json!({"command": "ls"})));
         let events = stream(&conversation, &reply);
         let names: Vec<&str> = events
             .lines()

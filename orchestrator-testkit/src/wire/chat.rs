@@ -2,40 +2,30 @@
 
 use serde_json::{json, Value};
 
-use super::responses::is_injected_context;
-use super::{sse_event, text_of};
-use crate::conversation::{
-    all_strings, estimate_tokens, find_cwd, fresh_id, unix_time, Conversation, Reply, ToolInput,
-    ToolSpec,
-};
+use super::{conversation_basics, is_injected_context, items, sse_event, text_of};
+use crate::conversation::{fresh_id, unix_time, Conversation, Reply, ToolInput, ToolSpec};
 
 /// Reads a Chat Completions request.
 pub fn conversation(body: &Value, body_len: usize) -> Conversation {
-    let tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| {
-                    // `{"type":"function","function":{…}}` or `{"type":"custom","custom":{…}}`.
-                    let (definition, freeform) = match tool.get("custom") {
-                        Some(custom) => (custom, true),
-                        None => (tool.get("function")?, false),
-                    };
-                    Some(ToolSpec {
-                        name: definition.get("name")?.as_str()?.to_owned(),
-                        schema: definition.get("parameters").cloned().unwrap_or(Value::Null),
-                        freeform,
-                    })
-                })
-                .collect()
+    let tools = items(body.get("tools"))
+        .iter()
+        .filter_map(|tool| {
+            // `{"type":"function","function":{…}}` or `{"type":"custom","custom":{…}}`.
+            let (definition, freeform) = match tool.get("custom") {
+                Some(custom) => (custom, true),
+                None => (tool.get("function")?, false),
+            };
+            Some(ToolSpec {
+                name: definition.get("name")?.as_str()?.to_owned(),
+                schema: definition.get("parameters").cloned().unwrap_or(Value::Null),
+                freeform,
+            })
         })
-        .unwrap_or_default();
-    let messages = body.get("messages").cloned().unwrap_or(Value::Null);
+        .collect();
+    let messages = body.get("messages").unwrap_or(&Value::Null);
     let mut prompt = String::new();
     let mut results = 0;
-    for message in messages.as_array().map(Vec::as_slice).unwrap_or_default() {
+    for message in items(Some(messages)) {
         match message.get("role").and_then(Value::as_str) {
             Some("tool" | "function") => results += 1,
             Some("user") => {
@@ -48,20 +38,10 @@ pub fn conversation(body: &Value, body_len: usize) -> Conversation {
             _ => {}
         }
     }
-    let mut texts = Vec::new();
-    all_strings(&messages, &mut texts);
     Conversation {
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        tools,
         prompt,
         results_since_prompt: results,
-        cwd: find_cwd(texts.iter().map(String::as_str)),
-        input_tokens: estimate_tokens(body_len),
+        ..conversation_basics(body, body_len, tools, &[messages])
     }
 }
 
@@ -156,7 +136,7 @@ pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::ToolCall;
+    use crate::wire::test_support::tool_call;
 
     #[test]
     fn reads_tool_messages_and_streams_tool_calls() {
@@ -184,11 +164,7 @@ mod tests {
             ("go", 1)
         );
         assert_eq!(conversation.cwd.as_deref(), Some("/c"));
-        let reply = Reply::ToolCall(ToolCall {
-            id: "call_9".into(),
-            name: "bash".into(),
-            input: ToolInput::Json(json!({"command": "ls"})),
-        });
+        let reply = tool_call("call_9", "bash", ToolInput::Json(json!({"command": "ls"})));
         let events = stream(&conversation, &reply);
         assert!(events.contains(r#""arguments":"{\"command\":\"ls\"}""#));
         assert!(events.contains(r#""id":"call_9""#));
@@ -197,11 +173,11 @@ mod tests {
         assert!(events.ends_with("data: [DONE]\n\n"));
         let plain = completion(&conversation, &Reply::Text("hi".into()));
         assert_eq!(plain["choices"][0]["finish_reason"], "stop");
-        let custom = Reply::ToolCall(ToolCall {
-            id: "call_2".into(),
-            name: "apply_patch".into(),
-            input: ToolInput::Freeform("*** Begin Patch".into()),
-        });
+        let custom = tool_call(
+            "call_2",
+            "apply_patch",
+            ToolInput::Freeform("*** Begin Patch".into()),
+        );
         let events = stream(&conversation, &custom);
         assert!(
             events.contains(r#""custom":{"input":"*** Begin Patch","name":"apply_patch"}"#)

@@ -3,48 +3,34 @@
 
 use serde_json::{json, Value};
 
-use super::responses::is_injected_context;
-use super::sse_event;
-use crate::conversation::{
-    all_strings, estimate_tokens, find_cwd, fresh_id, Conversation, Reply, ToolSpec,
-};
+use super::{conversation_basics, is_injected_context, items, sse_event, text_of_parts};
+use crate::conversation::{estimate_tokens, fresh_id, Conversation, Reply, ToolSpec};
 
 /// Reads a `generateContent` request; `model` and `stream` come from the URL.
 pub fn conversation(body: &Value, body_len: usize, model: &str, stream: bool) -> Conversation {
-    let tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| tool.get("functionDeclarations")?.as_array())
-                .flatten()
-                .filter_map(|function| {
-                    Some(ToolSpec {
-                        name: function.get("name")?.as_str()?.to_owned(),
-                        schema: function
-                            .get("parametersJsonSchema")
-                            .or_else(|| function.get("parameters"))
-                            .cloned()
-                            .unwrap_or(Value::Null),
-                        freeform: false,
-                    })
-                })
-                .collect()
+    let tools = items(body.get("tools"))
+        .iter()
+        .flat_map(|tool| items(tool.get("functionDeclarations")))
+        .filter_map(|function| {
+            Some(ToolSpec {
+                name: function.get("name")?.as_str()?.to_owned(),
+                schema: function
+                    .get("parametersJsonSchema")
+                    .or_else(|| function.get("parameters"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                freeform: false,
+            })
         })
-        .unwrap_or_default();
-    let contents = body.get("contents").cloned().unwrap_or(Value::Null);
+        .collect();
+    let contents = body.get("contents").unwrap_or(&Value::Null);
     let mut prompt = String::new();
     let mut results = 0;
-    for content in contents.as_array().map(Vec::as_slice).unwrap_or_default() {
+    for content in items(Some(contents)) {
         if content.get("role").and_then(Value::as_str) == Some("model") {
             continue;
         }
-        let parts = content
-            .get("parts")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let parts = items(content.get("parts"));
         let responses = parts
             .iter()
             .filter(|part| part.get("functionResponse").is_some())
@@ -53,30 +39,19 @@ pub fn conversation(body: &Value, body_len: usize, model: &str, stream: bool) ->
             results += responses;
             continue;
         }
-        let text = parts
-            .iter()
-            .filter_map(|part| part.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = text_of_parts(parts);
         if !text.is_empty() && !is_injected_context(&text) {
             prompt = text;
             results = 0;
         }
     }
-    let mut texts = Vec::new();
-    all_strings(
-        body.get("systemInstruction").unwrap_or(&Value::Null),
-        &mut texts,
-    );
-    all_strings(&contents, &mut texts);
+    let system = body.get("systemInstruction").unwrap_or(&Value::Null);
     Conversation {
         model: model.to_owned(),
         stream,
-        tools,
         prompt,
         results_since_prompt: results,
-        cwd: find_cwd(texts.iter().map(String::as_str)),
-        input_tokens: estimate_tokens(body_len),
+        ..conversation_basics(body, body_len, tools, &[system, contents])
     }
 }
 
@@ -164,7 +139,8 @@ pub fn count_tokens(body_len: usize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::{ToolCall, ToolInput};
+    use crate::conversation::ToolInput;
+    use crate::wire::test_support::{conversation as with_model, tool_call};
 
     #[test]
     fn reads_function_declarations_and_responses() {
@@ -195,16 +171,12 @@ mod tests {
 
     #[test]
     fn writes_function_calls_and_schema_instances() {
-        let conversation = Conversation {
-            model: "g".into(),
-            input_tokens: 3,
-            ..Conversation::default()
-        };
-        let reply = Reply::ToolCall(ToolCall {
-            id: "x".into(),
-            name: "run_shell_command".into(),
-            input: ToolInput::Json(json!({"command": "ls"})),
-        });
+        let conversation = with_model("g", 3);
+        let reply = tool_call(
+            "x",
+            "run_shell_command",
+            ToolInput::Json(json!({"command": "ls"})),
+        );
         let value = response(&conversation, &reply);
         assert_eq!(
             value["candidates"][0]["content"]["parts"][0]["functionCall"]["args"]["command"],

@@ -3,42 +3,27 @@
 
 use serde_json::{json, Value};
 
-use super::{sse_event, text_of};
-use crate::conversation::{
-    all_strings, estimate_tokens, find_cwd, fresh_id, unix_time, Conversation, Reply, ToolInput,
-    ToolSpec,
-};
-
-/// Whether a user message is injected context (`<environment_context>…`) rather than a prompt.
-pub fn is_injected_context(text: &str) -> bool {
-    let text = text.trim();
-    text.starts_with('<') && text.ends_with('>') || text.starts_with("# AGENTS.md")
-}
+use super::{conversation_basics, is_injected_context, items, sse_event, text_of};
+use crate::conversation::{fresh_id, unix_time, Conversation, Reply, ToolInput, ToolSpec};
 
 /// Reads a Responses request.
 pub fn conversation(body: &Value, body_len: usize) -> Conversation {
-    let tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| {
-                    let name = tool.get("name")?.as_str()?.to_owned();
-                    let freeform = tool.get("type").and_then(Value::as_str) == Some("custom");
-                    Some(ToolSpec {
-                        name,
-                        schema: tool.get("parameters").cloned().unwrap_or(Value::Null),
-                        freeform,
-                    })
-                })
-                .collect()
+    let tools = items(body.get("tools"))
+        .iter()
+        .filter_map(|tool| {
+            let name = tool.get("name")?.as_str()?.to_owned();
+            let freeform = tool.get("type").and_then(Value::as_str) == Some("custom");
+            Some(ToolSpec {
+                name,
+                schema: tool.get("parameters").cloned().unwrap_or(Value::Null),
+                freeform,
+            })
         })
-        .unwrap_or_default();
-    let input = body.get("input").cloned().unwrap_or(Value::Null);
+        .collect();
+    let input = body.get("input").unwrap_or(&Value::Null);
     let mut prompt = String::new();
     let mut results = 0;
-    match &input {
+    match input {
         Value::String(text) => prompt = text.clone(),
         Value::Array(items) => {
             for item in items {
@@ -61,21 +46,11 @@ pub fn conversation(body: &Value, body_len: usize) -> Conversation {
         }
         _ => {}
     }
-    let mut texts = Vec::new();
-    all_strings(body.get("instructions").unwrap_or(&Value::Null), &mut texts);
-    all_strings(&input, &mut texts);
+    let instructions = body.get("instructions").unwrap_or(&Value::Null);
     Conversation {
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        tools,
         prompt,
         results_since_prompt: results,
-        cwd: find_cwd(texts.iter().map(String::as_str)),
-        input_tokens: estimate_tokens(body_len),
+        ..conversation_basics(body, body_len, tools, &[instructions, input])
     }
 }
 
@@ -219,7 +194,7 @@ pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::ToolCall;
+    use crate::wire::test_support::{conversation as with_model, tool_call};
 
     #[test]
     fn reads_codex_style_input() {
@@ -248,18 +223,8 @@ mod tests {
 
     #[test]
     fn streams_function_and_custom_calls_and_text() {
-        let conversation = Conversation {
-            model: "m".into(),
-            input_tokens: 5,
-            ..Conversation::default()
-        };
-        let call = |input| {
-            Reply::ToolCall(ToolCall {
-                id: "call_1".into(),
-                name: "t".into(),
-                input,
-            })
-        };
+        let conversation = with_model("m", 5);
+        let call = |input| tool_call("call_1", "t", input);
         let function = stream(
             &conversation,
             &call(ToolInput::Json(json!({"command": ["ls"]}))),
