@@ -20,7 +20,9 @@ use crate::edit_args::{
     NOT_CHANGES,
 };
 use crate::report;
-use crate::server::{answer, Failure, OrchestratorMcp, ToolResult, MAX_JOBS_PER_CALL};
+use crate::server::{
+    answer, retry_and_continue, run, Failure, OrchestratorMcp, ToolResult, MAX_JOBS_PER_CALL,
+};
 
 const JOB_ALLOWED: &str = "a job object: producerId, task, work, dependencies (required), name, \
      prechecks, postchecks, instructions, baseBranch, expectsNoChanges, autoHeal, group, env";
@@ -49,6 +51,18 @@ pub(crate) fn job_mapping(record: &PlanRecord) -> Map<String, Value> {
         .zip(&record.state.nodes)
         .map(|(j, n)| (j.producer_id.clone(), json!(n.id)))
         .collect()
+}
+
+/// Rewrites dependencies naming a job by its node id to its producerId (the plan format's
+/// form).
+fn deps_by_producer_id(deps: &mut [String], record: &PlanRecord) {
+    for dep in deps {
+        if let Some(n) = record.state.nodes.iter().position(|n| n.id.as_str() == dep) {
+            if let Some(j) = record.spec.jobs.get(n) {
+                dep.clone_from(&j.producer_id);
+            }
+        }
+    }
 }
 
 /// A refused edit or invalid result, as an argument error naming the field: `field_of(i)` is
@@ -89,13 +103,7 @@ impl OrchestratorMcp {
     /// Parses a job given at `field`; dependencies naming a jobId become producerIds.
     fn parse_job(field: &str, value: Value, record: &PlanRecord) -> Result<JobSpec, Failure> {
         let mut job: JobSpec = parse_at(field, value, JOB_ALLOWED)?;
-        for dep in &mut job.dependencies {
-            if let Some(n) = record.state.nodes.iter().position(|n| n.id.as_str() == dep) {
-                if let Some(j) = record.spec.jobs.get(n) {
-                    dep.clone_from(&j.producer_id);
-                }
-            }
-        }
+        deps_by_producer_id(&mut job.dependencies, record);
         Ok(job)
     }
 
@@ -106,13 +114,14 @@ impl OrchestratorMcp {
         job_id: Option<&str>,
         producer_id: Option<&str>,
     ) -> Result<String, Failure> {
-        let (n, _) = Self::job(record, job_id, producer_id).map_err(|f| match f {
-            Failure::Arg(mut e) => {
-                e.field = format!("{field}{}", if field.is_empty() { "" } else { "." })
-                    + e.field.as_str();
-                Failure::Arg(e)
-            }
-            f => f,
+        let (n, _) = Self::job(record, job_id, producer_id).map_err(|f| {
+            f.in_field(|inner| {
+                if field.is_empty() {
+                    inner
+                } else {
+                    format!("{field}.{inner}")
+                }
+            })
         })?;
         match record.spec.jobs.get(n) {
             Some(j) => Ok(j.producer_id.clone()),
@@ -194,13 +203,7 @@ impl OrchestratorMcp {
         let mut update: JobUpdate =
             parse_at(field.trim_end_matches('.'), Value::Object(merged), allowed)?;
         if let Some(deps) = &mut update.dependencies {
-            for dep in deps {
-                if let Some(n) = record.state.nodes.iter().position(|n| n.id.as_str() == dep) {
-                    if let Some(j) = record.spec.jobs.get(n) {
-                        dep.clone_from(&j.producer_id);
-                    }
-                }
-            }
+            deps_by_producer_id(deps, record);
         }
         Ok(update)
     }
@@ -247,7 +250,6 @@ impl OrchestratorMcp {
             .await
             .map_err(|e| edit_failure(e, &|_| "jobs".to_owned()))?;
         let (mut doc, text) = self.edited(&id, "plan scaffolded").await?;
-        doc["planId"] = json!(id);
         doc["message"] = json!(format!(
             "Plan {id} is being scaffolded. Add jobs with add_copilot_plan_job or \
              add_copilot_plan_jobs, then call finalize_copilot_plan to validate and start it."
@@ -379,19 +381,16 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<AddJobsArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let jobs = a
-                    .jobs
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, v)| (format!("jobs[{i}]"), v))
-                    .collect();
-                self.add_jobs(&a.plan_id, jobs).await
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            let jobs = a
+                .jobs
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (format!("jobs[{i}]"), v))
+                .collect();
+            self.add_jobs(&a.plan_id, jobs).await
+        })
+        .await
     }
 
     #[tool(
@@ -404,32 +403,27 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<FinalizeArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                self.orchestrator
-                    .finalize_plan(&id)
-                    .await
-                    .map_err(|e| edit_failure(e, &|_| "planId".to_owned()))?;
-                let paused = self.orchestrator.plan_status(&id)? == PlanStatus::Paused;
-                match a.start_paused {
-                    Some(true) if !paused => self.orchestrator.pause(&id, false).await?,
-                    Some(false) if paused => self.orchestrator.resume(&id).await?,
-                    _ => {}
-                }
-                self.orchestrator.start(&id).await.map_err(|e| {
-                    Failure::Engine(format!(
-                        "the plan is finalized but could not start: {e}; fix the cause and call \
-                         resume_copilot_plan"
-                    ))
-                })?;
-                let (mut doc, text) = self.edited(&id, "plan finalized").await?;
-                doc["planId"] = json!(id);
-                Ok((doc, text))
+        run(&args, async |a| {
+            let id = self.owned_plan(&a.plan_id).await?;
+            self.orchestrator
+                .finalize_plan(&id)
+                .await
+                .map_err(|e| edit_failure(e, &|_| "planId".to_owned()))?;
+            let paused = self.orchestrator.plan_status(&id)? == PlanStatus::Paused;
+            match a.start_paused {
+                Some(true) if !paused => self.orchestrator.pause(&id, false).await?,
+                Some(false) if paused => self.orchestrator.resume(&id).await?,
+                _ => {}
             }
-            .await,
-        )
+            self.orchestrator.start(&id).await.map_err(|e| {
+                Failure::Engine(format!(
+                    "the plan is finalized but could not start: {e}; fix the cause and call \
+                     resume_copilot_plan"
+                ))
+            })?;
+            self.edited(&id, "plan finalized").await
+        })
+        .await
     }
 
     #[tool(
@@ -446,112 +440,106 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<ReshapeArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let mut edits = Vec::with_capacity(a.operations.len());
-                // Jobs added by earlier operations of this call, which later ones may name.
-                let mut added: Vec<String> = Vec::new();
-                for (i, op) in a.operations.into_iter().enumerate() {
-                    let base = format!("operations[{i}]");
-                    let spec = |op_spec: Option<Value>| match op_spec {
-                        Some(v) => Self::parse_job(&format!("{base}.spec"), v, &record),
-                        None => Err(ArgError::new(
-                            format!("{base}.spec"),
-                            None,
-                            "this operation needs the new job in `spec`",
-                            JOB_ALLOWED,
-                        )
-                        .into()),
-                    };
-                    let named = op.job_id.as_deref().or(op.producer_id.as_deref());
-                    let target = || match named {
-                        Some(n) if added.iter().any(|a| a == n) => Ok(n.to_owned()),
-                        _ => Self::producer_of(
-                            &record,
-                            &base,
-                            op.job_id.as_deref(),
-                            op.producer_id.as_deref(),
-                        ),
-                    };
-                    let anchor = |existing: &Option<String>| match existing {
-                        Some(e) if added.iter().any(|a| a == e) => Ok(e.clone()),
-                        Some(e) => Self::producer_of(&record, &base, Some(e), None),
-                        None => Err(ArgError::new(
-                            format!("{base}.existingJobId"),
-                            None,
-                            "this operation needs the existing job in `existingJobId`",
-                            "a jobId or producerId of the plan",
-                        )
-                        .into()),
-                    };
-                    let edit = match op.op.as_str() {
-                        "add_node" | "add_job" | "addNode" | "addJob" => PlanEdit::AddJob {
-                            job: Box::new(spec(op.spec)?),
-                        },
-                        "remove_node" | "remove_job" | "removeNode" | "removeJob" => {
-                            PlanEdit::RemoveJob { job: target()? }
-                        }
-                        "update_deps" | "updateDeps" => PlanEdit::UpdateDeps {
-                            job: target()?,
-                            dependencies: op
-                                .dependencies
-                                .clone()
-                                .ok_or_else(|| {
-                                    ArgError::new(
-                                        format!("{base}.dependencies"),
-                                        None,
-                                        "update_deps needs `dependencies`",
-                                        "a list of producerIds (may be empty)",
-                                    )
-                                })?
-                                .into_iter()
-                                .map(|d| report::job_ref(&record, &d))
-                                .map(|d| {
-                                    Self::producer_of(&record, &base, Some(&d), None).unwrap_or(d)
-                                })
-                                .collect(),
-                        },
-                        "add_before" | "addBefore" => PlanEdit::AddBefore {
-                            before: anchor(&op.existing_job_id)?,
-                            job: Box::new(spec(op.spec)?),
-                        },
-                        "add_after" | "addAfter" => PlanEdit::AddAfter {
-                            after: anchor(&op.existing_job_id)?,
-                            job: Box::new(spec(op.spec)?),
-                        },
-                        other => {
-                            return Err(ArgError::new(
-                                format!("{base}.type"),
-                                Some(json!(other)),
-                                "unknown operation",
-                                "add_node (add_job), remove_node (remove_job), update_deps, \
-                                 add_before, add_after",
-                            )
-                            .into())
-                        }
-                    };
-                    if let PlanEdit::AddJob { job }
-                    | PlanEdit::AddBefore { job, .. }
-                    | PlanEdit::AddAfter { job, .. } = &edit
-                    {
-                        added.push(job.producer_id.clone());
+        run(&args, async |a| {
+            let id = self.owned_plan(&a.plan_id).await?;
+            let record = self.record(&id).await?;
+            let mut edits = Vec::with_capacity(a.operations.len());
+            // Jobs added by earlier operations of this call, which later ones may name.
+            let mut added: Vec<String> = Vec::new();
+            for (i, op) in a.operations.into_iter().enumerate() {
+                let base = format!("operations[{i}]");
+                let spec = |op_spec: Option<Value>| match op_spec {
+                    Some(v) => Self::parse_job(&format!("{base}.spec"), v, &record),
+                    None => Err(ArgError::new(
+                        format!("{base}.spec"),
+                        None,
+                        "this operation needs the new job in `spec`",
+                        JOB_ALLOWED,
+                    )
+                    .into()),
+                };
+                let named = op.job_id.as_deref().or(op.producer_id.as_deref());
+                let target = || match named {
+                    Some(n) if added.iter().any(|a| a == n) => Ok(n.to_owned()),
+                    _ => Self::producer_of(
+                        &record,
+                        &base,
+                        op.job_id.as_deref(),
+                        op.producer_id.as_deref(),
+                    ),
+                };
+                let anchor = |existing: &Option<String>| match existing {
+                    Some(e) if added.iter().any(|a| a == e) => Ok(e.clone()),
+                    Some(e) => Self::producer_of(&record, &base, Some(e), None),
+                    None => Err(ArgError::new(
+                        format!("{base}.existingJobId"),
+                        None,
+                        "this operation needs the existing job in `existingJobId`",
+                        "a jobId or producerId of the plan",
+                    )
+                    .into()),
+                };
+                let edit = match op.op.as_str() {
+                    "add_node" | "add_job" | "addNode" | "addJob" => PlanEdit::AddJob {
+                        job: Box::new(spec(op.spec)?),
+                    },
+                    "remove_node" | "remove_job" | "removeNode" | "removeJob" => {
+                        PlanEdit::RemoveJob { job: target()? }
                     }
-                    edits.push(edit);
+                    "update_deps" | "updateDeps" => PlanEdit::UpdateDeps {
+                        job: target()?,
+                        dependencies: op
+                            .dependencies
+                            .ok_or_else(|| {
+                                ArgError::new(
+                                    format!("{base}.dependencies"),
+                                    None,
+                                    "update_deps needs `dependencies`",
+                                    "a list of producerIds (may be empty)",
+                                )
+                            })?
+                            .into_iter()
+                            .map(|d| report::job_ref(&record, &d))
+                            .map(|d| Self::producer_of(&record, &base, Some(&d), None).unwrap_or(d))
+                            .collect(),
+                    },
+                    "add_before" | "addBefore" => PlanEdit::AddBefore {
+                        before: anchor(&op.existing_job_id)?,
+                        job: Box::new(spec(op.spec)?),
+                    },
+                    "add_after" | "addAfter" => PlanEdit::AddAfter {
+                        after: anchor(&op.existing_job_id)?,
+                        job: Box::new(spec(op.spec)?),
+                    },
+                    other => {
+                        return Err(ArgError::new(
+                            format!("{base}.type"),
+                            Some(json!(other)),
+                            "unknown operation",
+                            "add_node (add_job), remove_node (remove_job), update_deps, \
+                             add_before, add_after",
+                        )
+                        .into())
+                    }
+                };
+                if let PlanEdit::AddJob { job }
+                | PlanEdit::AddBefore { job, .. }
+                | PlanEdit::AddAfter { job, .. } = &edit
+                {
+                    added.push(job.producer_id.clone());
                 }
-                let n = edits.len();
-                self.apply(
-                    &id,
-                    edits,
-                    &|i| format!("operations[{i}]"),
-                    &format!("{n} operation(s) applied"),
-                )
-                .await
+                edits.push(edit);
             }
-            .await,
-        )
+            let n = edits.len();
+            self.apply(
+                &id,
+                edits,
+                &|i| format!("operations[{i}]"),
+                &format!("{n} operation(s) applied"),
+            )
+            .await
+        })
+        .await
     }
 
     #[tool(
@@ -564,28 +552,25 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<UpdatePlanArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                let update: PlanUpdate = parse_at(
-                    "",
-                    top_level_changes(args.raw(), &["planId", "plan_id"]),
-                    "name, maxParallel, env, verifyRi, cleanUpSuccessfulWork, \
-                     additionalSymlinkDirs, worktreeInit, baseBranch, targetBranch",
-                )?;
-                self.apply(
-                    &id,
-                    vec![PlanEdit::UpdatePlan {
-                        update: Box::new(update),
-                    }],
-                    &|_| "(arguments)".to_owned(),
-                    "plan updated",
-                )
-                .await
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            let id = self.owned_plan(&a.plan_id).await?;
+            let update: PlanUpdate = parse_at(
+                "",
+                top_level_changes(args.raw(), &["planId", "plan_id"]),
+                "name, maxParallel, env, verifyRi, cleanUpSuccessfulWork, \
+                 additionalSymlinkDirs, worktreeInit, baseBranch, targetBranch",
+            )?;
+            self.apply(
+                &id,
+                vec![PlanEdit::UpdatePlan {
+                    update: Box::new(update),
+                }],
+                &|_| "(arguments)".to_owned(),
+                "plan updated",
+            )
+            .await
+        })
+        .await
     }
 
     #[tool(
@@ -631,68 +616,65 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<BulkUpdateArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let mut edits = Vec::new();
-                let mut fields = Vec::new();
-                for (i, entry) in a.updates.iter().enumerate() {
-                    let base = format!("updates[{i}]");
-                    let Value::Object(obj) = entry else {
-                        return Err(ArgError::new(
-                            base,
-                            Some(entry.clone()),
-                            "must be an object",
-                            "{\"producerId\": ..., plus the fields to change}",
-                        )
-                        .into());
-                    };
-                    let (job, update) = Self::job_change(&record, &base, obj)?;
+        run(&args, async |a| {
+            let id = self.owned_plan(&a.plan_id).await?;
+            let record = self.record(&id).await?;
+            let mut edits = Vec::new();
+            let mut fields = Vec::new();
+            for (i, entry) in a.updates.iter().enumerate() {
+                let base = format!("updates[{i}]");
+                let Value::Object(obj) = entry else {
+                    return Err(ArgError::new(
+                        base,
+                        Some(entry.clone()),
+                        "must be an object",
+                        "{\"producerId\": ..., plus the fields to change}",
+                    )
+                    .into());
+                };
+                let (job, update) = Self::job_change(&record, &base, obj)?;
+                edits.push(PlanEdit::UpdateJob {
+                    job,
+                    update: Box::new(update),
+                });
+                fields.push(base);
+            }
+            for (field, refs) in [("jobIds", &a.job_ids), ("producerIds", &a.producer_ids)] {
+                for (i, r) in refs.iter().enumerate() {
+                    let base = format!("{field}[{i}]");
+                    let job = Self::producer_of(&record, &base, Some(r), None)?;
+                    let update = Self::job_update(
+                        "",
+                        a.changes.as_ref(),
+                        Value::Object(Map::new()),
+                        &record,
+                    )?;
                     edits.push(PlanEdit::UpdateJob {
                         job,
                         update: Box::new(update),
                     });
                     fields.push(base);
                 }
-                for (field, refs) in [("jobIds", &a.job_ids), ("producerIds", &a.producer_ids)] {
-                    for (i, r) in refs.iter().enumerate() {
-                        let base = format!("{field}[{i}]");
-                        let job = Self::producer_of(&record, &base, Some(r), None)?;
-                        let update = Self::job_update(
-                            "",
-                            a.changes.as_ref(),
-                            Value::Object(Map::new()),
-                            &record,
-                        )?;
-                        edits.push(PlanEdit::UpdateJob {
-                            job,
-                            update: Box::new(update),
-                        });
-                        fields.push(base);
-                    }
-                }
-                if edits.is_empty() {
-                    return Err(ArgError::new(
-                        "updates",
-                        None,
-                        "no job to update",
-                        "`updates` entries, or `jobIds`/`producerIds` with `changes`",
-                    )
-                    .into());
-                }
-                let n = edits.len();
-                self.apply(
-                    &id,
-                    edits,
-                    &|i| fields.get(i).cloned().unwrap_or_default(),
-                    &format!("{n} job(s) updated"),
-                )
-                .await
             }
-            .await,
-        )
+            if edits.is_empty() {
+                return Err(ArgError::new(
+                    "updates",
+                    None,
+                    "no job to update",
+                    "`updates` entries, or `jobIds`/`producerIds` with `changes`",
+                )
+                .into());
+            }
+            let n = edits.len();
+            self.apply(
+                &id,
+                edits,
+                &|i| fields.get(i).cloned().unwrap_or_default(),
+                &format!("{n} job(s) updated"),
+            )
+            .await
+        })
+        .await
     }
 
     #[tool(
@@ -705,39 +687,35 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<CloneArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let source = self.plan_id(&a.plan_id).await?;
-                let record = self.record(&source).await?;
-                let mut spec = (*record.spec).clone();
-                spec.name = a.name.unwrap_or_else(|| format!("{} (copy)", spec.name));
-                if let Some(p) = a.start_paused {
-                    spec.start_paused = p;
-                }
-                let scaffolding = record.state.scaffolding;
-                let id = if scaffolding {
-                    self.orchestrator
-                        .scaffold_plan(spec, record.state.repo.clone())
-                        .await
-                } else {
-                    self.orchestrator
-                        .create_plan(spec, record.state.repo.clone())
-                        .await
-                }
-                .map_err(|e| edit_failure(e, &|_| "planId".to_owned()))?;
-                if !scaffolding {
-                    self.orchestrator.start(&id).await?;
-                }
-                let (mut doc, text) = self
-                    .edited(&id, &format!("plan {source} cloned as {id}"))
-                    .await?;
-                doc["planId"] = json!(id);
-                doc["clonedFrom"] = json!(source);
-                Ok((doc, text))
+        run(&args, async |a| {
+            let source = self.plan_id(&a.plan_id).await?;
+            let record = self.record(&source).await?;
+            let mut spec = (*record.spec).clone();
+            spec.name = a.name.unwrap_or_else(|| format!("{} (copy)", spec.name));
+            if let Some(p) = a.start_paused {
+                spec.start_paused = p;
             }
-            .await,
-        )
+            let scaffolding = record.state.scaffolding;
+            let id = if scaffolding {
+                self.orchestrator
+                    .scaffold_plan(spec, record.state.repo.clone())
+                    .await
+            } else {
+                self.orchestrator
+                    .create_plan(spec, record.state.repo.clone())
+                    .await
+            }
+            .map_err(|e| edit_failure(e, &|_| "planId".to_owned()))?;
+            if !scaffolding {
+                self.orchestrator.start(&id).await?;
+            }
+            let (mut doc, text) = self
+                .edited(&id, &format!("plan {source} cloned as {id}"))
+                .await?;
+            doc["clonedFrom"] = json!(source);
+            Ok((doc, text))
+        })
+        .await
     }
 
     #[tool(
@@ -753,32 +731,28 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<IntegrationTestArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let (spec, dir) = self.self_test_plan(a.start_paused)?;
-                let id = self
-                    .orchestrator
-                    .create_plan(spec, dir)
-                    .await
-                    .map_err(|e| edit_failure(e, &|_| "(self-test)".to_owned()))?;
-                self.orchestrator.start(&id).await?;
-                self.retry_when_failed(
-                    id.clone(),
-                    "flaky".into(),
-                    "mkdir -p selftest && echo fixed > selftest/flaky.txt",
-                );
-                let (mut doc, text) = self.edited(&id, "self-test plan started").await?;
-                doc["planId"] = json!(id);
-                doc["expected"] = json!(
-                    "setup succeeds; left and right run in parallel; join needs both; flaky \
-                     fails and blocks after-flaky; the server retries flaky with new work; \
-                     the plan ends succeeded"
-                );
-                Ok((doc, text))
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            let (spec, dir) = self.self_test_plan(a.start_paused)?;
+            let id = self
+                .orchestrator
+                .create_plan(spec, dir)
+                .await
+                .map_err(|e| edit_failure(e, &|_| "(self-test)".to_owned()))?;
+            self.orchestrator.start(&id).await?;
+            self.retry_when_failed(
+                id.clone(),
+                "flaky".into(),
+                "mkdir -p selftest && echo fixed > selftest/flaky.txt",
+            );
+            let (mut doc, text) = self.edited(&id, "self-test plan started").await?;
+            doc["expected"] = json!(
+                "setup succeeds; left and right run in parallel; join needs both; flaky \
+                 fails and blocks after-flaky; the server retries flaky with new work; \
+                 the plan ends succeeded"
+            );
+            Ok((doc, text))
+        })
+        .await
     }
 }
 
@@ -845,11 +819,7 @@ impl OrchestratorMcp {
                     NodeStatus::Failed => {
                         let mut request = RetryRequest::jobs([job.clone()]);
                         request.work = Some(work);
-                        if o.retry(&id, request).await.is_ok()
-                            && o.plan_status(&id).ok() != Some(PlanStatus::Paused)
-                        {
-                            let _ = o.start(&id).await;
-                        }
+                        let _ = retry_and_continue(&o, &id, request).await;
                         return;
                     }
                     NodeStatus::Succeeded | NodeStatus::Canceled => return,

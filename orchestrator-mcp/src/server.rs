@@ -1,16 +1,18 @@
 //! [`OrchestratorMcp`]: the tools, each a thin layer over [`Orchestrator`].
 
+use std::fmt::Write;
 use std::path::PathBuf;
 
 use orchestrator_core::engine::resolve_job;
 use orchestrator_core::plan::{PlanGraph, WorkSpec};
 use orchestrator_core::repository::LogQuery;
-use orchestrator_core::state::PlanRecord;
-use orchestrator_core::{Orchestrator, Phase, PlanId, RetryRequest};
+use orchestrator_core::state::{NodeState, PlanRecord};
+use orchestrator_core::{Orchestrator, Phase, PlanId, PlanStatus, RetryRequest};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::args::{
@@ -93,6 +95,19 @@ impl From<orchestrator_core::StoreError> for Failure {
     }
 }
 
+impl Failure {
+    /// An argument error about another field: `field` maps the field it named.
+    pub(crate) fn in_field(self, field: impl FnOnce(String) -> String) -> Self {
+        match self {
+            Failure::Arg(mut e) => {
+                e.field = field(e.field);
+                Failure::Arg(e)
+            }
+            f => f,
+        }
+    }
+}
+
 pub(crate) fn answer(result: Result<(Value, String), Failure>) -> ToolResult {
     Ok(match result {
         Ok((value, text)) => {
@@ -114,6 +129,47 @@ pub(crate) fn answer(result: Result<(Value, String), Failure>) -> ToolResult {
             r
         }
     })
+}
+
+/// Runs a tool: parses its arguments as `T`, runs `body` with them and answers.
+pub(crate) async fn run<T: DeserializeOwned>(
+    args: &Args<T>,
+    body: impl AsyncFnOnce(T) -> Result<(Value, String), Failure>,
+) -> ToolResult {
+    answer(match args.parse() {
+        Ok(a) => body(a).await,
+        Err(e) => Err(e.into()),
+    })
+}
+
+/// Retries `request` and starts the plan again unless it is paused; returns how many jobs are
+/// retried.
+pub(crate) async fn retry_and_continue(
+    orchestrator: &Orchestrator,
+    id: &PlanId,
+    request: RetryRequest,
+) -> orchestrator_core::Result<usize> {
+    let n = orchestrator.retry(id, request).await?;
+    if orchestrator.plan_status(id)? != PlanStatus::Paused {
+        orchestrator.start(id).await?;
+    }
+    Ok(n)
+}
+
+/// One job of a plan, as a tool's arguments named it.
+struct JobAt {
+    id: PlanId,
+    record: PlanRecord,
+    /// The job's node index.
+    n: usize,
+    /// Its producerId (or `snapshot-validation`).
+    label: String,
+}
+
+impl JobAt {
+    fn node(&self) -> &NodeState {
+        &self.record.state.nodes[self.n]
+    }
 }
 
 /// The MCP server of one repository: the reference system's copilot tools over an
@@ -208,7 +264,7 @@ impl OrchestratorMcp {
             return Err(not_found("empty".into()).into());
         }
         let exact = PlanId::from(arg);
-        if self.orchestrator.plan_ids().contains(&exact) {
+        if self.drives(&exact) {
             return Ok(exact);
         }
         let listing = self.orchestrator.repository().list().await?;
@@ -232,17 +288,20 @@ impl OrchestratorMcp {
         }
     }
 
+    /// Whether this server drives the plan (a lookup, without listing every plan).
+    fn drives(&self, id: &PlanId) -> bool {
+        self.orchestrator.plan_status(id).is_ok()
+    }
+
     /// The plan's current record (live when this server drives it, else as stored).
     pub(crate) async fn record(&self, id: &PlanId) -> Result<PlanRecord, Failure> {
-        if self.orchestrator.plan_ids().contains(id) {
-            if let Ok(r) = self.orchestrator.status(id).await {
-                return Ok(r);
-            }
+        // `status` answers only for a plan this server drives.
+        if let Ok(r) = self.orchestrator.status(id).await {
+            return Ok(r);
         }
         Ok(self.orchestrator.repository().load(id).await?)
     }
 
-    /// Makes sure this server drives the plan (takes a stored one over).
     /// Resolves a plan id (or prefix) and takes the plan over, as every tool that drives a plan
     /// must.
     pub(crate) async fn owned_plan(&self, arg: &str) -> Result<PlanId, Failure> {
@@ -251,8 +310,9 @@ impl OrchestratorMcp {
         Ok(id)
     }
 
+    /// Makes sure this server drives the plan (takes a stored one over).
     pub(crate) async fn own(&self, id: &PlanId) -> Result<(), Failure> {
-        if self.orchestrator.plan_ids().contains(id) {
+        if self.drives(id) {
             return Ok(());
         }
         self.orchestrator.open_plan(id).await.map_err(|e| match e {
@@ -343,17 +403,78 @@ impl OrchestratorMcp {
             })
     }
 
-    /// Starts the plan again after a retry, unless it is paused.
-    async fn continue_after_retry(&self, id: &PlanId) -> Result<(), Failure> {
-        if self.orchestrator.plan_status(id)? != orchestrator_core::PlanStatus::Paused {
-            self.orchestrator.start(id).await?;
-        }
-        Ok(())
+    /// `request` with a retry tool's replacement specs (`newWork`, `newPrechecks`,
+    /// `newPostchecks`) and `clearWorktree`.
+    fn with_new_specs(
+        mut request: RetryRequest,
+        work: Option<Value>,
+        prechecks: Option<Value>,
+        postchecks: Option<Value>,
+        clear_worktree: bool,
+    ) -> Result<RetryRequest, Failure> {
+        request.work = Self::work("newWork", work)?;
+        request.prechecks = Self::work("newPrechecks", prechecks)?;
+        request.postchecks = Self::work("newPostchecks", postchecks)?;
+        request.clear_worktree = clear_worktree;
+        Ok(request)
     }
 
+    /// Takes the plan over, retries `request` and starts the plan again unless it is paused;
+    /// returns how many jobs are retried.
+    async fn retry(&self, id: &PlanId, request: RetryRequest) -> Result<usize, Failure> {
+        self.own(id).await?;
+        Ok(retry_and_continue(&self.orchestrator, id, request).await?)
+    }
+
+    /// Resolves a plan (an id or a unique prefix) and one of its jobs (`jobId` or
+    /// `producerId`).
+    async fn job_at(
+        &self,
+        plan: &str,
+        job_id: Option<&str>,
+        producer_id: Option<&str>,
+    ) -> Result<JobAt, Failure> {
+        let id = self.plan_id(plan).await?;
+        let record = self.record(&id).await?;
+        let (n, label) = Self::job(&record, job_id, producer_id)?;
+        Ok(JobAt {
+            id,
+            record,
+            n,
+            label,
+        })
+    }
+
+    /// The plan's status: the document and the text.
     pub(crate) async fn status_doc(&self, id: &PlanId) -> Result<(Value, String), Failure> {
         let record = self.record(id).await?;
         Ok((report::plan_json(&record), report::plan_text(&record)))
+    }
+
+    /// The plan's status after a tool changed it, the text led by `done` (what happened).
+    async fn status_after(&self, id: &PlanId, done: &str) -> Result<(Value, String), Failure> {
+        let (doc, text) = self.status_doc(id).await?;
+        Ok((doc, format!("{done}\n{text}")))
+    }
+
+    /// A tool that drives a whole plan: resolves the plan (an id or a unique prefix) and takes
+    /// it over, runs `op` on it, and answers with the plan's status. `done` adds what `op`
+    /// returned to the status document and says what happened (the text's first line), if
+    /// anything.
+    async fn drive<R>(
+        &self,
+        plan: &str,
+        op: impl AsyncFnOnce(&PlanId) -> orchestrator_core::Result<R>,
+        done: impl FnOnce(&PlanId, R, &mut Value) -> Option<String>,
+    ) -> Result<(Value, String), Failure> {
+        let id = self.owned_plan(plan).await?;
+        let outcome = op(&id).await?;
+        let (mut doc, text) = self.status_doc(&id).await?;
+        let text = match done(&id, outcome, &mut doc) {
+            Some(done) => format!("{done}\n{text}"),
+            None => text,
+        };
+        Ok((doc, text))
     }
 
     async fn create(&self, args: &Args<PlanInput>) -> Result<(Value, String), Failure> {
@@ -415,10 +536,10 @@ impl OrchestratorMcp {
         let mut plans = Vec::new();
         let mut text = String::new();
         for p in &listing.plans {
-            let status = match self.orchestrator.plan_status(&p.plan_id) {
-                Ok(s) => s,
-                Err(_) => p.status,
-            };
+            let status = self
+                .orchestrator
+                .plan_status(&p.plan_id)
+                .unwrap_or(p.status);
             if args.status.as_deref().is_some_and(|s| s != status.as_str()) {
                 continue;
             }
@@ -456,10 +577,14 @@ impl OrchestratorMcp {
             })?),
             None => None,
         };
-        let id = self.plan_id(&args.plan_id).await?;
-        let record = self.record(&id).await?;
-        let (n, label) = Self::job(&record, args.job_id.as_deref(), args.producer_id.as_deref())?;
-        let node = &record.state.nodes[n];
+        let job = self
+            .job_at(
+                &args.plan_id,
+                args.job_id.as_deref(),
+                args.producer_id.as_deref(),
+            )
+            .await?;
+        let (id, label, node) = (&job.id, &job.label, job.node());
         if let Some(a) = args.attempt {
             if a == 0 || a as usize > node.attempts.len() {
                 return Err(ArgError::new(
@@ -485,7 +610,7 @@ impl OrchestratorMcp {
             let log = self
                 .orchestrator
                 .repository()
-                .read_log(&id, &node.id, query.phase(p))
+                .read_log(id, &node.id, query.phase(p))
                 .await?;
             if log.is_empty() {
                 continue;
@@ -557,14 +682,11 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<PlanArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                self.status_doc(&id).await
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            let id = self.plan_id(&a.plan_id).await?;
+            self.status_doc(&id).await
+        })
+        .await
     }
 
     #[tool(
@@ -576,13 +698,7 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<ListPlansArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                self.list_plans(a).await
-            }
-            .await,
-        )
+        run(&args, async |a| self.list_plans(a).await).await
     }
 
     #[tool(
@@ -595,13 +711,7 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<LogsArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                self.logs(a).await
-            }
-            .await,
-        )
+        run(&args, async |a| self.logs(a).await).await
     }
 
     #[tool(
@@ -613,15 +723,15 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<PlanArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                self.orchestrator.cancel(&id).await?;
-                self.status_doc(&id).await
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            self.drive(
+                &a.plan_id,
+                async |id| self.orchestrator.cancel(id).await,
+                |_, (), _| None,
+            )
+            .await
+        })
+        .await
     }
 
     #[tool(
@@ -634,15 +744,15 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<PauseArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                self.orchestrator.pause(&id, a.stop_running).await?;
-                self.status_doc(&id).await
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            self.drive(
+                &a.plan_id,
+                async |id| self.orchestrator.pause(id, a.stop_running).await,
+                |_, (), _| None,
+            )
+            .await
+        })
+        .await
     }
 
     #[tool(
@@ -654,15 +764,15 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<PlanArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                self.orchestrator.resume(&id).await?;
-                self.status_doc(&id).await
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            self.drive(
+                &a.plan_id,
+                async |id| self.orchestrator.resume(id).await,
+                |_, (), _| None,
+            )
+            .await
+        })
+        .await
     }
 
     #[tool(
@@ -677,47 +787,31 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<RetryPlanArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                let mut request =
-                    RetryRequest::jobs(a.job_ids.iter().chain(&a.producer_ids).cloned());
-                request.work = Self::work("newWork", a.new_work)?;
-                request.prechecks = Self::work("newPrechecks", a.new_prechecks)?;
-                request.postchecks = Self::work("newPostchecks", a.new_postchecks)?;
-                request.clear_worktree = a.clear_worktree;
-                let record = self.record(&id).await?;
-                for (field, refs) in [("jobIds", &a.job_ids), ("producerIds", &a.producer_ids)] {
-                    for r in refs {
-                        let (job_id, producer_id) = if field == "jobIds" {
-                            (Some(r.as_str()), None)
-                        } else {
-                            (None, Some(r.as_str()))
-                        };
-                        Self::job(&record, job_id, producer_id).map_err(|f| match f {
-                            Failure::Arg(mut e) => {
-                                e.field = field.to_owned();
-                                Failure::Arg(e)
-                            }
-                            f => f,
-                        })?;
-                    }
-                }
-                request.jobs = request
-                    .jobs
-                    .iter()
-                    .map(|j| report::job_ref(&record, j))
-                    .collect();
-                self.own(&id).await?;
-                let n = self.orchestrator.retry(&id, request).await?;
-                self.continue_after_retry(&id).await?;
-                let (mut doc, text) = self.status_doc(&id).await?;
-                doc["retried"] = json!(n);
-                Ok((doc, format!("retrying {n} job(s)\n{text}")))
+        run(&args, async |a| {
+            let id = self.plan_id(&a.plan_id).await?;
+            let request = Self::with_new_specs(
+                RetryRequest::jobs(a.job_ids.iter().chain(&a.producer_ids).cloned()),
+                a.new_work,
+                a.new_prechecks,
+                a.new_postchecks,
+                a.clear_worktree,
+            )?;
+            let record = self.record(&id).await?;
+            for r in &a.job_ids {
+                Self::job(&record, Some(r), None).map_err(|f| f.in_field(|_| "jobIds".into()))?;
             }
-            .await,
-        )
+            for r in &a.producer_ids {
+                Self::job(&record, None, Some(r))
+                    .map_err(|f| f.in_field(|_| "producerIds".into()))?;
+            }
+            let n = self.retry(&id, request).await?;
+            let (mut doc, text) = self
+                .status_after(&id, &format!("retrying {n} job(s)"))
+                .await?;
+            doc["retried"] = json!(n);
+            Ok((doc, text))
+        })
+        .await
     }
 
     #[tool(
@@ -727,28 +821,25 @@ impl OrchestratorMcp {
             jobId or producerId."
     )]
     async fn get_copilot_job(&self, Parameters(args): Parameters<Args<JobArgs>>) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
-                let doc = report::job_detail(&record, n);
-                let node = &record.state.nodes[n];
-                let text = format!(
-                    "job {label} ({}): {}, {} attempt(s){}",
-                    node.id,
-                    node.status,
-                    node.attempts.len(),
-                    node.error
-                        .as_deref()
-                        .map(|e| format!(", error: {e}"))
-                        .unwrap_or_default()
-                );
-                Ok((doc, text))
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            let job = self
+                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
+                .await?;
+            let node = job.node();
+            let text = format!(
+                "job {} ({}): {}, {} attempt(s){}",
+                job.label,
+                node.id,
+                node.status,
+                node.attempts.len(),
+                node.error
+                    .as_deref()
+                    .map(|e| format!(", error: {e}"))
+                    .unwrap_or_default()
+            );
+            Ok((report::job_detail(&job.record, job.n), text))
+        })
+        .await
     }
 
     #[tool(
@@ -761,61 +852,63 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<ListJobsArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                if let Some(s) = &a.status {
-                    let all = orchestrator_core::NodeStatus::ALL.map(|s| s.as_str());
-                    if !all.contains(&s.as_str()) {
-                        return Err(ArgError::new(
-                            "status",
-                            Some(json!(s)),
-                            "unknown job status",
-                            format!("one of {}", all.join(", ")),
-                        )
-                        .into());
-                    }
+        run(&args, async |a| {
+            if let Some(s) = &a.status {
+                let all = orchestrator_core::NodeStatus::ALL.map(|s| s.as_str());
+                if !all.contains(&s.as_str()) {
+                    return Err(ArgError::new(
+                        "status",
+                        Some(json!(s)),
+                        "unknown job status",
+                        format!("one of {}", all.join(", ")),
+                    )
+                    .into());
                 }
-                let id = self.plan_id(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let doc = report::plan_json(&record);
-                let jobs: Vec<Value> = doc["jobs"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|j| a.status.as_deref().is_none_or(|s| j["status"] == s))
-                    .filter(|j| {
-                        a.group.as_deref().is_none_or(|g| {
-                            j["group"].as_str().is_some_and(|jg| {
-                                jg == g || jg.starts_with(&format!("{}/", g.trim_end_matches('/')))
-                            })
-                        })
-                    })
-                    .collect();
-                let text = jobs
-                    .iter()
-                    .map(|j| {
-                        format!(
-                            "{}  {}  {}",
-                            j["producerId"].as_str().unwrap_or(""),
-                            j["status"].as_str().unwrap_or(""),
-                            j["nodeId"].as_str().unwrap_or("")
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                Ok((
-                    json!({"planId": id, "count": jobs.len(), "jobs": jobs}),
-                    if text.is_empty() {
-                        "no jobs match".to_owned()
-                    } else {
-                        text
-                    },
-                ))
             }
-            .await,
-        )
+            let id = self.plan_id(&a.plan_id).await?;
+            let record = self.record(&id).await?;
+            let all = match report::plan_json(&record)["jobs"].take() {
+                Value::Array(jobs) => jobs,
+                _ => Vec::new(),
+            };
+            // A group matches itself and the groups below it.
+            let group = a
+                .group
+                .as_deref()
+                .map(|g| (g, format!("{}/", g.trim_end_matches('/'))));
+            let in_group = |j: &Value| match &group {
+                Some((g, below)) => j["group"]
+                    .as_str()
+                    .is_some_and(|jg| jg == *g || jg.starts_with(below.as_str())),
+                None => true,
+            };
+            let jobs: Vec<Value> = all
+                .into_iter()
+                .filter(|j| a.status.as_deref().is_none_or(|s| j["status"] == s))
+                .filter(in_group)
+                .collect();
+            let text = jobs
+                .iter()
+                .map(|j| {
+                    format!(
+                        "{}  {}  {}",
+                        j["producerId"].as_str().unwrap_or(""),
+                        j["status"].as_str().unwrap_or(""),
+                        j["nodeId"].as_str().unwrap_or("")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            Ok((
+                json!({"planId": id, "count": jobs.len(), "jobs": jobs}),
+                if text.is_empty() {
+                    "no jobs match".to_owned()
+                } else {
+                    text
+                },
+            ))
+        })
+        .await
     }
 
     #[tool(
@@ -829,26 +922,22 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<RetryJobArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
-                let node_id = record.state.nodes[n].id.to_string();
-                let mut request = RetryRequest::jobs([node_id]);
-                request.work = Self::work("newWork", a.new_work)?;
-                request.prechecks = Self::work("newPrechecks", a.new_prechecks)?;
-                request.postchecks = Self::work("newPostchecks", a.new_postchecks)?;
-                request.clear_worktree = a.clear_worktree;
-                self.own(&id).await?;
-                self.orchestrator.retry(&id, request).await?;
-                self.continue_after_retry(&id).await?;
-                let (doc, text) = self.status_doc(&id).await?;
-                Ok((doc, format!("retrying job {label}\n{text}")))
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            let job = self
+                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
+                .await?;
+            let request = Self::with_new_specs(
+                RetryRequest::jobs([job.node().id.to_string()]),
+                a.new_work,
+                a.new_prechecks,
+                a.new_postchecks,
+                a.clear_worktree,
+            )?;
+            self.retry(&job.id, request).await?;
+            self.status_after(&job.id, &format!("retrying job {}", job.label))
+                .await
+        })
+        .await
     }
 
     #[tool(
@@ -860,20 +949,18 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<JobArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
-                let node_id = record.state.nodes[n].id.to_string();
-                self.own(&id).await?;
-                self.orchestrator.force_fail(&id, &node_id).await?;
-                let (doc, text) = self.status_doc(&id).await?;
-                Ok((doc, format!("job {label} force-failed\n{text}")))
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            let job = self
+                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
+                .await?;
+            self.own(&job.id).await?;
+            self.orchestrator
+                .force_fail(&job.id, job.node().id.as_str())
+                .await?;
+            self.status_after(&job.id, &format!("job {} force-failed", job.label))
+                .await
+        })
+        .await
     }
 
     #[tool(
@@ -885,31 +972,28 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<GraphArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let format = a.format.as_deref().unwrap_or("mermaid");
-                if format != "mermaid" && format != "dot" {
-                    return Err(ArgError::new(
-                        "format",
-                        Some(json!(format)),
-                        "unknown graph format",
-                        "mermaid or dot",
-                    )
-                    .into());
-                }
-                let id = self.plan_id(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let graph = graph_of(&record)?;
-                let text = if format == "dot" {
-                    orchestrator_core::render::dot(&record, &graph)
-                } else {
-                    orchestrator_core::render::mermaid(&record, &graph)
-                };
-                Ok((json!({"planId": id, "format": format, "graph": text}), text))
+        run(&args, async |a| {
+            let format = a.format.as_deref().unwrap_or("mermaid");
+            if format != "mermaid" && format != "dot" {
+                return Err(ArgError::new(
+                    "format",
+                    Some(json!(format)),
+                    "unknown graph format",
+                    "mermaid or dot",
+                )
+                .into());
             }
-            .await,
-        )
+            let id = self.plan_id(&a.plan_id).await?;
+            let record = self.record(&id).await?;
+            let graph = graph_of(&record)?;
+            let text = if format == "dot" {
+                orchestrator_core::render::dot(&record, &graph)
+            } else {
+                orchestrator_core::render::mermaid(&record, &graph)
+            };
+            Ok((json!({"planId": id, "format": format, "graph": text}), text))
+        })
+        .await
     }
 
     #[tool(
@@ -921,17 +1005,18 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<PlanArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                let removed = self.orchestrator.archive(&id).await?;
-                let (mut doc, text) = self.status_doc(&id).await?;
-                doc["archive"] = json!(removed);
-                Ok((doc, format!("plan {id} archived\n{text}")))
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            self.drive(
+                &a.plan_id,
+                async |id| self.orchestrator.archive(id).await,
+                |id, removed, doc| {
+                    doc["archive"] = json!(removed);
+                    Some(format!("plan {id} archived"))
+                },
+            )
+            .await
+        })
+        .await
     }
 
     #[tool(
@@ -944,16 +1029,15 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<PlanArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                self.orchestrator.recover(&id).await?;
-                let (doc, text) = self.status_doc(&id).await?;
-                Ok((doc, format!("plan {id} recovered (paused)\n{text}")))
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            self.drive(
+                &a.plan_id,
+                async |id| self.orchestrator.recover(id).await,
+                |id, (), _| Some(format!("plan {id} recovered (paused)")),
+            )
+            .await
+        })
+        .await
     }
 
     #[tool(
@@ -965,30 +1049,27 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<PlanArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.owned_plan(&a.plan_id).await?;
-                let status = self.orchestrator.plan_status(&id)?;
-                if !status.is_terminal() {
-                    self.orchestrator.cancel(&id).await?;
-                    let _ = self.orchestrator.wait(&id).await;
-                }
-                let mut warnings = Vec::new();
-                if self.orchestrator.plan_status(&id)? != orchestrator_core::PlanStatus::Archived {
-                    if let Err(e) = self.orchestrator.archive(&id).await {
-                        warnings.push(format!("cleaning up: {e}"));
-                    }
-                }
-                self.orchestrator.close(&id).await?;
-                self.orchestrator.repository().delete(&id).await?;
-                Ok((
-                    json!({"success": true, "planId": id, "deleted": true, "warnings": warnings}),
-                    format!("plan {id} deleted"),
-                ))
+        run(&args, async |a| {
+            let id = self.owned_plan(&a.plan_id).await?;
+            let status = self.orchestrator.plan_status(&id)?;
+            if !status.is_terminal() {
+                self.orchestrator.cancel(&id).await?;
+                let _ = self.orchestrator.wait(&id).await;
             }
-            .await,
-        )
+            let mut warnings = Vec::new();
+            if self.orchestrator.plan_status(&id)? != orchestrator_core::PlanStatus::Archived {
+                if let Err(e) = self.orchestrator.archive(&id).await {
+                    warnings.push(format!("cleaning up: {e}"));
+                }
+            }
+            self.orchestrator.close(&id).await?;
+            self.orchestrator.repository().delete(&id).await?;
+            Ok((
+                json!({"success": true, "planId": id, "deleted": true, "warnings": warnings}),
+                format!("plan {id} deleted"),
+            ))
+        })
+        .await
     }
     #[tool(
         name = "get_copilot_job_attempts",
@@ -1001,41 +1082,36 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<JobArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
-                let node = &record.state.nodes[n];
-                let attempts = serde_json::to_value(&node.attempts).unwrap_or(Value::Null);
-                let mut text = format!("job {label}: {} attempt(s)\n", node.attempts.len());
-                for at in &node.attempts {
-                    text.push_str(&format!(
-                        "  #{} {:?}{}\n",
-                        at.number,
-                        at.status,
-                        at.error
-                            .as_deref()
-                            .and_then(|e| e.lines().next())
-                            .map(|e| format!(": {e}"))
-                            .unwrap_or_default()
-                    ));
-                }
-                Ok((
-                    json!({
-                        "planId": id,
-                        "jobId": node.id,
-                        "producerId": label,
-                        "status": node.status.as_str(),
-                        "count": node.attempts.len(),
-                        "attempts": attempts,
-                    }),
+        run(&args, async |a| {
+            let job = self
+                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
+                .await?;
+            let (label, node) = (&job.label, job.node());
+            let attempts = serde_json::to_value(&node.attempts).unwrap_or(Value::Null);
+            let mut text = format!("job {label}: {} attempt(s)\n", node.attempts.len());
+            for at in &node.attempts {
+                let error = at.error.as_deref().and_then(|e| e.lines().next());
+                let _ = writeln!(
                     text,
-                ))
+                    "  #{} {:?}{}",
+                    at.number,
+                    at.status,
+                    error.map(|e| format!(": {e}")).unwrap_or_default()
+                );
             }
-            .await,
-        )
+            Ok((
+                json!({
+                    "planId": job.id,
+                    "jobId": node.id,
+                    "producerId": label,
+                    "status": node.status.as_str(),
+                    "count": node.attempts.len(),
+                    "attempts": attempts,
+                }),
+                text,
+            ))
+        })
+        .await
     }
 
     #[tool(
@@ -1048,59 +1124,57 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<JobArgs>>,
     ) -> ToolResult {
-        answer(
-            async {
-                let a = args.parse()?;
-                let id = self.plan_id(&a.plan_id).await?;
-                let record = self.record(&id).await?;
-                let (n, label) = Self::job(&record, a.job_id.as_deref(), a.producer_id.as_deref())?;
-                let node = &record.state.nodes[n];
-                let last = node.last_attempt();
-                let phase = last.and_then(|at| at.failed_phase);
-                let log = match (phase, last) {
-                    (Some(p), Some(at)) => {
-                        self.orchestrator
-                            .repository()
-                            .read_log(
-                                &id,
-                                &node.id,
-                                LogQuery::new().phase(p).attempt(at.number).tail(100),
-                            )
-                            .await?
-                    }
-                    _ => String::new(),
-                };
-                let work = record
-                    .spec
-                    .jobs
-                    .get(n)
-                    .and_then(|j| serde_json::to_value(&j.work).ok());
-                let text = match &node.error {
-                    Some(e) => format!(
-                        "job {label} is {} (phase {}): {e}\n{log}",
-                        node.status,
-                        phase.map_or("-", Phase::as_str)
-                    ),
-                    None => format!("job {label} is {}; no failure recorded", node.status),
-                };
-                Ok((
-                    json!({
-                        "planId": id,
-                        "jobId": node.id,
-                        "producerId": label,
-                        "status": node.status.as_str(),
-                        "error": node.error,
-                        "failedPhase": phase,
-                        "failureReason": last.and_then(|at| at.failure_reason),
-                        "attempts": node.attempts.len(),
-                        "log": log,
-                        "work": work,
-                    }),
-                    text,
-                ))
-            }
-            .await,
-        )
+        run(&args, async |a| {
+            let job = self
+                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
+                .await?;
+            let (id, label, node) = (&job.id, &job.label, job.node());
+            let last = node.last_attempt();
+            let phase = last.and_then(|at| at.failed_phase);
+            let log = match (phase, last) {
+                (Some(p), Some(at)) => {
+                    self.orchestrator
+                        .repository()
+                        .read_log(
+                            id,
+                            &node.id,
+                            LogQuery::new().phase(p).attempt(at.number).tail(100),
+                        )
+                        .await?
+                }
+                _ => String::new(),
+            };
+            let work = job
+                .record
+                .spec
+                .jobs
+                .get(job.n)
+                .and_then(|j| serde_json::to_value(&j.work).ok());
+            let text = match &node.error {
+                Some(e) => format!(
+                    "job {label} is {} (phase {}): {e}\n{log}",
+                    node.status,
+                    phase.map_or("-", Phase::as_str)
+                ),
+                None => format!("job {label} is {}; no failure recorded", node.status),
+            };
+            Ok((
+                json!({
+                    "planId": id,
+                    "jobId": node.id,
+                    "producerId": label,
+                    "status": node.status.as_str(),
+                    "error": node.error,
+                    "failedPhase": phase,
+                    "failureReason": last.and_then(|at| at.failure_reason),
+                    "attempts": node.attempts.len(),
+                    "log": log,
+                    "work": work,
+                }),
+                text,
+            ))
+        })
+        .await
     }
 }
 
