@@ -60,17 +60,6 @@ pub(crate) struct Scan {
     pub(crate) valid_len: u64,
 }
 
-impl Scan {
-    /// A journal that does not exist yet.
-    pub(crate) fn missing() -> Scan {
-        Scan {
-            version: SCHEMA_VERSION,
-            batches: Vec::new(),
-            valid_len: 0,
-        }
-    }
-}
-
 fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
     let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
     Some(u32::from_le_bytes(b))
@@ -85,10 +74,18 @@ fn record_at(bytes: &[u8], at: usize) -> Option<(usize, usize, bool)> {
     Some((start, start + len, crc32fast::hash(payload) == crc))
 }
 
-/// Reads a journal of `generation` read from `path`. A zero-length file counts as missing.
+/// Reads a journal of `generation` read from `path`.
+///
+/// Every journal is created whole, header included (atomically, before its snapshot names
+/// it), so an empty file is damage: read as "no changes", it would turn a plan that ran back
+/// into a fresh one, and `resume` would run every job and merge onto the target again.
 pub(crate) fn scan(bytes: &[u8], generation: u64, path: &Path) -> Result<Scan, StoreError> {
     if bytes.is_empty() {
-        return Ok(Scan::missing());
+        return Err(corrupt(
+            path,
+            "empty journal: the changes recorded since the snapshot are lost, so the plan's \
+             state is unknown (restore the file, or delete the plan)",
+        ));
     }
     let head = bytes
         .get(..HEADER_LEN as usize)
@@ -249,9 +246,9 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        assert_eq!(
-            scan(&[], 3, Path::new("j")).map(|s| s.valid_len).ok(),
-            Some(0)
-        );
+        match scan(&[], 3, Path::new("j")) {
+            Err(StoreError::Corrupt { message, .. }) => assert!(message.contains("empty")),
+            other => panic!("{other:?}"),
+        }
     }
 }

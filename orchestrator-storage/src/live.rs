@@ -51,7 +51,7 @@ pub(crate) struct Live {
     generation: u64,
     snapshot_id: FileId,
     snapshot_version: u32,
-    /// Length of the journal file when last seen (0: missing).
+    /// Length of the journal file when last seen.
     journal_len: u64,
     /// Bytes of whole records (and header) in it.
     journal_valid: u64,
@@ -115,12 +115,22 @@ impl Live {
             let envelope = snapshot::open(&bytes, &path)?;
             let generation = envelope.generation;
             let jpath = ctx.paths.journal(generation);
-            let jbytes = read_if_exists(&jpath)?.unwrap_or_default();
+            let jbytes = read_if_exists(&jpath)?;
             // A compaction elsewhere may have replaced the snapshot and removed this journal
             // while we read: then read again.
             if file_id(&path)? != Some(snapshot_id) {
                 continue;
             }
+            // Otherwise the journal the snapshot names must be there: it is written before the
+            // snapshot that names it (at creation and at compaction), so its absence is damage,
+            // not a plan without changes.
+            let jbytes = jbytes.ok_or_else(|| {
+                corrupt(
+                    &jpath,
+                    "missing: the plan's snapshot names this journal, so the changes recorded \
+                     since the snapshot are lost (restore the file, or delete the plan)",
+                )
+            })?;
             let (created_ns, version) = (envelope.created_ns, envelope.version);
             // The journal decodes while the snapshot does.
             let (scan, record) = both(
@@ -231,8 +241,9 @@ impl Live {
         )
     }
 
-    /// Makes the journal ready for appending: upgrades an old schema by compacting, creates a
-    /// missing journal, cuts a torn tail, removes leftovers of interrupted compactions.
+    /// Makes the journal ready for appending: upgrades an old schema by compacting, cuts a
+    /// torn tail, removes leftovers of interrupted compactions. (A missing journal never gets
+    /// here: reading the plan refuses it as damage.)
     fn prepare_journal(&mut self, ctx: &Ctx<'_>) -> Result<(), StoreError> {
         if self.snapshot_version < SCHEMA_VERSION || self.journal_version < SCHEMA_VERSION {
             self.compact(ctx)?;
@@ -240,21 +251,6 @@ impl Live {
         if !self.cleaned {
             self.remove_leftovers(ctx);
             self.cleaned = true;
-        }
-        if self.journal_len == 0 {
-            write_atomic(
-                &ctx.paths.journal(self.generation),
-                &journal::header(self.generation),
-                ctx.sync(),
-                ctx.counters,
-                Account::Journal,
-            )?;
-            if ctx.sync() {
-                sync_dir(&ctx.paths.dir, ctx.counters)?;
-            }
-            self.appender = None;
-            self.journal_len = HEADER_LEN;
-            self.journal_valid = HEADER_LEN;
         }
         if self.journal_valid < self.journal_len {
             let path = ctx.paths.journal(self.generation);

@@ -276,3 +276,24 @@ async fn damaged_attempt_specs() {
         .expect_err("must fail");
     assert_corrupt(&err, &file, "not a work spec");
 }
+
+#[tokio::test]
+async fn empty_journal_is_damage_not_a_fresh_plan() {
+    let (f, _) = Fixture::new().await;
+    fs::write(f.journal(), b"").expect("write");
+    assert_corrupt(&f.damaged().await, &f.journal(), "empty");
+    // Nothing is written over it either: an append would start the plan from its snapshot.
+    let r = f.store.append(f.id(), &[change(10)]).await;
+    assert!(matches!(r, Err(StoreError::Corrupt { .. })), "{r:?}");
+    assert_eq!(fs::read(f.journal()).expect("read"), b"");
+}
+
+#[tokio::test]
+async fn missing_journal_is_damage_not_a_fresh_plan() {
+    let (f, _) = Fixture::new().await;
+    fs::remove_file(f.journal()).expect("remove");
+    assert_corrupt(&f.damaged().await, &f.journal(), "missing");
+    let r = f.store.append(f.id(), &[change(10)]).await;
+    assert!(matches!(r, Err(StoreError::Corrupt { .. })), "{r:?}");
+    assert!(!f.journal().exists(), "no journal is made up");
+}
