@@ -416,12 +416,20 @@ impl PlanActor {
                         "plans never write the default branch directly; choose another targetBranch"
                             .into(),
                 })),
-                Some(t) => t.clone(),
+                Some(t) => Some(t.clone()),
                 None => match &current {
-                    Some(c) if *c != default => c.clone(),
-                    _ => super::generated_target_branch(&self.spec.name),
+                    Some(c) if *c != default => Some(c.clone()),
+                    _ => None,
                 },
             };
+        let target = match target {
+            Some(target) => target,
+            // Generated: a branch of this plan's own, created here (SPEC §2).
+            None => {
+                super::claim_generated_target_branch(git.as_ref(), repo, &self.spec.name, &base)
+                    .await?
+            }
+        };
         match git.branch_tip(repo, &target).await? {
             None => git.update_branch(repo, &target, &base, None).await?,
             Some(tip) => {

@@ -81,6 +81,67 @@ pub fn generated_target_branch(plan_name: &str) -> String {
     format!("orchestrator/{}", sanitize_branch_part(plan_name))
 }
 
+/// How many generated target branches of one name [`claim_generated_target_branch`] tries
+/// (`orchestrator/<name>`, then `-2` up to this suffix) before asking for an explicit one.
+const MAX_GENERATED_TARGETS: usize = 1000;
+
+/// How often a candidate branch whose ref is locked (another process is writing it this
+/// instant) is looked at again before moving on to the next suffix.
+const LOCKED_REF_TRIES: u32 = 20;
+
+/// Claims a generated target branch for a plan that names none: creates
+/// `orchestrator/<sanitized name>` at `base`, or, when that branch already exists,
+/// `orchestrator/<name>-2`, `-3`, ... — the first one that does not.
+///
+/// Each candidate is created with a compare-and-swap from "absent", so of two plans with the
+/// same name starting at once (even in two processes) exactly one gets each branch: a generated
+/// target is never shared, and neither plan fails because the other moved "its" branch. A
+/// branch left by an earlier plan of the same name is never written either.
+pub(crate) async fn claim_generated_target_branch(
+    git: &dyn crate::git::GitOperations,
+    repo: &std::path::Path,
+    plan_name: &str,
+    base: &str,
+) -> Result<String, crate::git::GitError> {
+    use crate::git::GitError;
+    let stem = generated_target_branch(plan_name);
+    for n in 1..=MAX_GENERATED_TARGETS {
+        let candidate = if n == 1 {
+            stem.clone()
+        } else {
+            format!("{stem}-{n}")
+        };
+        let mut tries = 0;
+        loop {
+            match git.update_branch(repo, &candidate, base, None).await {
+                Ok(()) => return Ok(candidate),
+                // Someone has it (a finished plan, or one starting right now): next suffix.
+                Err(GitError::RefChanged { .. }) => break,
+                // Its ref is locked: another process is creating it. Look again shortly; the
+                // lock is held for milliseconds, so a lock that stays is stale and the branch
+                // is left to whoever holds it.
+                Err(e) if e.is_retryable() => {
+                    tries += 1;
+                    if tries >= LOCKED_REF_TRIES {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(5 * u64::from(tries)))
+                        .await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Err(GitError::Other {
+        operation: "choose a target branch".into(),
+        message: format!(
+            "`{stem}` and its suffixed variants up to `-{MAX_GENERATED_TARGETS}` all exist; \
+             name a targetBranch in the plan or archive old plans"
+        ),
+        retryable: false,
+    })
+}
+
 /// The plan's snapshot branch (SPEC §4): `orchestrator/snapshot/<planId>`.
 pub fn snapshot_branch_name(plan: &crate::ids::PlanId) -> String {
     format!("orchestrator/snapshot/{plan}")
@@ -91,14 +152,17 @@ pub fn snapshot_branch_name(plan: &crate::ids::PlanId) -> String {
 /// repairs look for stale ref locks of exactly these.
 pub fn own_branches(record: &PlanRecord) -> Vec<String> {
     let state = &record.state;
-    let mut branches = vec![
-        state
-            .snapshot_branch
-            .clone()
-            .unwrap_or_else(|| snapshot_branch_name(&state.id)),
-        generated_target_branch(&record.spec.name),
-    ];
-    branches.extend(state.target_branch.clone());
+    let mut branches = vec![state
+        .snapshot_branch
+        .clone()
+        .unwrap_or_else(|| snapshot_branch_name(&state.id))];
+    match &state.target_branch {
+        Some(target) => branches.push(target.clone()),
+        // Not recorded yet: the one it would have claimed first. Once recorded, the
+        // unsuffixed name may be another plan's (generated targets are never shared), and a
+        // lock on it is that plan's, not stale.
+        None => branches.push(generated_target_branch(&record.spec.name)),
+    }
     branches.extend(record.spec.target_branch.clone());
     branches.retain(|b| b.starts_with("orchestrator/"));
     branches.sort();
