@@ -222,6 +222,18 @@ pub(crate) fn switch_forced(wt: &Repository, tree: &Tree<'_>) -> Result<(), GitE
         .ctx("check out")
 }
 
+/// Brings the worktree `wt` to exactly `commit` (as `git reset --hard` plus `git clean -fd`):
+/// index and tracked files forced to the commit's tree, untracked files removed, ignored files
+/// kept, HEAD detached at the commit.
+pub(crate) fn reset_to(wt: &Repository, commit: Oid) -> Result<(), GitError> {
+    let tree = tree_of(wt, commit)?;
+    let mut opts = CheckoutBuilder::new();
+    opts.force().remove_untracked(true).recreate_missing(true);
+    wt.checkout_tree(tree.as_object(), Some(&mut opts))
+        .ctx("reset worktree")?;
+    wt.set_head_detached(commit).ctx("move HEAD")
+}
+
 /// Files that moving the checkout `wt` from `old` to `new` would lose or that make it dirty:
 /// staged changes, modified or deleted tracked files, and untracked files at paths `new` adds.
 /// Sorted, at most [`DIRTY_FILES_SHOWN`].

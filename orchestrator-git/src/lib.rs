@@ -44,6 +44,7 @@
 mod checkout;
 mod error;
 mod merge;
+mod nested;
 mod ops;
 mod paths;
 mod refs;

@@ -81,9 +81,25 @@ pub(crate) fn commit_all(
     message: &str,
 ) -> Result<Option<Oid>, GitError> {
     let mut index = wt.index().ctx("read index")?;
+    let root = workdir(wt)?.to_path_buf();
+    // Nested repositories are skipped by `add_all` (which would fail on them or store a
+    // gitlink) and staged as plain files afterwards; see `nested`.
+    let mut nested = Vec::new();
+    let probe = wt.index().ctx("read index")?;
+    let mut skip_nested = |path: &Path, _: &[u8]| -> i32 {
+        if crate::nested::is_nested_repo(&root, &probe, path) {
+            nested.push(path.to_path_buf());
+            1
+        } else {
+            0
+        }
+    };
     index
-        .add_all(["*"], IndexAddOption::DEFAULT, None)
+        .add_all(["*"], IndexAddOption::DEFAULT, Some(&mut skip_nested))
         .ctx("stage")?;
+    for folder in &nested {
+        crate::nested::stage_plain(wt, &mut index, &root, folder)?;
+    }
     index.update_all(["*"], None).ctx("stage")?;
     let tree_id = index.write_tree().ctx("write tree")?;
     index.write().ctx("write index")?;

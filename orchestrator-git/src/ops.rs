@@ -484,6 +484,15 @@ impl GitOperations for Git2Operations {
         .await
     }
 
+    async fn remove_broken_worktree(&self, repo: &Path, path: &Path) -> Result<bool, GitError> {
+        let path = path.to_path_buf();
+        self.locked_repo(repo, "remove broken worktree", move |inner, repo| {
+            let target = inner.confine(repo, &path, false)?;
+            worktree::remove_broken(repo, &target)
+        })
+        .await
+    }
+
     async fn list_worktrees(&self, repo: &Path) -> Result<Vec<PathBuf>, GitError> {
         self.on_repo(repo, "list worktrees", |_, r| worktree::list(r))
             .await
@@ -559,6 +568,16 @@ impl GitOperations for Git2Operations {
             let wt = open_worktree(&path)?;
             let signature = inner.signature(&wt)?;
             Ok(merge::commit_all(&wt, &signature, &message)?.map(|id| id.to_string()))
+        })
+        .await
+    }
+
+    async fn reset_worktree(&self, worktree: &Path, commit: &str) -> Result<(), GitError> {
+        let (path, commit) = (worktree.to_path_buf(), commit.to_string());
+        self.run("reset worktree", move |_| {
+            let wt = open_worktree(&path)?;
+            let id = refs::resolve_commit(&wt, &commit)?;
+            checkout::reset_to(&wt, id)
         })
         .await
     }

@@ -72,14 +72,39 @@ fn is_initializing(admin: &Path) -> bool {
     std::fs::read_to_string(admin.join("locked")).is_ok_and(|reason| reason.trim() == INITIALIZING)
 }
 
-/// Whether the worktree with administrative folder `admin` is complete and usable.
+/// Whether the worktree with administrative folder `admin` is complete and usable: its `.git`
+/// file still names `admin` (a job may have pointed it at another repository) and its HEAD is
+/// a readable commit.
 fn is_valid(admin: &Path, path: &Path) -> bool {
     if is_initializing(admin) {
         return false;
     }
-    Repository::open(path)
-        .and_then(|wt| wt.head().and_then(|h| h.peel_to_commit()).map(|_| ()))
-        .is_ok()
+    let names_admin = linked_admin(path)
+        .and_then(|named| paths::resolve_physical(&named).ok())
+        .zip(paths::resolve_physical(admin).ok())
+        .is_some_and(|(named, admin)| named == admin);
+    names_admin
+        && Repository::open(path)
+            .and_then(|wt| wt.head().and_then(|h| h.peel_to_commit()).map(|_| ()))
+            .is_ok()
+}
+
+/// Deletes the folder at `path` (physical, confined) unless it is a valid worktree of `repo`,
+/// with its registration if one is left. Returns whether anything was deleted.
+pub(crate) fn remove_broken(repo: &Repository, path: &Path) -> Result<bool, GitError> {
+    let admin = admin_of(repo, path);
+    if admin
+        .as_deref()
+        .is_some_and(|a| path.is_dir() && is_valid(a, path))
+    {
+        return Ok(false);
+    }
+    let exists = std::fs::symlink_metadata(path).is_ok();
+    paths::remove_tree(path)?;
+    if let Some(admin) = &admin {
+        paths::remove_tree(admin)?;
+    }
+    Ok(exists || admin.is_some())
 }
 
 /// Creates a detached worktree of `repo` at `path` (physical, confined) checked out at `commit`,

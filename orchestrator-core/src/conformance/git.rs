@@ -89,6 +89,9 @@ where
         worktree_removal_refuses_plain_folders,
         head_of_a_non_worktree_is_not_found,
         commit_all_rules,
+        commit_all_stores_nested_repositories_as_plain_files,
+        reset_worktree_restores_the_commit,
+        remove_broken_worktree_rules,
         merge_into_worktree_combines_disjoint_changes,
         merge_into_worktree_conflict_changes_nothing,
         merge_into_worktree_uses_the_resolver,
@@ -1137,6 +1140,216 @@ async fn commit_all_rules(c: &Case<'_>) {
         4,
         "files changed by the commit (.gitignore, new.txt, src/lib.rs, docs/guide.md)",
     );
+}
+
+async fn commit_all_stores_nested_repositories_as_plain_files(c: &Case<'_>) {
+    let git = c.git();
+    let base = c.base().await;
+    let wt = c.wt("nested");
+    c.ok("create", git.create_worktree(c.repo(), &wt, &base).await);
+    // What `git init inner` leaves, plus files of the nested project.
+    c.write(
+        &wt,
+        &[
+            ("inner/.git/HEAD", "ref: refs/heads/main\n"),
+            (
+                "inner/.git/config",
+                "[core]\n\trepositoryformatversion = 0\n\tbare = false\n",
+            ),
+            ("inner/.git/objects/info/packs", ""),
+            ("inner/.git/refs/heads/.keep", ""),
+            ("inner/.gitignore", "local.txt\n"),
+            ("inner/a.txt", "a\n"),
+            ("inner/sub/b.txt", "b\n"),
+            ("inner/local.txt", "ignored by the nested project\n"),
+        ],
+    );
+    let commit = c.ok("commit", git.commit_all(&wt, "[Plan] nested").await);
+    let Some(commit) = commit else {
+        panic!(
+            "[{}] the nested repository's files were not committed",
+            c.name
+        );
+    };
+    for (file, content) in [("inner/a.txt", "a\n"), ("inner/sub/b.txt", "b\n")] {
+        c.same(
+            c.file_at(&commit, file).await.as_deref(),
+            Some(content),
+            &format!("{file} committed as a plain file"),
+        );
+    }
+    c.same(
+        c.file_at(&commit, "inner/.git/HEAD").await,
+        None,
+        "the nested .git is left out",
+    );
+    c.same(
+        c.file_at(&commit, "inner/local.txt").await,
+        None,
+        "the nested .gitignore is honored",
+    );
+    c.write(&wt, &[("inner/a.txt", "a, changed\n")]);
+    let again = c.ok("commit again", git.commit_all(&wt, "[Plan] again").await);
+    let Some(again) = again else {
+        panic!(
+            "[{}] a change inside the nested repository was not committed",
+            c.name
+        );
+    };
+    c.same(
+        c.file_at(&again, "inner/a.txt").await.as_deref(),
+        Some("a, changed\n"),
+        "later changes inside the nested repository are committed",
+    );
+}
+
+async fn reset_worktree_restores_the_commit(c: &Case<'_>) {
+    let git = c.git();
+    let base = c.base().await;
+    let (wt, first) = c
+        .commit_on(
+            "reset",
+            &base,
+            &[(".gitignore", "deps/\n"), ("a.txt", "a\n")],
+            &[],
+        )
+        .await;
+    // A half-done run: edits, an untracked file, an installed dependency, a deletion, a commit
+    // of its own.
+    c.write(
+        &wt,
+        &[
+            ("README.md", "# half done\n"),
+            ("junk/x.txt", "partial output\n"),
+            ("deps/lib.txt", "installed by setup\n"),
+        ],
+    );
+    if let Err(e) = std::fs::remove_file(wt.join("src/util.rs")) {
+        panic!("[{}] delete: {e}", c.name);
+    }
+    let own = c.ok("commit", git.commit_all(&wt, "[Plan] own").await);
+    c.check(own.is_some(), "the half-done run committed");
+    c.write(&wt, &[("a.txt", "a\nappended\n")]);
+
+    c.ok("reset", git.reset_worktree(&wt, &first).await);
+    c.same(
+        c.ok("head", git.head(&wt).await),
+        first.clone(),
+        "HEAD at the commit",
+    );
+    c.same(
+        c.read(&wt.join("README.md")).as_deref(),
+        Some("# fixture\n"),
+        "edited file restored",
+    );
+    c.same(
+        c.read(&wt.join("a.txt")).as_deref(),
+        Some("a\n"),
+        "appended file restored",
+    );
+    c.same(
+        c.read(&wt.join("src/util.rs")).as_deref(),
+        Some("one\ntwo\nthree\n"),
+        "deleted file restored",
+    );
+    c.check(!wt.join("junk/x.txt").exists(), "untracked file removed");
+    c.same(
+        c.read(&wt.join("deps/lib.txt")).as_deref(),
+        Some("installed by setup\n"),
+        "ignored file kept",
+    );
+    c.same(
+        c.ok("commit after reset", git.commit_all(&wt, "nothing").await),
+        None,
+        "nothing left to commit after a reset",
+    );
+    c.ok("reset to the base", git.reset_worktree(&wt, &base).await);
+    c.same(
+        c.ok("head", git.head(&wt).await),
+        base.clone(),
+        "HEAD at the base",
+    );
+    c.check(
+        !wt.join("a.txt").exists(),
+        "a file the base lacks is removed",
+    );
+    c.same(c.tip(c.main()).await, Some(base.clone()), "no branch moved");
+
+    // Never the user's checkout.
+    c.write(c.repo(), &[("user-file.txt", "the user's\n")]);
+    c.err(
+        "reset_worktree(main checkout)",
+        git.reset_worktree(c.repo(), &base).await,
+    );
+    c.check(
+        c.repo().join("user-file.txt").exists(),
+        "user's file untouched",
+    );
+}
+
+async fn remove_broken_worktree_rules(c: &Case<'_>) {
+    let git = c.git();
+    let base = c.base().await;
+    let wt = c.wt("valid");
+    c.ok("create", git.create_worktree(c.repo(), &wt, &base).await);
+    c.write(&wt, &[("wip.txt", "work in progress\n")]);
+    c.same(
+        c.ok("valid", git.remove_broken_worktree(c.repo(), &wt).await),
+        false,
+        "a valid worktree is not broken",
+    );
+    c.same(
+        c.read(&wt.join("wip.txt")).as_deref(),
+        Some("work in progress\n"),
+        "a valid worktree is kept as it is",
+    );
+    c.same(
+        c.ok(
+            "missing",
+            git.remove_broken_worktree(c.repo(), &c.wt("missing")).await,
+        ),
+        false,
+        "a missing folder is nothing to remove",
+    );
+
+    // A folder at a recorded path that is not a worktree, with a link out of the root.
+    let outside = c.repo().join("keep-me");
+    c.write(&outside, &[("precious.txt", "precious\n")]);
+    let broken = c.wt("broken");
+    c.write(&broken, &[("data.txt", "left by a job\n")]);
+    #[cfg(unix)]
+    link_dir(c, &outside, &broken.join("link"));
+    c.same(
+        c.ok(
+            "broken",
+            git.remove_broken_worktree(c.repo(), &broken).await,
+        ),
+        true,
+        "a folder that is not a worktree is removed",
+    );
+    c.check(!broken.exists(), "the broken folder is gone");
+    c.same(
+        c.read(&outside.join("precious.txt")).as_deref(),
+        Some("precious\n"),
+        "a link's target is never followed",
+    );
+    c.ok(
+        "create after removal",
+        git.create_worktree(c.repo(), &broken, &base).await,
+    );
+    c.check(broken.join("README.md").exists(), "recreated at the path");
+    c.err(
+        "outside the repository",
+        git.remove_broken_worktree(c.repo(), &c.repo().join("../elsewhere"))
+            .await,
+    );
+}
+
+#[cfg(unix)]
+fn link_dir(c: &Case<'_>, target: &Path, link: &Path) {
+    if let Err(e) = std::os::unix::fs::symlink(target, link) {
+        panic!("[{}] linking {}: {e}", c.name, link.display());
+    }
 }
 
 async fn merge_into_worktree_combines_disjoint_changes(c: &Case<'_>) {

@@ -525,6 +525,25 @@ impl GitOperations for MemoryGit {
         Ok(())
     }
 
+    async fn remove_broken_worktree(&self, repo: &Path, path: &Path) -> Result<bool, GitError> {
+        let key = canonical(repo)?;
+        let target = confine(&key, path)?;
+        let mut state = self.lock();
+        let r = state.repo_mut(&key)?;
+        // The fake keeps no `.git` in its worktrees: a registered folder is valid while it exists.
+        if r.worktrees.contains_key(&target) && target.is_dir() {
+            return Ok(false);
+        }
+        let registered = r.worktrees.remove(&target).is_some();
+        let exists = target.symlink_metadata().is_ok();
+        if exists {
+            // `confine` resolved symbolic links, and `remove_dir_all` unlinks links inside.
+            std::fs::remove_dir_all(&target)
+                .map_err(|e| io_error("remove broken worktree", &target, e))?;
+        }
+        Ok(exists || registered)
+    }
+
     async fn list_worktrees(&self, repo: &Path) -> Result<Vec<PathBuf>, GitError> {
         let key = canonical(repo)?;
         Ok(self.lock().repo(&key)?.worktrees.keys().cloned().collect())
@@ -613,6 +632,23 @@ impl GitOperations for MemoryGit {
         let id = state.commit(&key, vec![head], tree, message)?;
         state.repo_mut(&key)?.worktrees.insert(path, id.clone());
         Ok(Some(id))
+    }
+
+    async fn reset_worktree(&self, worktree: &Path, commit: &str) -> Result<(), GitError> {
+        let path = canonical(worktree)?;
+        let mut state = self.lock();
+        let key = state.worktree_owner(&path)?;
+        let r = state.repo_mut(&key)?;
+        if !r.worktrees.contains_key(&path) {
+            return Err(not_found_repo(&path));
+        }
+        let id = r.resolve(commit)?;
+        let target = r.tree_of(&id)?;
+        // What is there now, ignored files left out: exactly what the reset may replace.
+        let current = read_tree_files(&path, &r.excludes, &[])?;
+        write_tree_files(&path, &current, &target)?;
+        r.worktrees.insert(path, id);
+        Ok(())
     }
 
     async fn merge_into_branch(
@@ -991,6 +1027,13 @@ fn read_tree_files(dir: &Path, excludes: &[String], skip: &[&Path]) -> Result<Tr
     let mut tree = Tree::new();
     let mut pending = vec![(dir.to_path_buf(), String::new())];
     while let Some((folder, prefix)) = pending.pop() {
+        // A folder's own `.gitignore` applies below it (the root's was read above).
+        if !prefix.is_empty() {
+            if let Ok(text) = std::fs::read_to_string(folder.join(".gitignore")) {
+                let scoped = text.lines().filter_map(IgnoreRule::parse);
+                rules.extend(scoped.map(|r| r.under(&prefix)));
+            }
+        }
         let entries =
             std::fs::read_dir(&folder).map_err(|e| io_error("read worktree", &folder, e))?;
         for entry in entries {
@@ -1025,6 +1068,9 @@ struct IgnoreRule {
     dir_only: bool,
     /// Matched against the whole path (it had a `/` before its end) instead of the file name.
     anchored: bool,
+    /// The folder (`/`-terminated, empty for the root) whose `.gitignore` holds the rule: it
+    /// matches only below it, relative to it.
+    base: String,
 }
 
 impl IgnoreRule {
@@ -1048,13 +1094,23 @@ impl IgnoreRule {
             negate,
             dir_only,
             anchored,
+            base: String::new(),
         })
+    }
+
+    /// The rule as read from the `.gitignore` of folder `base` (`/`-terminated).
+    fn under(mut self, base: &str) -> Self {
+        self.base = base.to_string();
+        self
     }
 
     fn matches(&self, rel: &str, is_dir: bool) -> bool {
         if self.dir_only && !is_dir {
             return false;
         }
+        let Some(rel) = rel.strip_prefix(self.base.as_str()) else {
+            return false;
+        };
         let subject = if self.anchored {
             rel
         } else {

@@ -205,6 +205,17 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
     /// kept). Removing a missing worktree is not an error.
     async fn remove_worktree(&self, repo: &Path, path: &Path) -> Result<(), GitError>;
 
+    /// Deletes the folder at `path` if it is *not* a valid worktree of `repo` any more — a job
+    /// removed its `.git`, pointed it at another repository, or a creation was interrupted —
+    /// together with what is left of its registration. Returns whether it deleted anything; a
+    /// valid worktree and a missing folder are left as they are (`false`).
+    ///
+    /// Unlike [`GitOperations::remove_worktree`], which refuses folders that are not worktrees,
+    /// this is for paths the engine itself recorded as a job's worktree: they are its own even
+    /// when a job broke them. The path must lie inside the worktree root; symbolic links are
+    /// unlinked, never followed.
+    async fn remove_broken_worktree(&self, repo: &Path, path: &Path) -> Result<bool, GitError>;
+
     /// Linked worktrees of the repository (the main checkout excluded).
     async fn list_worktrees(&self, repo: &Path) -> Result<Vec<PathBuf>, GitError>;
 
@@ -230,6 +241,12 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
         worktree: &Path,
         message: &str,
     ) -> Result<Option<CommitId>, GitError>;
+
+    /// Brings a worktree back to exactly `commit`: HEAD detached there, index and files as in
+    /// the commit, untracked files removed. Ignored files stay (what setup installed, the
+    /// symlinked folders), and so does nothing else. The engine calls it before a phase runs
+    /// again, so that it runs on the state the phase began with, not on a half-done attempt.
+    async fn reset_worktree(&self, worktree: &Path, commit: &str) -> Result<(), GitError>;
 
     /// Merges `commit` into `branch` without any checkout (in memory), updating the ref by
     /// compare-and-swap, serialized per repository. When the branch is checked out in the main
