@@ -89,6 +89,12 @@ impl Workspace {
         })
     }
 
+    /// Whether the folder is (inside) a bare repository: a repository, but without a working
+    /// tree to take worktrees of.
+    pub fn is_bare_repository(&self) -> bool {
+        self.git_root.is_none() && git2::Repository::discover(&self.dir).is_ok_and(|r| r.is_bare())
+    }
+
     /// The repository root (the git working tree, else the folder itself).
     pub fn root(&self) -> &Path {
         self.git_root.as_deref().unwrap_or(&self.dir)

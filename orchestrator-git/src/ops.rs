@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use git2::{Oid, Repository, Signature};
 use orchestrator_core::git::{
-    CommitId, ConflictResolver, DiffStats, GitError, GitOperations, MergeStyle,
+    CommitId, ConflictResolver, DiffStats, GitError, GitOperations, JobBranch, MergeStyle,
 };
 
 use crate::error::{self, Context};
@@ -489,6 +489,18 @@ impl GitOperations for Git2Operations {
         self.locked_repo(repo, "remove broken worktree", move |inner, repo| {
             let target = inner.confine(repo, &path, false)?;
             worktree::remove_broken(repo, &target)
+        })
+        .await
+    }
+
+    async fn release_job_branch(
+        &self,
+        repo: &Path,
+        worktree: &Path,
+    ) -> Result<Option<JobBranch>, GitError> {
+        let path = worktree.to_path_buf();
+        self.locked_repo(repo, "release job branch", move |_, repo| {
+            worktree::release_branch(repo, &open_worktree(&path)?)
         })
         .await
     }

@@ -19,11 +19,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
-use orchestrator_core::git::GitError;
+use orchestrator_core::git::{GitError, JobBranch};
 
 use crate::checkout;
-use crate::error;
+use crate::error::{self, Context};
 use crate::paths;
+use crate::refs;
 
 /// Content of the `locked` marker while a worktree is being created.
 const INITIALIZING: &str = "initializing";
@@ -196,6 +197,49 @@ fn register(admin: &Path, path: &Path, commit: Oid) -> Result<(), GitError> {
     )?;
     write(admin.join("HEAD"), format!("{commit}\n"))?;
     write(path.join(".git"), format!("gitdir: {}\n", admin.display()))
+}
+
+/// Detaches the linked worktree `wt` of `repo` if a job attached its HEAD to a branch, and
+/// deletes that branch when the job created it: its reflog begins with a creation in a later
+/// second than the worktree's registration, and no other checkout holds it.
+pub(crate) fn release_branch(
+    repo: &Repository,
+    wt: &Repository,
+) -> Result<Option<JobBranch>, GitError> {
+    let head = wt.head().ctx("read HEAD")?;
+    if !head.is_branch() {
+        return Ok(None);
+    }
+    let name = head.shorthand().unwrap_or_default().to_string();
+    let tip = head.peel_to_commit().ctx("read HEAD")?.id();
+    wt.set_head_detached(tip).ctx("detach HEAD")?;
+    let registered = std::fs::metadata(wt.path().join("gitdir"))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs() as i64);
+    let reference = refs::branch_ref(&name);
+    let created = repo.reflog(&reference).ok().and_then(|log| {
+        // Entries are newest first: the creation is the last one.
+        let first = log.iter().last()?;
+        first
+            .id_old()
+            .is_zero()
+            .then(|| first.committer().when().seconds())
+    });
+    // Reflog times have whole seconds: only a branch made in a later second than the
+    // registration is surely the job's. One made in the same second is left (and reported):
+    // a user's branch must never be taken for a job's.
+    let made_by_job = matches!((created, registered), (Some(c), Some(r)) if c > r);
+    let deleted = made_by_job && refs::checkouts_of(repo, &name)?.is_empty() && {
+        refs::protect(repo, &name, "delete")?;
+        let mut branch = repo
+            .find_branch(&name, git2::BranchType::Local)
+            .ctx("find branch")?;
+        branch.delete().ctx("delete branch")?;
+        true
+    };
+    Ok(Some(JobBranch { name, deleted }))
 }
 
 /// Removes the worktree at `path` (physical, confined) and its registration. A missing worktree

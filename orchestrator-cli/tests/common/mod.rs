@@ -362,3 +362,49 @@ pub fn terminate(pid: u32) {
         .expect("kill");
     assert!(status.success());
 }
+
+/// A small deterministic generator (no dependency needed for test randomness): crash trials
+/// draw their moments from a printed seed, so a seed replays a run.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next value.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+
+    /// A value in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Copies a folder with everything in it (`cp -a`).
+pub fn copy_repo(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+}
+
+/// Runs `args` and kills it with SIGKILL after `after`, unless it ended first.
+pub fn run_and_kill(repo: &Repo, args: &[&str], after: Duration) -> Option<Run> {
+    let mut child = repo.spawn(args);
+    let start = Instant::now();
+    while start.elapsed() < after {
+        if child.try_wait().expect("try_wait").is_some() {
+            return Some(wait_child(child, Duration::from_secs(1)));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    None
+}

@@ -723,8 +723,11 @@ impl PlanActor {
     async fn clear_worktree(&mut self, n: NodeIndex) -> Result<()> {
         let node = &self.machine.record().state.nodes[n];
         if let (Some(path), Some(git)) = (node.worktree.clone(), self.ctx.git.clone()) {
-            git.remove_worktree(&self.machine.record().state.repo, &path)
-                .await?;
+            let repo = &self.machine.record().state.repo;
+            // The recorded folder is ours even when a job broke it (a removed `.git`): such a
+            // folder goes first, a valid worktree after.
+            git.remove_broken_worktree(repo, &path).await?;
+            git.remove_worktree(repo, &path).await?;
             self.forget_worktree(n)?;
         }
         Ok(())

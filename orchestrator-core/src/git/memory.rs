@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::{CommitId, ConflictResolver, DiffStats, GitError, GitOperations, MergeStyle};
+use super::{
+    CommitId, ConflictResolver, DiffStats, GitError, GitOperations, JobBranch, MergeStyle,
+};
 
 /// A tree: slash-separated relative path to file content.
 type Tree = BTreeMap<String, Arc<Vec<u8>>>;
@@ -542,6 +544,21 @@ impl GitOperations for MemoryGit {
                 .map_err(|e| io_error("remove broken worktree", &target, e))?;
         }
         Ok(exists || registered)
+    }
+
+    async fn release_job_branch(
+        &self,
+        repo: &Path,
+        worktree: &Path,
+    ) -> Result<Option<JobBranch>, GitError> {
+        let key = canonical(repo)?;
+        let path = canonical(worktree)?;
+        let state = self.lock();
+        // The fake's worktrees are always detached: a job cannot attach them to a branch.
+        match state.repo(&key)?.worktrees.contains_key(&path) {
+            true => Ok(None),
+            false => Err(not_found_repo(&path)),
+        }
     }
 
     async fn list_worktrees(&self, repo: &Path) -> Result<Vec<PathBuf>, GitError> {

@@ -146,6 +146,15 @@ pub enum MergeStyle {
     FastForward,
 }
 
+/// A branch a job attached its worktree to (see [`GitOperations::release_job_branch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobBranch {
+    /// The branch name (`x` for `refs/heads/x`).
+    pub name: String,
+    /// Whether it was deleted (the job created it); else it is left as the job left it.
+    pub deleted: bool,
+}
+
 /// Resolves merge conflicts by editing the conflicting files in a worktree (e.g. with an agent).
 #[async_trait]
 pub trait ConflictResolver: Send + Sync + Debug + 'static {
@@ -215,6 +224,19 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
     /// when a job broke them. The path must lie inside the worktree root; symbolic links are
     /// unlinked, never followed.
     async fn remove_broken_worktree(&self, repo: &Path, path: &Path) -> Result<bool, GitError>;
+
+    /// Undoes a job's `git checkout -b` / `git switch` in its worktree: if the worktree's HEAD
+    /// is attached to a branch, detaches it at the same commit (so the engine's commits never
+    /// move a branch) and deletes the branch when the job made it — surely created after the
+    /// worktree was (implementations may leave a branch whose age they cannot tell apart), and
+    /// not checked out anywhere else; its commits are all in the worktree's HEAD, so
+    /// nothing is lost. A branch that existed before is left where the job left it. Returns the
+    /// branch and whether it was deleted; `None` when HEAD was detached (the normal case).
+    async fn release_job_branch(
+        &self,
+        repo: &Path,
+        worktree: &Path,
+    ) -> Result<Option<JobBranch>, GitError>;
 
     /// Linked worktrees of the repository (the main checkout excluded).
     async fn list_worktrees(&self, repo: &Path) -> Result<Vec<PathBuf>, GitError>;
