@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{job, wait_child, Repo, Run};
+use common::{copy_repo, job, run_and_kill, Lcg, Repo};
 use serde_json::{json, Value};
 
 const JOBS: usize = 30;
@@ -36,33 +36,6 @@ fn plan() -> Value {
     json!({"name": "crash", "maxParallel": 4, "jobs": jobs})
 }
 
-/// A small deterministic generator (no dependency needed for test randomness).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-fn copy_repo(from: &Path, to: &Path) {
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .status()
-        .expect("cp");
-    assert!(status.success());
-}
-
 fn tree(repo: &Repo) -> String {
     repo.git(&["rev-parse", &format!("{TARGET}^{{tree}}")])
         .trim()
@@ -75,21 +48,6 @@ fn latest_plan(repo: &Repo) -> Option<String> {
     list.json()["plans"][0]["planId"]
         .as_str()
         .map(str::to_owned)
-}
-
-/// Runs `args` and kills it with SIGKILL after `after`, unless it ended first.
-fn run_and_kill(repo: &Repo, args: &[&str], after: Duration) -> Option<Run> {
-    let mut child = repo.spawn(args);
-    let start = Instant::now();
-    while start.elapsed() < after {
-        if child.try_wait().expect("try_wait").is_some() {
-            return Some(wait_child(child, Duration::from_secs(1)));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    child.kill().expect("kill -9");
-    let _ = child.wait();
-    None
 }
 
 fn check(repo: &Repo, reference: &str, label: &str) {
