@@ -12,7 +12,6 @@ mod fxhash;
 pub mod git;
 pub mod ids;
 pub mod plan;
-pub mod redact;
 pub mod render;
 pub mod report;
 pub mod repository;

@@ -245,8 +245,6 @@ struct LogInner {
     node: NodeIndex,
     phase: Phase,
     attempt: u32,
-    /// Secrets replaced in every line before it is buffered or published.
-    redactor: std::sync::OnceLock<Arc<crate::redact::Redactor>>,
     buffer: Mutex<String>,
     events: EventBus,
     processes: Option<ProcessHook>,
@@ -280,7 +278,6 @@ impl LogSink {
                 node,
                 phase,
                 attempt,
-                redactor: std::sync::OnceLock::new(),
                 buffer: Mutex::new(String::new()),
                 events,
                 processes: None,
@@ -304,23 +301,6 @@ impl LogSink {
             inner.processes = Some(hook);
         }
         sink
-    }
-
-    /// This sink (and its clones), replacing the secrets `redactor` knows in every line (phase
-    /// log and log events alike) and in [`LogSink::redact`]. A sink has at most one redactor:
-    /// a second call keeps the first.
-    pub fn redacting(self, redactor: Arc<crate::redact::Redactor>) -> Self {
-        let _ = self.inner.redactor.set(redactor);
-        self
-    }
-
-    /// `text` with the secrets this sink redacts replaced (for failure messages and other text
-    /// that quotes output).
-    pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        match self.inner.redactor.get() {
-            Some(r) => r.redact(text),
-            None => std::borrow::Cow::Borrowed(text),
-        }
     }
 
     /// A runner started a process group led by `pgid` (Unix) for this phase.
@@ -348,9 +328,8 @@ impl LogSink {
         )
     }
 
-    /// Records one line (without its newline), its secrets redacted.
+    /// Records one line (without its newline).
     pub fn line(&self, stream: LogStream, text: &str) {
-        let text = &*self.redact(text);
         {
             let mut buf = self.inner.buffer.lock().unwrap_or_else(|e| e.into_inner());
             if stream == LogStream::Stderr {

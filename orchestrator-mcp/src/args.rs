@@ -70,11 +70,13 @@ impl ArgError {
         message: impl Into<String>,
         allowed: impl Into<String>,
     ) -> Self {
+        // A long value is repeated shortened, never whole: an oversized argument must not
+        // come back (several times: text, message, value) in the answer.
         ArgError {
             field: field.into(),
-            value,
+            value: value.map(shortened),
             allowed: allowed.into(),
-            message: message.into(),
+            message: shorten_quoted(&message.into()),
         }
     }
 
@@ -100,6 +102,56 @@ impl ArgError {
             self.field, self.message, self.allowed
         )
     }
+}
+
+/// The longest value, as JSON text, an error repeats whole.
+const MAX_ECHO_BYTES: usize = 200;
+
+/// How much of a longer value (or quoted text) an error shows.
+const ECHO_PREFIX_CHARS: usize = 80;
+
+/// `value`, or for one whose JSON text is longer than [`MAX_ECHO_BYTES`] a string of its start
+/// and its size.
+fn shortened(value: Value) -> Value {
+    let text = value.to_string();
+    if text.len() <= MAX_ECHO_BYTES {
+        return value;
+    }
+    let start: String = text.chars().take(ECHO_PREFIX_CHARS).collect();
+    Value::String(format!("{start}… ({} bytes in all)", text.len()))
+}
+
+/// `message` with every double-quoted text longer than [`MAX_ECHO_BYTES`] cut short (serde and
+/// validation messages quote the offending value).
+fn shorten_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(4 * MAX_ECHO_BYTES));
+    let mut rest = message;
+    while let Some(open) = rest.find('"') {
+        out.push_str(&rest[..=open]);
+        let after = &rest[open + 1..];
+        // The closing quote: the first one not escaped by a backslash.
+        let mut escaped = false;
+        let close = after.char_indices().find_map(|(i, c)| {
+            let end = c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+            end.then_some(i)
+        });
+        let Some(close) = close else {
+            rest = after;
+            break;
+        };
+        let quoted = &after[..close];
+        if quoted.len() > MAX_ECHO_BYTES {
+            out.extend(quoted.chars().take(ECHO_PREFIX_CHARS));
+            out.push_str(&format!("… ({} bytes in all)", quoted.len()));
+        } else {
+            out.push_str(quoted);
+        }
+        out.push('"');
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Parses `value` as `T`; a mistake is an error naming its field (under `base`, a path such
@@ -440,6 +492,23 @@ mod tests {
         assert_eq!(e.field, "stopRunning");
         assert_eq!(e.value, Some(json!("yes")));
         assert!(e.allowed.contains("bool"), "{}", e.allowed);
+    }
+
+    #[test]
+    fn a_long_value_is_repeated_shortened_once() {
+        let long = "x".repeat(5000);
+        let e = args::<PauseArgs>(json!({"planId": "p", "stopRunning": long}))
+            .parse()
+            .expect_err("invalid");
+        let answer = format!("{}{}", e.text(), e.to_json());
+        assert!(answer.len() < 2000, "{} bytes: {answer}", answer.len());
+        assert!(answer.contains("5002 bytes in all"), "{answer}");
+        // A short one is kept exactly.
+        assert_eq!(shortened(json!("yes")), json!("yes"));
+        assert_eq!(
+            shorten_quoted(r#"got "a\"b" and "c""#),
+            r#"got "a\"b" and "c""#
+        );
     }
 
     #[test]

@@ -15,5 +15,6 @@ mod edit_tools;
 mod report;
 mod schema;
 mod server;
+mod stdio;
 
 pub use server::{OrchestratorMcp, MAX_JOBS_PER_CALL, TOOL_NAMES};

@@ -208,7 +208,11 @@ impl OrchestratorMcp {
     /// example by [`OrchestratorMcp::resume_interrupted`] in the next server).
     pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let orchestrator = self.orchestrator.clone();
-        let service = self.serve(rmcp::transport::stdio()).await?;
+        // Our line transport, not rmcp's: it answers the lines rmcp's would drop.
+        let (stdin, stdout) = rmcp::transport::stdio();
+        let service = self
+            .serve(crate::stdio::LineTransport::new(stdin, stdout))
+            .await?;
         let ended = service.waiting().await;
         for id in orchestrator.plan_ids() {
             let _ = orchestrator.release(&id).await;
