@@ -718,3 +718,145 @@ fn a_plan_with_no_jobs_parses_but_does_not_validate() {
         [("<plan>".into(), "jobs".into(), "[]".into())]
     );
 }
+
+// ---- a plan that does not parse: every problem at once -----------------------------------------
+
+/// Every problem of a plan text that does not parse, as (job, field, value) triples.
+#[track_caller]
+fn all_problems(text: &str, format: PlanFormat) -> Vec<ValidationError> {
+    match parse_plan(text, format, "plan") {
+        Ok(plan) => panic!("expected problems, got {plan:?}"),
+        Err(Error::Invalid(errors)) => errors.errors().to_vec(),
+        Err(other) => panic!("expected every problem, got {other}"),
+    }
+}
+
+/// An unknown field in the first job, an unknown work type in the second, a cycle and a bad
+/// producerId: four problems, none hiding another.
+const FOUR_PROBLEMS: &str = r#"{"name":"four","jobs":[
+    {"producerId":"aaa","task":"a","work":"ls","dependencies":["ccc"],"dependsOn":["x"]},
+    {"producerId":"bbb","task":"b","work":{"type":"docker","image":"x"},"dependencies":[]},
+    {"producerId":"ccc","task":"c","work":"ls","dependencies":["aaa"]},
+    {"producerId":"Bad_Id","task":"d","work":"ls","dependencies":["bbb"]}]}"#;
+
+#[test]
+fn parse_problems_do_not_hide_the_other_problems() {
+    let yaml = FOUR_PROBLEMS.replace('\n', " ");
+    for (format, text) in [(PlanFormat::Json, FOUR_PROBLEMS), (PlanFormat::Yaml, &yaml)] {
+        let found = all_problems(text, format);
+        let t = triples(&found);
+        assert_eq!(
+            t,
+            [
+                // In the order of the plan format: `dependencies` before other fields.
+                (
+                    "aaa".into(),
+                    "dependencies".into(),
+                    "aaa -> ccc -> aaa".into()
+                ),
+                ("aaa".into(), "dependsOn".into(), r#"["x"]"#.into()),
+                ("bbb".into(), "work.type".into(), "docker".into()),
+                ("Bad_Id".into(), "producerId".into(), "Bad_Id".into()),
+            ],
+            "{format:?}: {found:#?}"
+        );
+        assert!(found[0].message.contains("cycle"), "{}", found[0]);
+        assert!(
+            found[1].message.contains("unknown field `dependsOn`"),
+            "{}",
+            found[1]
+        );
+        assert!(
+            found[2].message.contains("unknown variant `docker`"),
+            "{}",
+            found[2]
+        );
+        assert!(
+            found[2].message.contains("`shell`, `process`, `agent`"),
+            "{}",
+            found[2]
+        );
+        assert!(found[3].message.contains("contains 'B'"), "{}", found[3]);
+        // The error's text names every one of them, as the CLI prints it.
+        let text = parse_plan(text, format, "plan.json")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        for mention in [
+            "dependsOn",
+            "docker",
+            "aaa -> ccc -> aaa",
+            "Bad_Id",
+            "4 problems",
+        ] {
+            assert!(text.contains(mention), "{format:?}: {text} lacks {mention}");
+        }
+    }
+}
+
+#[test]
+fn wrong_types_missing_fields_and_bad_values_are_all_named() {
+    let text = r#"{"name":"p","maxParalel":2,"startPaused":"yes","jobs":[
+        {"producerId":"aaa","task":5,"work":{"type":"shell","command":"ls","timeout":-1},"dependencies":[]},
+        {"producerId":"bbb","task":"b","dependencies":["aaa", 7]},
+        "not a job",
+        {"producerId":"ddd","task":"d","work":{"type":"shell","comand":"ls"},"dependencies":["nope"]}]}"#;
+    for format in [PlanFormat::Json, PlanFormat::Yaml] {
+        let found = all_problems(text, format);
+        let t = triples(&found);
+        let fields: Vec<(&str, &str)> =
+            t.iter().map(|(j, f, _)| (j.as_str(), f.as_str())).collect();
+        let expected = [
+            ("<plan>", "maxParalel"),
+            ("<plan>", "startPaused"),
+            ("aaa", "task"),
+            ("aaa", "work.timeout"),
+            ("bbb", "work"),
+            ("bbb", "dependencies[1]"),
+            ("jobs[2]", ""),
+            // `comand` for `command`: one mistake, named once.
+            ("ddd", "work.comand"),
+            ("ddd", "dependencies[0]"),
+        ];
+        // YAML reads the untyped scalar `5` as the string it may be, as its typed parse does.
+        let yaml = format == PlanFormat::Yaml;
+        let expected: Vec<(&str, &str)> = expected
+            .into_iter()
+            .filter(|f| !yaml || *f != ("aaa", "task"))
+            .collect();
+        assert_eq!(fields, expected, "{format:?}: {found:#?}");
+        let value_of = |field: &str| {
+            t.iter()
+                .find(|(_, f, _)| f == field)
+                .map(|(_, _, v)| v.clone())
+                .unwrap_or_default()
+        };
+        if !yaml {
+            assert_eq!(value_of("task"), "5");
+        }
+        assert_eq!(value_of("work.timeout"), "-1");
+        assert_eq!(value_of("dependencies[1]"), "7");
+        assert_eq!(value_of("dependencies[0]"), "nope");
+        let message_of = |field: &str| {
+            found
+                .iter()
+                .find(|e| e.field == field)
+                .map(|e| e.message.clone())
+                .unwrap_or_default()
+        };
+        assert!(message_of("work").contains("missing field `work`"));
+        assert!(message_of("dependencies[0]").contains("unknown dependency"));
+        assert!(message_of("work.comand").contains("unknown field `comand`"));
+    }
+}
+
+#[test]
+fn one_parse_problem_alone_keeps_its_parse_error() {
+    // Nothing else is wrong: the error stays the parse error with its path.
+    let text = r#"{"name":"p","jobs":[
+        {"producerId":"aaa","task":"a","work":"ls","dependencies":[],"dependsOn":["x"]}]}"#;
+    for format in [PlanFormat::Json, PlanFormat::Yaml] {
+        let (path, message) = parse_error(text, format);
+        assert_eq!(path.as_deref(), Some("jobs[0].dependsOn"), "{message}");
+    }
+}

@@ -275,6 +275,8 @@ impl OrchestratorMcp {
                     "see the tool's input schema (camelCase or snake_case fields)",
                 ))
             }
+            // More than one problem: all of them, the first one's field named.
+            e @ orchestrator_core::Error::Invalid(_) => edit_failure(e, &|_| "jobs".to_owned()),
             e => e.into(),
         })?;
         if spec.jobs.len() > MAX_JOBS_PER_CALL {

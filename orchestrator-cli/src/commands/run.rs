@@ -2,7 +2,7 @@
 
 use orchestrator_core::ids::now_millis;
 use orchestrator_core::plan::{
-    parse_plan, validate, Isolation, PlanFormat, PlanSpec, ValidationContext, WorkSpec,
+    parse_plan_with, validate, Isolation, PlanFormat, PlanSpec, ValidationContext, WorkSpec,
 };
 use orchestrator_core::state::PlanRecord;
 use orchestrator_core::{NodeStatus, Orchestrator, PlanId, PlanStatus, RetryRequest};
@@ -24,25 +24,33 @@ fn capacity(spec: &PlanSpec) -> usize {
     }
 }
 
-/// Reads a plan file (JSON, or YAML for other extensions).
-pub fn read_plan(path: &std::path::Path) -> CliResult<PlanSpec> {
+/// Reads a plan file (JSON, or YAML for other extensions). A plan that does not parse is
+/// reported with every problem it has, files and folders judged in `repo`.
+pub fn read_plan(path: &std::path::Path, repo: &std::path::Path) -> CliResult<PlanSpec> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::invalid(format!("cannot read plan file {}: {e}", path.display())))?;
-    let spec = parse_plan(
+    let ctx = ValidationContext {
+        repo: Some(repo),
+        scaffolding: false,
+    };
+    let spec = parse_plan_with(
         &text,
         PlanFormat::from_path(path),
         &path.display().to_string(),
+        ctx,
     )?;
     Ok(spec)
 }
 
 /// `run PLAN_FILE`.
 pub async fn run(args: RunArgs) -> CliResult<Exit> {
-    let mut spec = read_plan(&args.plan_file)?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    // The repository root: where a plan's files are unless it runs with `isolation: none`
+    // in a folder of its own (only a plan that parses is known to; it is checked again below).
+    let mut spec = read_plan(&args.plan_file, ws.root())?;
     if let Some(n) = args.max_parallel {
         spec.max_parallel = Some(n);
     }
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
     let dir = match spec.isolation {
         Isolation::None => ws.dir.clone(),
         _ => match &ws.git_root {

@@ -1,5 +1,6 @@
 //! The plan: format (SPEC §2), parsing, validation and graph.
 
+mod collect;
 mod edit;
 mod graph;
 mod parse;
@@ -8,7 +9,7 @@ mod validate;
 
 pub use edit::{apply_edits, layout, EditError, JobUpdate, PlanEdit, PlanUpdate};
 pub use graph::{PlanGraph, Priority, SNAPSHOT_PRODUCER_ID};
-pub use parse::{load_plan_file, parse_plan, PlanFormat};
+pub use parse::{load_plan_file, parse_plan, parse_plan_with, PlanFormat};
 pub use spec::{
     AgentSpec, Effort, Env, Isolation, JobSpec, ModelTier, OnFailure, PlanSpec, ProcessSpec,
     ShellKind, ShellSpec, WorkSpec,

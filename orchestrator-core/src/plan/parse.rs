@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::plan::PlanSpec;
+use crate::plan::{PlanSpec, ValidationContext};
 
 /// Plan file formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +27,15 @@ impl PlanFormat {
 
 /// Parses a plan from text. `source_name` appears in errors (a file name, `<stdin>`...).
 ///
+/// A plan that does not parse is reported with every problem it has (SPEC §2), not only the
+/// first one serde meets: when there is more than one, the error is [`Error::Invalid`] listing
+/// them all (unknown fields, unknown work types and values of the wrong type, each with its job
+/// and field, and every validation problem of the rest of the plan); a single problem stays
+/// [`Error::Parse`] with its path. A plan that parses is returned unvalidated, as before: call
+/// [`crate::plan::validate`] on it. The report of a plan that does not parse leaves out the
+/// checks that need a repository or a scaffolding context (see [`parse_plan_with`]), and does
+/// not object to an empty job list (a scaffolded plan may have none).
+///
 /// ```
 /// use orchestrator_core::plan::{parse_plan, PlanFormat, WorkSpec};
 /// let plan = parse_plan(r#"{"name":"p","jobs":[
@@ -38,23 +47,64 @@ impl PlanFormat {
 /// let err = parse_plan("name: p\njobs: []\nmaxParalel: 2\n", PlanFormat::Yaml, "plan.yaml")
 ///     .unwrap_err();
 /// assert!(err.to_string().contains("maxParalel"));
+///
+/// // Two problems: both are named.
+/// let err = parse_plan(r#"{"name":"p","maxParalel":2,"jobs":[
+///     {"producerId":"aaa","task":"a","work":{"type":"docker"},"dependencies":[]}]}"#,
+///     PlanFormat::Json, "plan.json").unwrap_err();
+/// let text = err.to_string();
+/// assert!(text.contains("maxParalel") && text.contains("docker"), "{text}");
 /// ```
 pub fn parse_plan(text: &str, format: PlanFormat, source_name: &str) -> Result<PlanSpec> {
-    let parse_error = |path: String, message: String| Error::Parse {
-        source_name: source_name.to_owned(),
-        path: (!path.is_empty() && path != ".").then_some(path),
-        message,
+    let ctx = ValidationContext {
+        repo: None,
+        scaffolding: true,
+    };
+    parse_plan_with(text, format, source_name, ctx)
+}
+
+/// [`parse_plan`], with the context a plan that does not parse is judged in: with
+/// `ctx.repo` its report includes the checks of files and folders in the repository, and
+/// without `ctx.scaffolding` an empty job list is one of its problems.
+pub fn parse_plan_with(
+    text: &str,
+    format: PlanFormat,
+    source_name: &str,
+    ctx: ValidationContext<'_>,
+) -> Result<PlanSpec> {
+    let (path, message) = match typed(text, format) {
+        Ok(spec) => return Ok(spec),
+        Err(e) => e,
+    };
+    let first = (path.as_deref(), message.as_str());
+    match crate::plan::collect::all_problems(text, format, ctx, first) {
+        Some(all) if all.errors().len() > 1 => Err(Error::Invalid(all)),
+        _ => Err(Error::Parse {
+            source_name: source_name.to_owned(),
+            path,
+            message,
+        }),
+    }
+}
+
+/// The typed parse, or the path and message of its (first) problem.
+fn typed(
+    text: &str,
+    format: PlanFormat,
+) -> std::result::Result<PlanSpec, (Option<String>, String)> {
+    let failure = |path: String, message: String| {
+        ((!path.is_empty() && path != ".").then_some(path), message)
     };
     match format {
         PlanFormat::Json => {
             let de = &mut serde_json::Deserializer::from_str(text);
             serde_path_to_error::deserialize(de)
-                .map_err(|e| parse_error(e.path().to_string(), with_path(&e)))
+                .map_err(|e| failure(e.path().to_string(), with_path(&e)))
         }
         PlanFormat::Yaml => {
             let de = serde_yaml_ng::Deserializer::from_str(text);
             serde_path_to_error::deserialize(de)
-                .map_err(|e| parse_error(e.path().to_string(), with_path(&e)))
+                .map_err(|e| failure(e.path().to_string(), with_path(&e)))
         }
     }
 }

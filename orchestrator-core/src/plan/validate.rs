@@ -142,6 +142,64 @@ pub fn validate(
     }
 }
 
+/// A problem the tolerant parse found (see `plan::collect`), at its slot: `0` for the plan's
+/// own fields, `i + 1` for `jobs[i]`.
+#[derive(Debug, Clone)]
+pub(crate) struct ParseProblem {
+    pub(crate) slot: usize,
+    /// Field path inside the plan or job, as written in the document.
+    pub(crate) field: String,
+    pub(crate) value: String,
+    pub(crate) message: String,
+}
+
+/// Validates a plan the tolerant parse read (with placeholders where it could not read a
+/// value), and reports its parse problems together with every validation problem, in the
+/// order of [`validate`]. Problems about a field the parse could not read (`unread(slot,
+/// field)`) are left out: they are about the placeholder, not about the document.
+pub(crate) fn with_parse_problems(
+    spec: &PlanSpec,
+    ctx: ValidationContext<'_>,
+    parsed: Vec<ParseProblem>,
+    unread: &dyn Fn(usize, &str) -> bool,
+) -> ValidationErrors {
+    let mut v = Validator::new(ctx);
+    v.plan(spec);
+    let first_index = v.jobs(spec);
+    if let Err(graph_errors) = PlanGraph::build(spec) {
+        v.merge_graph_errors(spec, &first_index, graph_errors);
+    }
+    v.problems.retain(|(pos, e)| !unread(pos.slot, &e.field));
+    // Parse problems first: at one position, sorting keeps them before the others.
+    let parsed = parsed.into_iter().map(|p| {
+        let job = p
+            .slot
+            .checked_sub(1)
+            .and_then(|i| Some(job_label(i, spec.jobs.get(i)?)));
+        let top = p.field.split(['.', '[']).next().unwrap_or_default();
+        let section = match top {
+            _ if p.slot == 0 => Section::BeforeDependencies,
+            "producerId" | "producer_id" | "task" | "work" | "" => Section::BeforeDependencies,
+            "dependencies" => Section::Dependencies,
+            _ => Section::AfterDependencies,
+        };
+        let position = Position {
+            slot: p.slot,
+            section,
+        };
+        let error = ValidationError {
+            job,
+            field: p.field,
+            value: p.value,
+            message: p.message,
+        };
+        (position, error)
+    });
+    let found = std::mem::take(&mut v.problems);
+    v.problems = parsed.chain(found).collect();
+    v.finish()
+}
+
 /// Where a problem sorts: plan-level before jobs, jobs in plan order, and inside a job the
 /// fields checked here before `dependencies` (from the graph) before the rest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
