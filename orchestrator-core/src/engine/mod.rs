@@ -76,7 +76,9 @@ pub(crate) fn sanitize_branch_part(name: &str) -> String {
 }
 
 /// The target branch a plan gets when it names none and the current branch is the default
-/// one: `orchestrator/<sanitized name>`.
+/// one: `orchestrator/<sanitized name>` — or, when a branch of that name exists already,
+/// the first free `orchestrator/<sanitized name>-<n>` (n = 2, 3, ...; see
+/// `claim_generated_target_branch`), so that no two plans share one.
 pub fn generated_target_branch(plan_name: &str) -> String {
     format!("orchestrator/{}", sanitize_branch_part(plan_name))
 }
@@ -188,4 +190,52 @@ pub fn node_label(record: &PlanRecord, n: NodeIndex) -> &str {
         .get(n)
         .map(|j| j.display_name())
         .unwrap_or(SNAPSHOT_LABEL)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::git::memory::MemoryGit;
+    use crate::git::GitOperations;
+
+    #[tokio::test]
+    async fn generated_targets_are_claimed_once_each() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        let git = Arc::new(MemoryGit::new());
+        let base = git
+            .init_repo(&repo, "main", &[("README.md", "hello\n")])
+            .expect("repo");
+        // A branch an earlier plan of the name left behind is not taken over.
+        git.update_branch(&repo, "orchestrator/same", &base, None)
+            .await
+            .expect("earlier plan's branch");
+        let first = claim_generated_target_branch(git.as_ref(), &repo, "Same", &base)
+            .await
+            .expect("claim");
+        assert_eq!(first, "orchestrator/same-2");
+
+        // Eight plans of one name starting at once: eight branches, none shared.
+        let claims = (0..8).map(|_| {
+            let (git, repo, base) = (git.clone(), repo.clone(), base.clone());
+            tokio::spawn(async move {
+                claim_generated_target_branch(git.as_ref(), &repo, "same", &base).await
+            })
+        });
+        let mut names = BTreeSet::new();
+        for claim in claims {
+            let name = claim.await.expect("join").expect("claim");
+            assert_eq!(
+                git.branch_tip(&repo, &name).await.expect("tip"),
+                Some(base.clone())
+            );
+            assert!(names.insert(name.clone()), "{name} claimed twice");
+        }
+        let expected: BTreeSet<String> =
+            (3..=10).map(|n| format!("orchestrator/same-{n}")).collect();
+        assert_eq!(names, expected);
+    }
 }
