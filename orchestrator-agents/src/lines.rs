@@ -25,7 +25,9 @@ pub(crate) struct LineOut {
 
 impl LineOut {
     /// Emits one line: `bytes` kept (without the newline) and `cut` bytes dropped past the cap.
-    fn emit(&self, bytes: &[u8], cut: usize) {
+    /// Waits while the log writes out a full buffer, which holds the reader back instead of
+    /// letting output pile up in memory.
+    async fn emit(&self, bytes: &[u8], cut: usize) {
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         let mut line = String::from_utf8_lossy(bytes).into_owned();
         if cut > 0 {
@@ -34,7 +36,7 @@ impl LineOut {
         if let Some(rewrite) = &self.rewrite {
             line = rewrite(line);
         }
-        self.log.line(self.stream, &line);
+        self.log.write_line(self.stream, &line).await;
         if let Some(observer) = &self.observer {
             observer(self.stream, &line);
         }
@@ -105,13 +107,13 @@ pub(crate) async fn pump<R: AsyncRead + Unpin>(reader: R, out: LineOut) {
         let consumed = newline.map_or(chunk.len(), |i| i + 1);
         reader.consume(consumed);
         if newline.is_some() {
-            out.emit(&line, cut);
+            out.emit(&line, cut).await;
             line.clear();
             cut = 0;
         }
     }
     if !line.is_empty() || cut > 0 {
-        out.emit(&line, cut);
+        out.emit(&line, cut).await;
     }
 }
 

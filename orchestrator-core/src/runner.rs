@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{EventBus, OrchestratorEvent};
 use crate::ids::{NodeId, NodeIndex, PlanId};
 use crate::plan::{Env, WorkSpec};
+use crate::repository::LogKey;
 use crate::state::{FailureReason, Phase};
 
 /// Everything a runner needs to run one spec for one phase of one attempt.
@@ -235,7 +236,13 @@ pub enum LogStream {
 }
 
 /// Collects a phase's output lines: buffered for the phase log, and published as events.
+///
+/// A sink with a writer ([`LogSink::with_writer`], the engine's writes to the plan's
+/// repository) hands its buffer on in chunks: producers that can wait call
+/// [`LogSink::write_line`], which writes the buffer out once it holds
+/// [`LogSink::FLUSH_BYTES`], so memory stays bounded however much a process prints.
 #[derive(Clone)]
+
 pub struct LogSink {
     inner: Arc<LogInner>,
 }
@@ -248,7 +255,15 @@ struct LogInner {
     buffer: Mutex<String>,
     events: EventBus,
     processes: Option<ProcessHook>,
+    writer: std::sync::OnceLock<LogWriter>,
+    /// Held while a chunk is taken and written, so chunks reach the writer in order even when
+    /// stdout and stderr readers flush at the same time.
+    writing: tokio::sync::Mutex<()>,
 }
+
+/// Writes one chunk of a phase log (whole lines, each ending in `\n`) to where the log is kept.
+pub type LogWriter = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
+
 
 /// Receives the process groups a runner starts (`true`) and sees end (`false`).
 pub type ProcessHook = Arc<dyn Fn(u32, bool) + Send + Sync>;
@@ -281,6 +296,8 @@ impl LogSink {
                 buffer: Mutex::new(String::new()),
                 events,
                 processes: None,
+                writer: std::sync::OnceLock::new(),
+                writing: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -347,6 +364,62 @@ impl LogSink {
             stream,
             line: text.to_owned(),
         });
+    }
+
+    /// Buffer size at which [`LogSink::write_line`] writes the buffer out (256 KiB).
+    pub const FLUSH_BYTES: usize = 256 * 1024;
+
+    /// This sink, writing its buffer out through `writer` (see [`LogSink::write_line`] and
+    /// [`LogSink::flush`]). A sink has at most one writer: a second call keeps the first.
+    pub fn with_writer(self, writer: LogWriter) -> Self {
+        let _ = self.inner.writer.set(writer);
+        self
+    }
+
+    /// This sink, writing its buffer out to `repository`'s log `key`. A chunk that cannot be
+    /// stored is reported through `tracing` and dropped: a log must not fail the phase.
+    pub fn stored_in(self, repository: Arc<dyn crate::PlanRepository>, key: LogKey) -> Self {
+        let key = Arc::new(key);
+        self.with_writer(Arc::new(move |text: String| {
+            let (repository, key) = (repository.clone(), key.clone());
+            Box::pin(async move {
+                if let Err(e) = repository.append_log(&key, &text).await {
+                    tracing::warn!(error = %e, "could not store the phase log");
+                }
+            })
+        }))
+    }
+
+    /// Records one line like [`LogSink::line`]; then, if the sink has a writer and its buffer
+    /// holds [`LogSink::FLUSH_BYTES`] or more, waits for the buffer to be written out. Output
+    /// readers call this: waiting for the store is what keeps a fast writer's output from
+    /// piling up in memory.
+    pub async fn write_line(&self, stream: LogStream, text: &str) {
+        self.line(stream, text);
+        if self.inner.writer.get().is_some() && self.buffered() >= Self::FLUSH_BYTES {
+            self.flush().await;
+        }
+    }
+
+    /// Writes out everything buffered so far through the writer, if the sink has one (else
+    /// the buffer stays for [`LogSink::take`]).
+    pub async fn flush(&self) {
+        let Some(writer) = self.inner.writer.get() else {
+            return;
+        };
+        let _serial = self.inner.writing.lock().await;
+        let text = self.take();
+        if !text.is_empty() {
+            writer(text).await;
+        }
+    }
+
+    fn buffered(&self) -> usize {
+        self.inner
+            .buffer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 
     /// Takes what was buffered so far.

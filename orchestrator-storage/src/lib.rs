@@ -31,6 +31,7 @@ mod snapshot;
 mod specs;
 mod stats;
 
+pub use logs::LogCopy;
 pub use options::{Compaction, Durability, FsOptions};
 pub use repo::FsPlanRepository;
 pub use stats::IoStats;

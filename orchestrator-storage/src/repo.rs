@@ -488,6 +488,22 @@ impl Inner {
 }
 
 impl FsPlanRepository {
+    /// Writes a node's logs (see [`LogQuery`]) to `out` straight from the files, through a
+    /// small buffer: unlike [`PlanRepository::read_log`], a log of any size costs the same
+    /// memory. Runs on a blocking thread; an error of `out` ends the copy and is returned.
+    pub async fn copy_log<W: std::io::Write + Send + 'static>(
+        &self,
+        plan: &PlanId,
+        node: &NodeId,
+        query: LogQuery,
+        mut out: W,
+    ) -> Result<crate::LogCopy, StoreError> {
+        self.on_node(plan, node, move |_, paths, node| {
+            logs::copy(&paths.node_logs(node), query, &mut out)
+        })
+        .await
+    }
+
     /// Runs `f` off the async threads with the paths of an existing plan and a node id that
     /// can be a folder name.
     async fn on_node<T, F>(&self, plan: &PlanId, node: &NodeId, f: F) -> Result<T, StoreError>

@@ -1,6 +1,10 @@
 //! `status`, `list`, `logs` and `graph`: read-only views of the plan store. They never take a
 //! plan over, so they work while another process runs it.
 
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use orchestrator_core::repository::LogQuery;
 use orchestrator_core::{Phase, PlanRepository};
 
@@ -95,15 +99,23 @@ pub async fn logs(args: LogsArgs) -> CliResult<Exit> {
     };
     let mut printed = false;
     for p in phases {
-        let text = ws.store.read_log(&id, &node.id, query.phase(p)).await?;
-        if text.is_empty() {
+        // Streamed from the files: a log of hundreds of MB is never held in memory.
+        let header = phase.is_none().then(|| format!("== {p} ==\n"));
+        let stdout = LogOut::new(header);
+        let closed = stdout.closed.clone();
+        let copied = match ws
+            .store
+            .copy_log(&id, &node.id, query.phase(p), stdout)
+            .await
+        {
+            // The reader went away (`orchestrator logs ... | head`): the rest is dropped.
+            Err(_) if closed.load(Ordering::Relaxed) => return Ok(Exit::Ok),
+            other => other?,
+        };
+        if copied.bytes == 0 {
             continue;
         }
-        if phase.is_none() {
-            outln!("== {p} ==");
-        }
-        out!("{text}");
-        if !text.ends_with('\n') {
+        if !copied.ends_with_newline {
             outln!();
         }
         printed = true;
@@ -117,6 +129,51 @@ pub async fn logs(args: LogsArgs) -> CliResult<Exit> {
         );
     }
     Ok(Exit::Ok)
+}
+
+/// Standard output for one phase's log: writes `header` before the first byte of the log (so
+/// an empty log prints nothing), and notes when stdout has gone away.
+struct LogOut {
+    header: Option<String>,
+    stdout: std::io::Stdout,
+    closed: Arc<AtomicBool>,
+}
+
+impl LogOut {
+    fn new(header: Option<String>) -> Self {
+        LogOut {
+            header,
+            stdout: std::io::stdout(),
+            closed: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+impl Write for LogOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let written = match self.header.take() {
+            Some(header) => self.stdout.write_all(header.as_bytes()),
+            None => Ok(()),
+        }
+        .and_then(|()| self.stdout.write(buf));
+        if written.is_err() {
+            self.closed.store(true, Ordering::Relaxed);
+        }
+        written
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stdout.flush()
+    }
+}
+
+impl Drop for LogOut {
+    fn drop(&mut self) {
+        let _ = self.stdout.flush();
+    }
 }
 
 /// `graph PLAN_ID [--format mermaid|dot]`.

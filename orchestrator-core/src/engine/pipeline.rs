@@ -254,6 +254,16 @@ impl NodeRun {
                     });
                 }
             }),
+        )
+        // Output goes to the store in chunks as it comes, not held until the phase ends.
+        .stored_in(
+            self.ctx.repository.clone(),
+            LogKey {
+                plan: self.plan.clone(),
+                node: self.node_id.clone(),
+                phase,
+                attempt: self.attempt,
+            },
         );
         // A phase that finishes on its first poll reports its start together with its end;
         // one that has to wait reports its start now, so observers (and crash recovery) know
@@ -270,18 +280,7 @@ impl NodeRun {
         if let Err(e) = &result {
             log.line(LogStream::System, &format!("{phase} failed: {}", e.message));
         }
-        let text = log.take();
-        if !text.is_empty() {
-            let key = LogKey {
-                plan: self.plan.clone(),
-                node: self.node_id.clone(),
-                phase,
-                attempt: self.attempt,
-            };
-            if let Err(e) = self.ctx.repository.append_log(&key, &text).await {
-                tracing::warn!(error = %e, "could not store the phase log");
-            }
-        }
+        log.flush().await;
         let (status, error) = match &result {
             Ok(_) => (PhaseStatus::Succeeded, None),
             Err(f) if f.reason == FailureReason::Canceled => {
