@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::process::Child;
 use tokio::time::Instant;
 
+use crate::tree::Tree;
+
 /// How often a group is checked while waiting for it to empty.
 const POLL: Duration = Duration::from_millis(10);
 
@@ -83,17 +85,23 @@ impl Group {
     }
 }
 
-/// Kills the group with SIGKILL when dropped while armed: if the future supervising a child is
-/// dropped midway (its caller gave up), the child's tree does not outlive it.
+/// Kills the group and every other process of the run with SIGKILL when dropped while armed:
+/// if the future supervising a child is dropped midway (its caller gave up), the child's tree
+/// does not outlive it.
 #[derive(Debug)]
 pub(crate) struct KillOnDrop {
     group: Group,
+    tree: Tree,
     armed: bool,
 }
 
 impl KillOnDrop {
-    pub(crate) fn new(group: Group) -> Self {
-        KillOnDrop { group, armed: true }
+    pub(crate) fn new(group: Group, tree: Tree) -> Self {
+        KillOnDrop {
+            group,
+            tree,
+            armed: true,
+        }
     }
 
     /// The group has been dealt with; dropping does nothing.
@@ -105,6 +113,8 @@ impl KillOnDrop {
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         if self.armed {
+            // The escaped ones first, while the parent chain through the group still holds.
+            self.tree.kill_all();
             self.group.kill();
         }
     }
@@ -150,58 +160,24 @@ mod imp {
     pub(super) fn member_works_in(pgid: i32, dir: &std::path::Path) -> bool {
         let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         live_members(pgid).is_some_and(|mut members| {
-            members.any(|proc_dir| {
-                std::fs::read_link(proc_dir.join("cwd")).is_ok_and(|cwd| cwd.starts_with(&dir))
-            })
+            members.any(|p| p.cwd().is_some_and(|cwd| cwd.starts_with(&dir)))
         })
     }
 
-    /// The `/proc/<pid>` directories of the live (not zombie) members of group `pgid`; `None`
-    /// when `/proc` cannot be read.
+    /// The live (not zombie) members of group `pgid`; `None` when `/proc` cannot be read.
     #[cfg(target_os = "linux")]
-    fn live_members(pgid: i32) -> Option<impl Iterator<Item = std::path::PathBuf>> {
-        let entries = std::fs::read_dir("/proc").ok()?;
-        Some(entries.flatten().filter_map(move |entry| {
-            let is_pid = entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
-            if !is_pid {
-                return None;
-            }
-            let proc_dir = entry.path();
-            let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
-            parse_stat(&stat)
-                .is_some_and(|(state, pgrp)| pgrp == pgid && !matches!(state, 'Z' | 'X'))
-                .then_some(proc_dir)
-        }))
+    fn live_members(pgid: i32) -> Option<impl Iterator<Item = crate::procs::Proc>> {
+        let procs = crate::procs::scan()?;
+        Some(
+            procs
+                .into_iter()
+                .filter(move |p| p.pgrp == pgid && !p.zombie),
+        )
     }
 
     #[cfg(not(target_os = "linux"))]
     pub(super) fn member_works_in(_pgid: i32, _dir: &std::path::Path) -> bool {
         false
-    }
-
-    /// State and process group from `/proc/<pid>/stat` (`pid (comm) S ppid pgrp ...`; `comm`
-    /// may itself contain spaces and parentheses, hence the last `)`).
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    pub(super) fn parse_stat(stat: &str) -> Option<(char, i32)> {
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let mut fields = rest.split_whitespace();
-        let state = fields.next()?.chars().next()?;
-        let _ppid = fields.next()?;
-        let pgrp = fields.next()?.parse().ok()?;
-        Some((state, pgrp))
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn parses_proc_stat() {
-            let stat = "4242 (my (odd) name) S 1 4200 4200 0 -1 4194560";
-            assert_eq!(super::parse_stat(stat), Some(('S', 4200)));
-            assert_eq!(super::parse_stat("garbage"), None);
-        }
     }
 }
 

@@ -32,8 +32,10 @@ mod error;
 mod group;
 mod leftovers;
 mod lines;
+mod procs;
 mod runners;
 mod supervise;
+mod tree;
 mod workdir;
 
 pub use agent::{AgentHealer, AgentRunner, AgentUsage, AgentWorkRunner};

@@ -223,7 +223,10 @@ fn prepare(program: &str, spec: &WorkSpec, ctx: &WorkContext) -> Result<Invocati
         .timeout_ms()
         .filter(|&ms| ms > 0)
         .map(Duration::from_millis);
-    Ok(Invocation::new(program, dir).env(env).timeout(timeout))
+    Ok(Invocation::new(program, dir)
+        .env(env)
+        .timeout(timeout)
+        .job_token_prefix(ctx.job_token_prefix()))
 }
 
 /// Names and values the operating system cannot pass on, caught before anything starts.

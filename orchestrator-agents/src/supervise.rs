@@ -8,6 +8,11 @@
 //! [`SupervisorOptions::kill_leftovers`] is off), and output still held open by a process that
 //! left the group (a daemon) is abandoned after [`SupervisorOptions::drain_timeout`] instead of
 //! blocking forever.
+//!
+//! Processes that leave the group (`setsid`, daemons) are stopped along with it: every process
+//! of a run carries [`JOB_TOKEN_VAR`] in its environment, and on Linux the supervisor makes its
+//! process the child subreaper of what it starts, so orphans are re-parented to it (and reaped
+//! by it) instead of escaping to init. Elsewhere only the process group is reached.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -17,7 +22,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use orchestrator_core::runner::{LogSink, LogStream, WorkFailure};
+use orchestrator_core::runner::{LogSink, LogStream, WorkFailure, JOB_TOKEN_VAR};
 use orchestrator_core::state::FailureReason;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
@@ -28,6 +33,7 @@ use crate::env::ChildEnv;
 use crate::error::Error;
 use crate::group::{Group, KillOnDrop};
 use crate::lines::{pump, LineObserver, LineOut, LineRewrite, Tail};
+use crate::tree::{self, Tree};
 
 /// Tunables of a [`Supervisor`]. Build from [`SupervisorOptions::default`] and the setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +111,7 @@ pub struct Invocation {
     timeout: Option<Duration>,
     observer: Option<LineObserver>,
     rewrite: Option<LineRewrite>,
+    token_prefix: Option<String>,
 }
 
 impl fmt::Debug for Invocation {
@@ -117,6 +124,7 @@ impl fmt::Debug for Invocation {
             .field("timeout", &self.timeout)
             .field("observer", &self.observer.is_some())
             .field("rewrite", &self.rewrite.is_some())
+            .field("token_prefix", &self.token_prefix)
             .finish()
     }
 }
@@ -133,7 +141,17 @@ impl Invocation {
             timeout: None,
             observer: None,
             rewrite: None,
+            token_prefix: None,
         }
+    }
+
+    /// Starts each run's [`JOB_TOKEN_VAR`] with `prefix`, the job's
+    /// [`WorkContext::job_token_prefix`](orchestrator_core::WorkContext::job_token_prefix), so
+    /// that whoever takes the plan over after a crash finds the processes the run left, even
+    /// those outside its process group ([`crate::stop_leftovers`]).
+    pub fn job_token_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.token_prefix = Some(prefix.into());
+        self
     }
 
     /// Adds one argument, passed as it is.
@@ -202,12 +220,13 @@ impl Invocation {
         self.program.to_string_lossy().into_owned()
     }
 
-    fn command(&self) -> Command {
+    fn command(&self, token: &str) -> Command {
         let mut cmd = Command::new(self.resolved_program());
         cmd.args(&self.args)
             .current_dir(&self.dir)
             .env_clear()
             .envs(self.env.iter())
+            .env(JOB_TOKEN_VAR, token)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -421,13 +440,17 @@ impl Supervisor {
                 source,
             });
         }
+        // Before the child exists, so that none of its orphans can miss us.
+        tree::become_subreaper();
+        let token = Tree::token(invocation.token_prefix.as_deref());
         let started = Instant::now();
         let mut child = invocation
-            .command()
+            .command(&token)
             .spawn()
             .map_err(|e| spawn_error(invocation.program_name(), e))?;
         let group = Group::of(&child);
-        let mut guard = KillOnDrop::new(group);
+        let tree = Tree::new(token, child.id());
+        let mut guard = KillOnDrop::new(group, tree.clone());
         // Recorded by the engine, so a later owner can stop the group if we die with it running.
         if let Some(pgid) = group.id() {
             log.process_started(pgid);
@@ -448,28 +471,41 @@ impl Supervisor {
                     program: invocation.program_name(),
                     source,
                 })?;
-                if o.kill_leftovers && group.is_alive() {
-                    log.line(
-                        LogStream::System,
-                        "stopping processes the command left running in its process group",
-                    );
-                    self.stop_group(group).await;
+                if o.kill_leftovers {
+                    let escaped = tree.processes();
+                    if group.is_alive() {
+                        log.line(
+                            LogStream::System,
+                            "stopping processes the command left running in its process group",
+                        );
+                    }
+                    if !escaped.is_empty() {
+                        log.line(
+                            LogStream::System,
+                            &format!(
+                                "stopping {} process(es) the command left running outside its process group",
+                                escaped.len()
+                            ),
+                        );
+                    }
+                    self.stop_group(group, &tree, escaped).await;
                 }
                 (status, None)
             }
             Err(stop) => {
                 log.line(LogStream::System, &self.stop_note(stop));
-                let status =
-                    self.stop_child(&mut child, group)
-                        .await
-                        .map_err(|source| Error::Wait {
-                            program: invocation.program_name(),
-                            source,
-                        })?;
+                let status = self
+                    .stop_child(&mut child, group, &tree)
+                    .await
+                    .map_err(|source| Error::Wait {
+                        program: invocation.program_name(),
+                        source,
+                    })?;
                 (status, Some(stop))
             }
         };
         guard.disarm();
+        tree::reap_adopted();
         if let Some(pgid) = group.id() {
             log.process_ended(pgid);
         }
@@ -503,40 +539,58 @@ impl Supervisor {
             Stop::Canceled => "canceled".to_owned(),
         };
         format!(
-            "{why}: stopping the process group (SIGTERM, then SIGKILL after {})",
+            "{why}: stopping the process group and every process it started (SIGTERM, then SIGKILL after {})",
             human_duration(self.options.kill_grace)
         )
     }
 
-    /// Stops a running child and its group: SIGTERM, up to the grace period for all of them to
-    /// exit, then SIGKILL for whatever is left; returns the child's reaped status.
-    async fn stop_child(&self, child: &mut Child, group: Group) -> io::Result<ExitStatus> {
+    /// Stops a running child, its group and the rest of its tree: SIGTERM, up to the grace
+    /// period for all of them to exit, then SIGKILL for whatever is left; returns the child's
+    /// reaped status.
+    async fn stop_child(
+        &self,
+        child: &mut Child,
+        group: Group,
+        tree: &Tree,
+    ) -> io::Result<ExitStatus> {
         let grace_end = Instant::now() + self.options.kill_grace;
+        // Found while the child lives, so that its descendants by parent chain count too.
+        let escaped = tree.processes();
         if !group.terminate() {
             // No group to signal (not Unix): the child itself is all that can be stopped.
             child.start_kill()?;
         }
+        Tree::terminate(&escaped);
         if tokio::time::timeout_at(grace_end, child.wait())
             .await
             .is_ok()
         {
             group.wait_gone(grace_end).await;
+            Tree::wait_gone(&escaped, grace_end).await;
         }
-        if group.is_alive() {
-            group.kill();
-        }
+        self.kill_rest(group, tree, &escaped);
         // The leader may still run (SIGTERM ignored, or no group): make sure, then reap it.
         let _ = child.start_kill();
         child.wait().await
     }
 
-    /// Stops what is left of a group whose leader has already exited.
-    async fn stop_group(&self, group: Group) {
+    /// Stops what is left of a run whose main process has already exited: its group and the
+    /// `escaped` processes of its tree.
+    async fn stop_group(&self, group: Group, tree: &Tree, escaped: Vec<i32>) {
+        let grace_end = Instant::now() + self.options.kill_grace;
         group.terminate();
-        if !group
-            .wait_gone(Instant::now() + self.options.kill_grace)
-            .await
-        {
+        Tree::terminate(&escaped);
+        group.wait_gone(grace_end).await;
+        Tree::wait_gone(&escaped, grace_end).await;
+        self.kill_rest(group, tree, &escaped);
+    }
+
+    /// SIGKILL for whatever of the run still runs after the grace period, including processes
+    /// started since the first look.
+    fn kill_rest(&self, group: Group, tree: &Tree, escaped: &[i32]) {
+        Tree::kill(&Tree::alive(escaped));
+        tree.kill_all();
+        if group.is_alive() {
             group.kill();
         }
     }

@@ -45,7 +45,29 @@ pub struct WorkContext {
     pub session_id: Option<String>,
 }
 
+/// The environment variable every process a runner starts for a job carries (set by
+/// `orchestrator-agents`' supervisor), and its descendants inherit: `<planId>/<nodeId>/<run>`,
+/// the job's [`job_token_prefix`] and a value unique to the run. Processes that left the job's
+/// process group (`setsid`, daemons) are found by it, even after the owner of the plan died.
+pub const JOB_TOKEN_VAR: &str = "ORCHESTRATOR_JOB_TOKEN";
+
+/// The start of the [`JOB_TOKEN_VAR`] value of every process run for job `node` of `plan`.
+///
+/// ```
+/// use orchestrator_core::{NodeId, PlanId};
+/// let prefix = orchestrator_core::runner::job_token_prefix(&PlanId::from("p1"), &NodeId::from("n1"));
+/// assert_eq!(prefix, "p1/n1/");
+/// ```
+pub fn job_token_prefix(plan: &PlanId, node: &NodeId) -> String {
+    format!("{plan}/{node}/")
+}
+
 impl WorkContext {
+    /// The [`job_token_prefix`] of this context's job.
+    pub fn job_token_prefix(&self) -> String {
+        job_token_prefix(&self.plan_id, &self.node_id)
+    }
+
     /// A context for running a spec outside any plan (tests, doctests, tools): phase `work`,
     /// attempt 1, an empty environment overlay, a fresh cancellation token and a detached log.
     ///
@@ -185,7 +207,11 @@ pub struct Leftover {
     pub pgid: u32,
     /// Where its job ran: only processes working there may be stopped (pids get reused).
     pub dir: PathBuf,
+    /// The job's [`job_token_prefix`]: processes whose [`JOB_TOKEN_VAR`] starts with it were
+    /// started for the job, and are stopped too wherever they work, whatever their group.
+    pub token_prefix: Option<String>,
 }
+
 
 impl Leftover {
     /// A group `pgid` that ran in `dir`.
@@ -193,7 +219,14 @@ impl Leftover {
         Leftover {
             pgid,
             dir: dir.into(),
+            token_prefix: None,
         }
+    }
+
+    /// Sets [`Leftover::token_prefix`].
+    pub fn token_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.token_prefix = Some(prefix.into());
+        self
     }
 }
 

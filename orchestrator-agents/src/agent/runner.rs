@@ -284,6 +284,7 @@ impl AgentWorkRunner {
             .args(&command.args)
             .env(env)
             .timeout(timeout)
+            .job_token_prefix(ctx.job_token_prefix())
             .rewrite(move |line| redactor.redact(&line))
             .observe({
                 let transcript = transcript.clone();

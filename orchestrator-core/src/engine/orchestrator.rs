@@ -560,9 +560,11 @@ fn leftovers(record: &PlanRecord, options: &crate::engine::OrchestratorOptions) 
                     .clone()
                     .unwrap_or_else(|| root.join(super::job_worktree_name(&n.id))),
             };
+            // The token finds the processes that left the group (`setsid`, daemons).
+            let prefix = crate::runner::job_token_prefix(&record.state.id, &n.id);
             n.processes
                 .iter()
-                .map(move |&pgid| Leftover::new(pgid, dir.clone()))
+                .map(move |&pgid| Leftover::new(pgid, dir.clone()).token_prefix(prefix.clone()))
         })
         .collect()
 }

@@ -1,0 +1,105 @@
+//! What Linux's `/proc` tells about processes: the one scan behind finding a process group's
+//! live members, a job's processes that left its group, and orphans to reap.
+
+#![cfg(target_os = "linux")]
+
+use std::path::PathBuf;
+
+/// One process, from `/proc/<pid>/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Proc {
+    pub(crate) pid: i32,
+    pub(crate) ppid: i32,
+    pub(crate) pgrp: i32,
+    pub(crate) session: i32,
+    /// Ended, waiting to be reaped by its parent (`Z`, or `X` while it goes).
+    pub(crate) zombie: bool,
+}
+
+impl Proc {
+    /// Its current directory.
+    pub(crate) fn cwd(&self) -> Option<PathBuf> {
+        std::fs::read_link(format!("/proc/{}/cwd", self.pid)).ok()
+    }
+
+    /// The value of environment variable `name` it was started with (`None` when it has none,
+    /// or its environment cannot be read: another user's process, or a zombie).
+    pub(crate) fn env_var(&self, name: &str) -> Option<String> {
+        let environ = std::fs::read(format!("/proc/{}/environ", self.pid)).ok()?;
+        environ.split(|&b| b == 0).find_map(|entry| {
+            let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+            String::from_utf8(value.to_vec()).ok()
+        })
+    }
+}
+
+/// Every process `/proc` lists; `None` when `/proc` cannot be read. Processes that end
+/// during the scan are left out.
+pub(crate) fn scan() -> Option<Vec<Proc>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    Some(
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+                parse_stat(pid, &stat)
+            })
+            .collect(),
+    )
+}
+
+/// The process `pid`, if it exists.
+pub(crate) fn get(pid: i32) -> Option<Proc> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
+/// Parses `/proc/<pid>/stat` (`pid (comm) S ppid pgrp session ...`; `comm` may itself
+/// contain spaces and parentheses, hence the last `)`).
+pub(crate) fn parse_stat(pid: i32, stat: &str) -> Option<Proc> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some(Proc {
+        pid,
+        ppid,
+        pgrp,
+        session,
+        zombie: matches!(state, 'Z' | 'X'),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_stat() {
+        let stat = "4242 (my (odd) name) S 1 4200 4100 0 -1 4194560";
+        assert_eq!(
+            parse_stat(4242, stat),
+            Some(Proc {
+                pid: 4242,
+                ppid: 1,
+                pgrp: 4200,
+                session: 4100,
+                zombie: false
+            })
+        );
+        assert!(parse_stat(7, "7 (z) Z 1 7 7 0").is_some_and(|p| p.zombie));
+        assert_eq!(parse_stat(1, "garbage"), None);
+    }
+
+    #[test]
+    fn sees_this_process_and_its_environment() {
+        let me = i32::try_from(std::process::id()).expect("pid");
+        let procs = scan().expect("/proc");
+        assert!(procs.iter().any(|p| p.pid == me && !p.zombie));
+        let path = std::env::var("PATH").ok();
+        assert_eq!(get(me).and_then(|p| p.env_var("PATH")), path);
+    }
+}

@@ -1,0 +1,243 @@
+//! The processes of one supervised run wherever they went: those that left its process group
+//! (`setsid`, daemons) are found by the [`JOB_TOKEN_VAR`] every process of the run inherits,
+//! and, while the main process lives, by their parent chain.
+//!
+//! On Linux the supervisor also makes its process the *child subreaper* of everything it
+//! starts (`PR_SET_CHILD_SUBREAPER`): an orphaned descendant is then re-parented to us rather
+//! than to init, so it stays ours to stop and to reap ([`reap_adopted`]). Elsewhere only the
+//! process group can be reached (see [`crate::group`]); this module finds nothing there.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use orchestrator_core::runner::JOB_TOKEN_VAR;
+use tokio::time::Instant;
+
+/// How often escaped processes are checked while waiting for them to end.
+const POLL: Duration = Duration::from_millis(10);
+
+/// The run's identity among processes: its token, and the pid of its main process.
+#[derive(Debug, Clone)]
+pub(crate) struct Tree {
+    token: String,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    leader: Option<i32>,
+}
+
+impl Tree {
+    /// A new token for a run of the job with token prefix `prefix` (empty outside a job):
+    /// the prefix, then this process's id and a counter, so no two runs share it.
+    pub(crate) fn token(prefix: Option<&str>) -> String {
+        static RUNS: AtomicU64 = AtomicU64::new(0);
+        let run = RUNS.fetch_add(1, Ordering::Relaxed);
+        format!("{}{}-{run}", prefix.unwrap_or(""), std::process::id())
+    }
+
+    /// The run whose processes carry `token` and whose main process is `leader`.
+    pub(crate) fn new(token: String, leader: Option<u32>) -> Self {
+        Tree {
+            token,
+            leader: leader
+                .and_then(|p| i32::try_from(p).ok())
+                .filter(|&p| p > 1),
+        }
+    }
+
+    /// The live processes of the run outside its process group (the group is signalled as a
+    /// whole): those carrying its token and (while the main process lives) its descendants by
+    /// parent chain, which finds those that also cleared their environment.
+    pub(crate) fn processes(&self) -> Vec<i32> {
+        imp::processes(self)
+    }
+
+    /// Asks each of `pids` to stop (SIGTERM).
+    pub(crate) fn terminate(pids: &[i32]) {
+        imp::signal_each(pids, false);
+    }
+
+    /// Kills each of `pids` (SIGKILL).
+    pub(crate) fn kill(pids: &[i32]) {
+        imp::signal_each(pids, true);
+    }
+
+    /// Kills every live process of the run at once (SIGKILL), e.g. when its supervision is
+    /// dropped midway.
+    pub(crate) fn kill_all(&self) {
+        Tree::kill(&self.processes());
+    }
+
+    /// Waits until none of `pids` runs or `deadline` passes; true when they are gone.
+    pub(crate) async fn wait_gone(pids: &[i32], deadline: Instant) -> bool {
+        loop {
+            if !pids.iter().any(|&p| imp::is_alive(p)) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))).await;
+        }
+    }
+
+    /// The still-running ones of `pids`.
+    pub(crate) fn alive(pids: &[i32]) -> Vec<i32> {
+        pids.iter().copied().filter(|&p| imp::is_alive(p)).collect()
+    }
+}
+
+/// Makes this process the child subreaper of its descendants (Linux, once per process), so a
+/// job's orphans come to us instead of init. Returns whether it is one.
+pub(crate) fn become_subreaper() -> bool {
+    imp::become_subreaper()
+}
+
+/// Reaps our ended children that we did not start ourselves but adopted as a subreaper, so
+/// their zombies do not pile up. Our own children are left to whoever waits for them: only a
+/// zombie that is in another session than ours, or in a process group led by some other
+/// process and not ours, can be an adopted one (a child we start either stays in our group or
+/// leads its own; none can start a session, being a group leader).
+pub(crate) fn reap_adopted() {
+    imp::reap_adopted();
+}
+
+/// Stops (SIGTERM, then SIGKILL after `grace`) every live process whose token starts with
+/// `prefix`, wherever it runs; returns how many there were. Blocks while it waits.
+pub(crate) fn stop_with_token_prefix(prefix: &str, grace: Duration) -> usize {
+    let pids = imp::with_token(|token| token.starts_with(prefix));
+    if pids.is_empty() {
+        return 0;
+    }
+    Tree::terminate(&pids);
+    let deadline = std::time::Instant::now() + grace;
+    while !Tree::alive(&pids).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(POLL);
+    }
+    Tree::kill(&Tree::alive(&pids));
+    pids.len()
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+
+    use nix::sys::signal::{kill, Signal};
+    use nix::sys::wait::{waitpid, WaitPidFlag};
+    use nix::unistd::Pid;
+
+    use super::{Tree, JOB_TOKEN_VAR};
+    use crate::procs::{self, Proc};
+
+    /// Parent chains longer than this are not followed (a loop cannot happen, but a scan is
+    /// not atomic).
+    const MAX_DEPTH: usize = 256;
+
+    pub(super) fn become_subreaper() -> bool {
+        static DONE: OnceLock<bool> = OnceLock::new();
+        *DONE.get_or_init(|| nix::sys::prctl::set_child_subreaper(true).is_ok())
+    }
+
+    fn me() -> i32 {
+        i32::try_from(std::process::id()).unwrap_or(i32::MAX)
+    }
+
+    pub(super) fn processes(tree: &Tree) -> Vec<i32> {
+        let Some(procs) = procs::scan() else {
+            return Vec::new();
+        };
+        let me = me();
+        let parents: HashMap<i32, i32> = procs.iter().map(|p| (p.pid, p.ppid)).collect();
+        // The nearest of `me` and the leader on the parent chain of `p`, if any.
+        let ancestor = |p: &Proc| {
+            let mut pid = p.ppid;
+            for _ in 0..MAX_DEPTH {
+                if pid == me || Some(pid) == tree.leader {
+                    return Some(pid);
+                }
+                pid = *parents.get(&pid)?;
+            }
+            None
+        };
+        // As the subreaper, every process of the run descends from us: only those need their
+        // environment read (a few, not every process of the machine).
+        let subreaper = become_subreaper();
+        procs
+            .iter()
+            .filter(|p| !p.zombie && p.pid != me && Some(p.pgrp) != tree.leader)
+            .filter(|p| {
+                let up = ancestor(p);
+                (up.is_some() && up == tree.leader)
+                    || ((up.is_some() || !subreaper)
+                        && p.env_var(JOB_TOKEN_VAR).as_deref() == Some(&tree.token))
+            })
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    pub(super) fn with_token(matches: impl Fn(&str) -> bool) -> Vec<i32> {
+        let me = me();
+        procs::scan()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| !p.zombie && p.pid != me)
+            .filter(|p| p.env_var(JOB_TOKEN_VAR).is_some_and(|t| matches(&t)))
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    pub(super) fn signal_each(pids: &[i32], hard: bool) {
+        let sig = if hard {
+            Signal::SIGKILL
+        } else {
+            Signal::SIGTERM
+        };
+        for &pid in pids.iter().filter(|&&p| p > 1) {
+            let _ = kill(Pid::from_raw(pid), sig);
+        }
+    }
+
+    pub(super) fn is_alive(pid: i32) -> bool {
+        procs::get(pid).is_some_and(|p| !p.zombie)
+    }
+
+    pub(super) fn reap_adopted() {
+        let me = me();
+        let Some(procs) = procs::scan() else {
+            return;
+        };
+        let Some(mine) = procs.iter().find(|p| p.pid == me).copied() else {
+            return;
+        };
+        for p in procs.iter().filter(|p| p.zombie && p.ppid == me) {
+            let adopted = p.session != mine.session || (p.pgrp != p.pid && p.pgrp != mine.pgrp);
+            if adopted {
+                let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::Tree;
+
+    pub(super) fn become_subreaper() -> bool {
+        false
+    }
+
+    pub(super) fn processes(_tree: &Tree) -> Vec<i32> {
+        Vec::new()
+    }
+
+    pub(super) fn with_token(_matches: impl Fn(&str) -> bool) -> Vec<i32> {
+        Vec::new()
+    }
+
+    pub(super) fn signal_each(_pids: &[i32], _hard: bool) {}
+
+    pub(super) fn is_alive(_pid: i32) -> bool {
+        false
+    }
+
+    pub(super) fn reap_adopted() {}
+}
