@@ -426,8 +426,16 @@ impl PlanActor {
             Some(target) => target,
             // Generated: a branch of this plan's own, created here (SPEC §2).
             None => {
-                super::claim_generated_target_branch(git.as_ref(), repo, &self.spec.name, &base)
-                    .await?
+                let store = self.ctx.repository.as_ref();
+                super::claim_generated_target_branch(
+                    git.as_ref(),
+                    store,
+                    &self.id,
+                    repo,
+                    &self.spec.name,
+                    &base,
+                )
+                .await?
             }
         };
         match git.branch_tip(repo, &target).await? {

@@ -91,16 +91,21 @@ const MAX_GENERATED_TARGETS: usize = 1000;
 /// instant) is looked at again before moving on to the next suffix.
 const LOCKED_REF_TRIES: u32 = 20;
 
-/// Claims a generated target branch for a plan that names none: creates
-/// `orchestrator/<sanitized name>` at `base`, or, when that branch already exists,
+/// Claims a generated target branch for plan `plan` (stored in `store`), which names none:
+/// creates `orchestrator/<sanitized name>` at `base`, or, when that branch already exists,
 /// `orchestrator/<name>-2`, `-3`, ... — the first one that does not.
 ///
 /// Each candidate is created with a compare-and-swap from "absent", so of two plans with the
 /// same name starting at once (even in two processes) exactly one gets each branch: a generated
 /// target is never shared, and neither plan fails because the other moved "its" branch. A
 /// branch left by an earlier plan of the same name is never written either.
+///
+/// One existing branch is taken: this plan's own, created by a start that crashed before it
+/// was recorded (see [`orphan_of`]), so that a resumed plan lands where it would have.
 pub(crate) async fn claim_generated_target_branch(
     git: &dyn crate::git::GitOperations,
+    store: &dyn crate::repository::PlanRepository,
+    plan: &crate::ids::PlanId,
     repo: &std::path::Path,
     plan_name: &str,
     base: &str,
@@ -117,8 +122,16 @@ pub(crate) async fn claim_generated_target_branch(
         loop {
             match git.update_branch(repo, &candidate, base, None).await {
                 Ok(()) => return Ok(candidate),
-                // Someone has it (a finished plan, or one starting right now): next suffix.
-                Err(GitError::RefChanged { .. }) => break,
+                // Someone has it (a finished plan, one starting right now, or this one before a
+                // crash): next suffix, unless it is this plan's own.
+                Err(GitError::RefChanged { actual, .. }) => {
+                    if actual.as_deref() == Some(base)
+                        && orphan_of(store, plan, repo, &stem, &candidate).await
+                    {
+                        return Ok(candidate);
+                    }
+                    break;
+                }
                 // Its ref is locked: another process is creating it. Look again shortly; the
                 // lock is held for milliseconds, so a lock that stays is stale and the branch
                 // is left to whoever holds it.
@@ -142,6 +155,48 @@ pub(crate) async fn claim_generated_target_branch(
         ),
         retryable: false,
     })
+}
+
+/// Whether `branch` (existing, at the plan's base) can only be the claim of plan `plan` from a
+/// start that crashed before recording it: no stored plan of this repository records it as
+/// its target, and no other plan whose generated target would start from `stem` is without
+/// a recorded target (such a plan may be claiming `branch` this very moment; its record was
+/// stored before it started, so it is seen). When the store cannot tell, the answer is no:
+/// taking the next suffix is always safe.
+async fn orphan_of(
+    store: &dyn crate::repository::PlanRepository,
+    plan: &crate::ids::PlanId,
+    repo: &std::path::Path,
+    stem: &str,
+    branch: &str,
+) -> bool {
+    let Ok(listing) = store.list().await else {
+        return false;
+    };
+    if !listing.damaged.is_empty() {
+        return false;
+    }
+    for summary in listing.plans.iter().filter(|s| s.plan_id != *plan) {
+        // Only plans that could have written `branch` matter.
+        let may_claim = generated_target_branch(&summary.name) == stem;
+        let Ok(other) = store.load(&summary.plan_id).await else {
+            return false;
+        };
+        if other.state.repo != repo {
+            continue;
+        }
+        let target = other
+            .state
+            .target_branch
+            .as_deref()
+            .or(other.spec.target_branch.as_deref());
+        match target {
+            Some(t) if t == branch => return false,
+            None if may_claim => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// The plan's snapshot branch (SPEC §4): `orchestrator/snapshot/<planId>`.
@@ -195,11 +250,23 @@ pub fn node_label(record: &PlanRecord, n: NodeIndex) -> &str {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
+    use std::path::Path;
     use std::sync::Arc;
 
     use super::*;
     use crate::git::memory::MemoryGit;
     use crate::git::GitOperations;
+    use crate::ids::PlanId;
+    use crate::plan::PlanSpec;
+    use crate::repository::{InMemoryPlanRepository, PlanRepository};
+
+    /// A stored plan named `name` on `repo` that has not recorded a target yet.
+    async fn stored(store: &InMemoryPlanRepository, repo: &Path, name: &str) -> PlanId {
+        let id = PlanId::random();
+        let record = PlanRecord::new(id.clone(), PlanSpec::new(name), repo.to_path_buf(), 0, 0);
+        store.create(&record).await.expect("store");
+        id
+    }
 
     #[tokio::test]
     async fn generated_targets_are_claimed_once_each() {
@@ -209,25 +276,48 @@ mod tests {
         let base = git
             .init_repo(&repo, "main", &[("README.md", "hello\n")])
             .expect("repo");
-        // A branch an earlier plan of the name left behind is not taken over.
-        git.update_branch(&repo, "orchestrator/same", &base, None)
+        let store = Arc::new(InMemoryPlanRepository::new());
+        // A branch an earlier plan of the name left behind (with its work on it) is not taken
+        // over.
+        let wt = repo.join(".worktrees").join("earlier");
+        git.create_worktree(&repo, &wt, &base)
+            .await
+            .expect("worktree");
+        std::fs::write(wt.join("done.txt"), "done\n").expect("write");
+        let done = git.commit_all(&wt, "earlier").await.expect("commit");
+        let done = done.expect("a change");
+        git.update_branch(&repo, "orchestrator/same", &done, None)
             .await
             .expect("earlier plan's branch");
-        let first = claim_generated_target_branch(git.as_ref(), &repo, "Same", &base)
-            .await
-            .expect("claim");
-        assert_eq!(first, "orchestrator/same-2");
+        let plan = stored(&store, &repo, "Same").await;
+        let claim = |plan: PlanId| {
+            let (git, store, repo, base) = (git.clone(), store.clone(), repo.clone(), base.clone());
+            async move {
+                claim_generated_target_branch(
+                    git.as_ref(),
+                    store.as_ref(),
+                    &plan,
+                    &repo,
+                    "same",
+                    &base,
+                )
+                .await
+                .expect("claim")
+            }
+        };
+        assert_eq!(claim(plan.clone()).await, "orchestrator/same-2");
+        // The same plan again, as after a crash before its target was recorded: its own.
+        assert_eq!(claim(plan.clone()).await, "orchestrator/same-2");
 
         // Eight plans of one name starting at once: eight branches, none shared.
-        let claims = (0..8).map(|_| {
-            let (git, repo, base) = (git.clone(), repo.clone(), base.clone());
-            tokio::spawn(async move {
-                claim_generated_target_branch(git.as_ref(), &repo, "same", &base).await
-            })
-        });
+        let mut plans = Vec::new();
+        for _ in 0..8 {
+            plans.push(stored(&store, &repo, "same").await);
+        }
+        let claims: Vec<_> = plans.into_iter().map(|p| tokio::spawn(claim(p))).collect();
         let mut names = BTreeSet::new();
-        for claim in claims {
-            let name = claim.await.expect("join").expect("claim");
+        for c in claims {
+            let name = c.await.expect("join");
             assert_eq!(
                 git.branch_tip(&repo, &name).await.expect("tip"),
                 Some(base.clone())
@@ -237,5 +327,8 @@ mod tests {
         let expected: BTreeSet<String> =
             (3..=10).map(|n| format!("orchestrator/same-{n}")).collect();
         assert_eq!(names, expected);
+        // With other plans of the name still unrecorded, a re-claim cannot tell its branch
+        // from theirs: it takes a new one rather than risk sharing.
+        assert_eq!(claim(plan).await, "orchestrator/same-11");
     }
 }
