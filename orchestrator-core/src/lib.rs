@@ -12,6 +12,7 @@ mod fxhash;
 pub mod git;
 pub mod ids;
 pub mod plan;
+pub mod redact;
 pub mod render;
 pub mod report;
 pub mod repository;

@@ -212,7 +212,6 @@ pub struct Leftover {
     pub token_prefix: Option<String>,
 }
 
-
 impl Leftover {
     /// A group `pgid` that ran in `dir`.
     pub fn new(pgid: u32, dir: impl Into<PathBuf>) -> Self {
@@ -285,6 +284,8 @@ struct LogInner {
     node: NodeIndex,
     phase: Phase,
     attempt: u32,
+    /// Secrets replaced in every line before it is buffered or published.
+    redactor: std::sync::OnceLock<Arc<crate::redact::Redactor>>,
     buffer: Mutex<String>,
     events: EventBus,
     processes: Option<ProcessHook>,
@@ -296,7 +297,6 @@ struct LogInner {
 
 /// Writes one chunk of a phase log (whole lines, each ending in `\n`) to where the log is kept.
 pub type LogWriter = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
-
 
 /// Receives the process groups a runner starts (`true`) and sees end (`false`).
 pub type ProcessHook = Arc<dyn Fn(u32, bool) + Send + Sync>;
@@ -326,6 +326,7 @@ impl LogSink {
                 node,
                 phase,
                 attempt,
+                redactor: std::sync::OnceLock::new(),
                 buffer: Mutex::new(String::new()),
                 events,
                 processes: None,
@@ -353,6 +354,23 @@ impl LogSink {
         sink
     }
 
+    /// This sink (and its clones), replacing the secrets `redactor` knows in every line (phase
+    /// log and log events alike) and in [`LogSink::redact`]. A sink has at most one redactor:
+    /// a second call keeps the first.
+    pub fn redacting(self, redactor: Arc<crate::redact::Redactor>) -> Self {
+        let _ = self.inner.redactor.set(redactor);
+        self
+    }
+
+    /// `text` with the secrets this sink redacts replaced (for failure messages and other text
+    /// that quotes output).
+    pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        match self.inner.redactor.get() {
+            Some(r) => r.redact(text),
+            None => std::borrow::Cow::Borrowed(text),
+        }
+    }
+
     /// A runner started a process group led by `pgid` (Unix) for this phase.
     pub fn process_started(&self, pgid: u32) {
         if let Some(hook) = &self.inner.processes {
@@ -378,8 +396,9 @@ impl LogSink {
         )
     }
 
-    /// Records one line (without its newline).
+    /// Records one line (without its newline), its secrets redacted.
     pub fn line(&self, stream: LogStream, text: &str) {
+        let text = &*self.redact(text);
         {
             let mut buf = self.inner.buffer.lock().unwrap_or_else(|e| e.into_inner());
             if stream == LogStream::Stderr {

@@ -8,6 +8,7 @@ use crate::engine::orchestrator::{EngineCtx, Orchestrator};
 use crate::error::{Error, Result};
 use crate::events::{EventBus, EventCallback, OrchestratorEvent};
 use crate::git::{ConflictResolver, GitOperations};
+use crate::redact::{Redactor, SecretNames};
 use crate::repository::{InMemoryPlanRepository, PlanRepository};
 use crate::runner::{Healer, Leftover, Reaper, WorkRunner};
 
@@ -27,6 +28,12 @@ pub struct OrchestratorOptions {
     pub default_agent: String,
     /// Heals tried per failed shell/process phase when a healer is set (default: 4).
     pub auto_heal_budget: u32,
+    /// Environment variables whose values are secrets, beyond the built-in rules (names
+    /// containing `TOKEN`, `SECRET`, `PASSWORD`, ending in `_KEY`, ...; see
+    /// [`SecretNames`]). Their values in the host's environment and in plan, job and spec
+    /// `env` are redacted from phase logs, log events and failure messages (default: the
+    /// built-in rules only; hosts may read [`SecretNames::from_env`]).
+    pub secret_env: SecretNames,
 }
 
 impl Default for OrchestratorOptions {
@@ -38,6 +45,7 @@ impl Default for OrchestratorOptions {
             commit_prefix: "[Plan]".into(),
             default_agent: "copilot".into(),
             auto_heal_budget: 4,
+            secret_env: SecretNames::new(),
         }
     }
 }
@@ -60,6 +68,19 @@ impl OrchestratorOptions {
     /// Sets [`OrchestratorOptions::worktree_root`].
     pub fn worktree_root(mut self, root: impl Into<PathBuf>) -> Self {
         self.worktree_root = Some(root.into());
+        self
+    }
+
+    /// Sets [`OrchestratorOptions::secret_env`].
+    ///
+    /// ```
+    /// use orchestrator_core::redact::SecretNames;
+    /// let options = orchestrator_core::OrchestratorOptions::default()
+    ///     .secret_env(SecretNames::parse("DEPLOY_HOOK"));
+    /// assert!(options.secret_env.is_secret("DEPLOY_HOOK"));
+    /// ```
+    pub fn secret_env(mut self, names: SecretNames) -> Self {
+        self.secret_env = names;
         self
     }
 }
@@ -197,6 +218,11 @@ impl OrchestratorBuilder {
             return Err(Error::Config(format!("runner kind {kind:?} is empty")));
         }
         let events = EventBus::with_callbacks(o.event_buffer, self.callbacks);
+        // Jobs inherit the host's environment, so its secrets (an API key exported in the
+        // shell) are as likely to be printed as the plan's own.
+        let host_vars = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        let redactor = Arc::new(Redactor::new().with_vars(host_vars, &o.secret_env));
         Ok(Orchestrator::from_ctx(EngineCtx {
             repository: self
                 .repository
@@ -209,6 +235,7 @@ impl OrchestratorBuilder {
             capacity: Arc::new(tokio::sync::Semaphore::new(o.global_capacity)),
             options: self.options,
             events,
+            redactor,
         }))
     }
 }

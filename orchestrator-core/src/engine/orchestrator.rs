@@ -30,6 +30,26 @@ pub(crate) struct EngineCtx {
     pub(crate) capacity: Arc<Semaphore>,
     pub(crate) options: OrchestratorOptions,
     pub(crate) events: EventBus,
+    /// Secrets of the host's environment (see [`EngineCtx::job_redactor`]).
+    pub(crate) redactor: Arc<crate::redact::Redactor>,
+}
+
+impl EngineCtx {
+    /// What the phases of `job` (the snapshot node: `None`) redact from their logs, events and
+    /// failure messages: the host's secrets and those of the plan's, job's and specs' `env`.
+    pub(crate) fn job_redactor(
+        &self,
+        spec: &crate::plan::PlanSpec,
+        job: Option<&crate::plan::JobSpec>,
+    ) -> Arc<crate::redact::Redactor> {
+        let r = crate::redact::job_redactor(&self.redactor, spec, job, &self.options.secret_env);
+        if r.value_count() == self.redactor.value_count() {
+            // Nothing of the job's own: share the host's.
+            self.redactor.clone()
+        } else {
+            Arc::new(r)
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

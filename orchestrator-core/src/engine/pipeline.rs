@@ -265,6 +265,9 @@ impl NodeRun {
                 attempt: self.attempt,
             },
         );
+        // Secrets of the host and of the plan's, job's and specs' env never reach the log,
+        // the log events or the failure message.
+        let log = log.redacting(self.ctx.job_redactor(&self.spec, self.job()));
         // A phase that finishes on its first poll reports its start together with its end;
         // one that has to wait reports its start now, so observers (and crash recovery) know
         // which phase is running.
@@ -277,6 +280,15 @@ impl NodeRun {
                 work.await
             }
         };
+        // Failure messages quote the output and are kept in the journal, shown by `status`
+        // and sent in events: redacted like the log.
+        let result = result.map_err(|mut e| {
+            e.message = log.redact(&e.message).into_owned();
+            if let Some(heal) = e.heal.as_mut() {
+                heal.failure = log.redact(&heal.failure).into_owned();
+            }
+            e
+        });
         if let Err(e) = &result {
             log.line(LogStream::System, &format!("{phase} failed: {}", e.message));
         }
