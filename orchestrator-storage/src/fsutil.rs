@@ -55,6 +55,56 @@ pub(crate) fn sync_dir(dir: &Path, counters: &Counters) -> Result<(), StoreError
     }
 }
 
+/// Mode of every file the store creates: plans hold the specs of jobs, their logs and their
+/// secrets, readable by their owner only.
+#[cfg(unix)]
+const FILE_MODE: u32 = 0o600;
+/// Mode of every folder the store creates.
+#[cfg(unix)]
+const DIR_MODE: u32 = 0o700;
+
+/// Options that create a file readable and writable by its owner only (on Unix).
+pub(crate) fn private_file() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, FILE_MODE);
+    options
+}
+
+/// Creates `dir` and any missing parents, each usable by its owner only (on Unix).
+pub(crate) fn create_private_dir_all(dir: &Path) -> Result<(), StoreError> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, DIR_MODE);
+    builder.create(dir).map_err(io_err("create folder", dir))
+}
+
+/// Creates the folder `dir` (its parent must exist), usable by its owner only (on Unix).
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
+    let mut builder = fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, DIR_MODE);
+    builder.create(dir).map_err(io_err("create folder", dir))
+}
+
+/// Takes group and other permissions away from an existing folder (one made by an older
+/// version, or by someone else's `mkdir`), so what the store puts in it stays private.
+pub(crate) fn make_dir_private(dir: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = fs::metadata(dir).map_err(io_err("inspect", dir))?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE))
+                .map_err(io_err("restrict permissions of", dir))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
 /// Writes `bytes` to a temporary file next to `path`, flushes it when `sync`, and renames it
 /// over `path`. Readers see the old content or the new, never a mix. The caller syncs the
 /// folder (once for several files) when the rename itself must be durable.
@@ -83,7 +133,7 @@ pub(crate) fn write_new(
     counters: &Counters,
     account: Account,
 ) -> Result<(), StoreError> {
-    let mut file = OpenOptions::new()
+    let mut file = private_file()
         .write(true)
         .create(true)
         .truncate(true)

@@ -19,11 +19,13 @@ use serde_json::Value;
 
 use crate::fsutil::corrupt;
 use crate::schema;
+use crate::secrets::Secrets;
 
 const MAGIC: &[u8; 8] = b"ORCHJRNL";
 /// Bytes in the header.
 pub(crate) const HEADER_LEN: u64 = 24;
-const RECORD_HEAD: usize = 8;
+/// Bytes before a record's payload.
+pub(crate) const RECORD_HEAD: usize = 8;
 
 /// The header of a journal of `generation`, at the current schema version.
 pub(crate) fn header(generation: u64) -> [u8; HEADER_LEN as usize] {
@@ -46,6 +48,21 @@ pub(crate) fn encode(changes: &[StateChange]) -> Result<Vec<u8>, String> {
     let crc = crc32fast::hash(&buf[RECORD_HEAD..]);
     buf[..4].copy_from_slice(&len.to_le_bytes());
     buf[4..8].copy_from_slice(&crc.to_le_bytes());
+    Ok(buf)
+}
+
+/// One record holding `payload` (the JSON of a batch, as [`encode`] makes it).
+pub(crate) fn frame(payload: &[u8]) -> Result<Vec<u8>, String> {
+    let len = u32::try_from(payload.len()).map_err(|_| {
+        format!(
+            "a batch of {} bytes is too large for one record",
+            payload.len()
+        )
+    })?;
+    let mut buf = Vec::with_capacity(RECORD_HEAD + payload.len());
+    buf.extend_from_slice(&len.to_le_bytes());
+    buf.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    buf.extend_from_slice(payload);
     Ok(buf)
 }
 
@@ -74,12 +91,18 @@ fn record_at(bytes: &[u8], at: usize) -> Option<(usize, usize, bool)> {
     Some((start, start + len, crc32fast::hash(payload) == crc))
 }
 
-/// Reads a journal of `generation` read from `path`.
+/// Reads a journal of `generation` read from `path`; the plan's `secrets` (if it has any) put
+/// the values of secret variables back into the records.
 ///
 /// Every journal is created whole, header included (atomically, before its snapshot names
 /// it), so an empty file is damage: read as "no changes", it would turn a plan that ran back
 /// into a fresh one, and `resume` would run every job and merge onto the target again.
-pub(crate) fn scan(bytes: &[u8], generation: u64, path: &Path) -> Result<Scan, StoreError> {
+pub(crate) fn scan(
+    bytes: &[u8],
+    generation: u64,
+    path: &Path,
+    secrets: Option<&Secrets>,
+) -> Result<Scan, StoreError> {
     if bytes.is_empty() {
         return Err(corrupt(
             path,
@@ -116,7 +139,15 @@ pub(crate) fn scan(bytes: &[u8], generation: u64, path: &Path) -> Result<Scan, S
     while at < bytes.len() {
         match record_at(bytes, at) {
             Some((start, end, true)) => {
-                let batch = decode_batch(&bytes[start..end], version).map_err(|e| {
+                let payload = match secrets {
+                    Some(secrets) => secrets.reveal(&bytes[start..end], path)?,
+                    None if crate::secrets::refers(&bytes[start..end]) => {
+                        let record = format!("record {}", scan.batches.len() + 1);
+                        return Err(crate::secrets::missing_table(path, &record));
+                    }
+                    None => std::borrow::Cow::Borrowed(&bytes[start..end]),
+                };
+                let batch = decode_batch(&payload, version).map_err(|e| {
                     corrupt(
                         path,
                         format!("record {} at byte {at}: {e}", scan.batches.len() + 1),
@@ -173,10 +204,17 @@ mod tests {
     }
 
     #[test]
+    fn frame_matches_encode() {
+        let batch = vec![change(1), change(2)];
+        let record = encode(&batch).unwrap_or_default();
+        assert_eq!(frame(&record[RECORD_HEAD..]).ok(), Some(record));
+    }
+
+    #[test]
     fn round_trips_batches() {
         let batches = vec![vec![change(1)], vec![change(2), change(3)], vec![]];
         let bytes = journal(&batches);
-        let scan = scan(&bytes, 3, Path::new("j")).map_err(|e| e.to_string());
+        let scan = scan(&bytes, 3, Path::new("j"), None).map_err(|e| e.to_string());
         let scan = scan.unwrap_or_default();
         assert_eq!(scan.batches, batches);
         assert_eq!(scan.valid_len, bytes.len() as u64);
@@ -194,7 +232,7 @@ mod tests {
             v
         };
         for cut in HEADER_LEN as usize..=bytes.len() {
-            let got = scan(&bytes[..cut], 3, Path::new("j"));
+            let got = scan(&bytes[..cut], 3, Path::new("j"), None);
             let Ok(got) = got else {
                 panic!("cut at {cut}: {got:?}");
             };
@@ -209,7 +247,7 @@ mod tests {
         let mut bytes = journal(&[vec![change(1)], vec![change(2)]]);
         let last = bytes.len() - 2;
         bytes[last] ^= 0x40;
-        let got = scan(&bytes, 3, Path::new("j")).map(|s| s.batches.len());
+        let got = scan(&bytes, 3, Path::new("j"), None).map(|s| s.batches.len());
         assert_eq!(got.ok(), Some(1));
     }
 
@@ -217,7 +255,7 @@ mod tests {
     fn damage_before_good_records_is_reported() {
         let mut bytes = journal(&[vec![change(1)], vec![change(2)]]);
         bytes[HEADER_LEN as usize + 10] ^= 0x40;
-        match scan(&bytes, 3, Path::new("/p/j.log")) {
+        match scan(&bytes, 3, Path::new("/p/j.log"), None) {
             Err(StoreError::Corrupt { path, message }) => {
                 assert_eq!(path, Path::new("/p/j.log"));
                 assert!(message.contains("bad checksum"), "{message}");
@@ -239,14 +277,14 @@ mod tests {
             (&crc[..], 3, "checksum"),
             (&good[..], 4, "generation 3 where 4"),
         ] {
-            match scan(bytes, gen, Path::new("j")) {
+            match scan(bytes, gen, Path::new("j"), None) {
                 Err(StoreError::Corrupt { message, .. }) => {
                     assert!(message.contains(expect), "{message}")
                 }
                 other => panic!("{other:?}"),
             }
         }
-        match scan(&[], 3, Path::new("j")) {
+        match scan(&[], 3, Path::new("j"), None) {
             Err(StoreError::Corrupt { message, .. }) => assert!(message.contains("empty")),
             other => panic!("{other:?}"),
         }

@@ -6,6 +6,7 @@
 //!     journal-<generation>.log  changes appended since that snapshot
 //!     journal.lock              held (flock) while appending or compacting
 //!     owner.lock                held (flock) by the process running the plan; holds its pid
+//!     secrets.json              values of secret env variables, which the others refer to
 //!     specs/<nodeId>/attempts/<n>/{work,prechecks,postchecks}.json (+ .md for agent work)
 //!     logs/<nodeId>/<attempt>/<phase>.log (+ <phase>.log.1 once rotated)
 //! ```
@@ -53,6 +54,10 @@ impl PlanPaths {
 
     pub(crate) fn journal(&self, generation: u64) -> PathBuf {
         self.dir.join(journal_name(generation))
+    }
+
+    pub(crate) fn secrets(&self) -> PathBuf {
+        self.dir.join("secrets.json")
     }
 
     pub(crate) fn write_lock(&self) -> PathBuf {

@@ -27,6 +27,7 @@ mod logs;
 mod options;
 mod repo;
 mod schema;
+mod secrets;
 mod snapshot;
 mod specs;
 mod stats;

@@ -11,6 +11,7 @@
 //! after it leaves generation `g + 1` whole (the old journal is ignored). Nothing is lost and
 //! nothing is applied twice.
 
+use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 
@@ -24,6 +25,7 @@ use crate::fsutil::{
 use crate::journal::{self, HEADER_LEN};
 use crate::layout::{journal_generation, PlanPaths};
 use crate::options::{Durability, FsOptions};
+use crate::secrets::{self, Secrets};
 use crate::snapshot;
 use crate::stats::{Account, Counters};
 
@@ -38,6 +40,18 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     fn sync(&self) -> bool {
         self.options.durability == Durability::Full
+    }
+
+    /// `json` about to be written with its secret values replaced (see [`crate::secrets`]);
+    /// `None` when it holds none. Called under the plan's write lock.
+    fn hide_secrets(&self, json: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        secrets::hide_in(
+            &self.paths.secrets(),
+            json,
+            &self.options.secret_env,
+            self.sync(),
+            self.counters,
+        )
     }
 }
 
@@ -131,11 +145,25 @@ impl Live {
                      since the snapshot are lost (restore the file, or delete the plan)",
                 )
             })?;
+            // Read after the files that refer to it (values are added before they are
+            // referred to), so every value they refer to is in it.
+            let secrets = Secrets::read(&ctx.paths.secrets())?;
+            let revealed = match &secrets {
+                Some(table) => table.reveal(&bytes, &path)?,
+                None if secrets::refers(&bytes) => {
+                    return Err(secrets::missing_table(&path, "the snapshot"))
+                }
+                None => Cow::Borrowed(&bytes[..]),
+            };
+            let envelope = match &revealed {
+                Cow::Owned(real) => snapshot::open(real, &path)?,
+                Cow::Borrowed(_) => envelope,
+            };
             let (created_ns, version) = (envelope.created_ns, envelope.version);
             // The journal decodes while the snapshot does.
             let (scan, record) = both(
                 jbytes.len() > PARALLEL_JOURNAL_BYTES,
-                || journal::scan(&jbytes, generation, &jpath),
+                || journal::scan(&jbytes, generation, &jpath, secrets.as_ref()),
                 || envelope.decode(&path),
             )
             .map_err(|message| corrupt(&path, message))?;
@@ -203,11 +231,15 @@ impl Live {
             }
         }
         if applied > 0 {
-            let bytes =
-                journal::encode(&changes[..applied]).map_err(|message| StoreError::Rejected {
-                    plan: ctx.plan.clone(),
-                    message,
-                })?;
+            let rejected = |message| StoreError::Rejected {
+                plan: ctx.plan.clone(),
+                message,
+            };
+            let mut bytes = journal::encode(&changes[..applied]).map_err(rejected)?;
+            // Specs in edits carry env: its secret values stay in secrets.json.
+            if let Some(hidden) = ctx.hide_secrets(&bytes[journal::RECORD_HEAD..])? {
+                bytes = journal::frame(&hidden).map_err(rejected)?;
+            }
             // The path only names the file in an error: not built on the way of every append.
             let generation = self.generation;
             let failed = |operation| move |e| io_err(operation, &ctx.paths.journal(generation))(e);
@@ -297,12 +329,15 @@ impl Live {
             ctx.counters,
             Account::Journal,
         )?;
-        let bytes = snapshot::encode(&self.record, next, self.created_ns).map_err(|e| {
+        let mut bytes = snapshot::encode(&self.record, next, self.created_ns).map_err(|e| {
             StoreError::Rejected {
                 plan: ctx.plan.clone(),
                 message: format!("cannot serialize the plan: {e}"),
             }
         })?;
+        if let Some(hidden) = ctx.hide_secrets(&bytes)? {
+            bytes = hidden;
+        }
         let path = ctx.paths.snapshot();
         write_atomic(&path, &bytes, sync, ctx.counters, Account::Snapshot)?;
         if sync {

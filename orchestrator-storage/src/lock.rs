@@ -7,7 +7,7 @@
 //! interleave.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -17,11 +17,11 @@ use fs4::{FileExt, TryLockError};
 use orchestrator_core::repository::Lease;
 use orchestrator_core::{PlanId, StoreError};
 
-use crate::fsutil::io_err;
+use crate::fsutil::{io_err, private_file};
 
 /// Opens a lock file of `plan`; a missing plan folder means the plan does not exist.
 fn open(path: &Path, plan: &PlanId) -> Result<File, StoreError> {
-    OpenOptions::new()
+    private_file()
         .read(true)
         .write(true)
         .create(true)

@@ -4,7 +4,7 @@
 //! Logs are appended without flushing to disk: they are diagnostics, and flushing every line
 //! would slow the jobs down. A crash of the process loses nothing already appended.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -12,7 +12,7 @@ use orchestrator_core::repository::LogQuery;
 use orchestrator_core::state::Phase;
 use orchestrator_core::StoreError;
 
-use crate::fsutil::{file_len, io_err};
+use crate::fsutil::{create_private_dir_all, file_len, io_err, private_file};
 use crate::layout::{log_name, rotated};
 use crate::stats::{Account, Counters};
 
@@ -31,11 +31,11 @@ pub(crate) fn append(
         let old = rotated(path);
         fs::rename(path, &old).map_err(io_err("rotate log", path))?;
     }
-    let open = || OpenOptions::new().create(true).append(true).open(path);
+    let open = || private_file().create(true).append(true).open(path);
     let mut file = match open() {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if let Some(parent) = path.parent() {
-                fs::create_dir_all(parent).map_err(io_err("create folder", parent))?;
+                create_private_dir_all(parent)?;
             }
             open()
         }

@@ -1,5 +1,7 @@
 //! Tunables of [`crate::FsPlanRepository`].
 
+use orchestrator_core::redact::SecretNames;
+
 /// How hard a write works to survive a crash.
 ///
 /// ```
@@ -116,6 +118,11 @@ pub struct FsOptions {
     /// Size at which a phase log is rotated: the current file becomes `<phase>.log.1`
     /// (replacing an older one) and a new file starts (default 8 MiB).
     pub log_max_bytes: u64,
+    /// Environment variables whose values are kept out of `plan.json`, the journal and the
+    /// stored specs, beyond the built-in rules (see [`SecretNames`]). Their values go to the
+    /// plan's `secrets.json` instead and are put back when the plan is loaded (default: the
+    /// built-in rules only).
+    pub secret_env: SecretNames,
 }
 
 impl Default for FsOptions {
@@ -124,6 +131,7 @@ impl Default for FsOptions {
             durability: Durability::Full,
             compaction: Compaction::default(),
             log_max_bytes: 8 * 1024 * 1024,
+            secret_env: SecretNames::new(),
         }
     }
 }
@@ -161,6 +169,18 @@ impl FsOptions {
     /// ```
     pub fn log_max_bytes(mut self, bytes: u64) -> Self {
         self.log_max_bytes = bytes;
+        self
+    }
+
+    /// Sets [`FsOptions::secret_env`].
+    ///
+    /// ```
+    /// use orchestrator_core::redact::SecretNames;
+    /// let o = orchestrator_storage::FsOptions::default().secret_env(SecretNames::parse("HOOK_URL"));
+    /// assert!(o.secret_env.is_secret("HOOK_URL"));
+    /// ```
+    pub fn secret_env(mut self, names: SecretNames) -> Self {
+        self.secret_env = names;
         self
     }
 }

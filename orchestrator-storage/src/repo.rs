@@ -15,14 +15,17 @@ use orchestrator_core::repository::{
 use orchestrator_core::state::{PlanRecord, StateChange};
 use orchestrator_core::{NodeId, PlanId, StoreError};
 
-use crate::fsutil::{io_err, sync_dir, unique_suffix, write_new};
+use crate::fsutil::{
+    create_private_dir, create_private_dir_all, io_err, make_dir_private, sync_dir,
+    unique_suffix, write_new,
+};
 use crate::journal;
 use crate::layout::{is_safe_component, PlanPaths, CREATE_PREFIX, DELETED_PREFIX, SNAPSHOT};
 use crate::live::{Ctx, Live};
 use crate::lock::{acquire_owner, HeldLeases, WriteLock};
 use crate::options::{Durability, FsOptions};
 use crate::stats::{Account, Counters, IoStats};
-use crate::{logs, snapshot, specs};
+use crate::{logs, secrets, snapshot, specs};
 
 /// The default store: plans as files under a root folder (the CLI uses `<repo>/.orchestrator`).
 ///
@@ -277,7 +280,11 @@ impl Inner {
         if paths.dir.exists() {
             return Err(StoreError::AlreadyExists(id.clone()));
         }
-        fs::create_dir_all(&self.plans).map_err(io_err("create folder", &self.plans))?;
+        create_private_dir_all(&self.plans)?;
+        // Folders made before the store kept its files private (or by hand) are restricted
+        // too: the plans below them hold specs, logs and secrets.
+        make_dir_private(&self.root)?;
+        make_dir_private(&self.plans)?;
         // Everything is written into a hidden folder that is then renamed into place, so a
         // plan folder always holds a whole plan.
         let tmp = self
@@ -310,16 +317,22 @@ impl Inner {
     }
 
     fn write_new_plan(&self, dir: &Path, plan: &PlanRecord) -> Result<u64, StoreError> {
-        fs::create_dir(dir).map_err(io_err("create folder", dir))?;
+        create_private_dir(dir)?;
         let created_ns = creation_stamp();
-        let snapshot = snapshot::encode(plan, 0, created_ns).map_err(|e| StoreError::Rejected {
-            plan: plan.state.id.clone(),
-            message: format!("cannot serialize the plan: {e}"),
-        })?;
+        let mut snapshot =
+            snapshot::encode(plan, 0, created_ns).map_err(|e| StoreError::Rejected {
+                plan: plan.state.id.clone(),
+                message: format!("cannot serialize the plan: {e}"),
+            })?;
         let (sync, c) = (self.sync(), &self.counters);
         let probe = PlanPaths {
             dir: dir.to_path_buf(),
         };
+        // Secret env values go to secrets.json (written first), the snapshot refers to them.
+        let names = &self.options.secret_env;
+        if let Some(hidden) = secrets::hide_in(&probe.secrets(), &snapshot, names, sync, c)? {
+            snapshot = hidden;
+        }
         write_new(&probe.snapshot(), &snapshot, sync, c, Account::Snapshot)?;
         write_new(
             &probe.journal(0),
@@ -478,6 +491,23 @@ impl Inner {
         acquire_owner(&paths.owner_lock(), plan, &self.held)
     }
 
+    /// `json` about to be written to a plan's files other than its state (the attempt specs)
+    /// with its secret values replaced; takes the write lock only when there are some.
+    fn hide_secrets(
+        &self,
+        plan: &PlanId,
+        paths: &PlanPaths,
+        json: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        if !crate::secrets::Secrets::may_hold_secrets(json) {
+            return Ok(None);
+        }
+        // The table may grow: under the write lock, like the state's writers.
+        let _write = WriteLock::acquire(&paths.write_lock(), plan)?;
+        let names = &self.options.secret_env;
+        secrets::hide_in(&paths.secrets(), json, names, self.sync(), &self.counters)
+    }
+
     fn node_paths(&self, plan: &PlanId, node: &NodeId) -> Result<PlanPaths, StoreError> {
         let paths = self.existing(plan)?;
         if !is_safe_component(node.as_str()) {
@@ -562,11 +592,14 @@ impl PlanRepository for FsPlanRepository {
         attempt_specs: &AttemptSpecs,
     ) -> Result<(), StoreError> {
         let attempt_specs = attempt_specs.clone();
+        let id = plan.clone();
         self.on_node(plan, node, move |inner, paths, node| {
+            let hide = |json: &[u8]| inner.hide_secrets(&id, &paths, json);
             specs::save(
                 &paths.attempt_specs(node, attempt),
                 &attempt_specs,
                 &inner.counters,
+                &hide,
             )
         })
         .await
@@ -579,7 +612,7 @@ impl PlanRepository for FsPlanRepository {
         attempt: u32,
     ) -> Result<AttemptSpecs, StoreError> {
         self.on_node(plan, node, move |_, paths, node| {
-            specs::load(&paths.attempt_specs(node, attempt))
+            specs::load(&paths.attempt_specs(node, attempt), &paths.secrets())
         })
         .await
     }
