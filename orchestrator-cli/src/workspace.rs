@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use orchestrator_agents::agent::{AgentHealer, AgentWorkRunner};
 use orchestrator_agents::{ProcessRunner, ShellRunner};
+use orchestrator_core::redact::SecretNames;
 use orchestrator_core::state::PlanRecord;
 use orchestrator_core::{Orchestrator, OrchestratorOptions, PlanId, PlanRepository, StoreError};
 use orchestrator_git::Git2Operations;
@@ -81,7 +82,9 @@ impl Workspace {
         Ok(Workspace {
             store: Arc::new(FsPlanRepository::with_options(
                 root.join(STORE_DIR),
-                FsOptions::default().durability(durability()?),
+                FsOptions::default()
+                    .durability(durability()?)
+                    .secret_env(SecretNames::from_env()),
             )),
             dir,
             git_root,
@@ -104,7 +107,10 @@ impl Workspace {
     /// agent runners. `capacity` bounds the jobs running at once.
     ///
     /// `ORCHESTRATOR_AGENT` names the agent CLI for agent work that names none (default
-    /// `copilot`); `ORCHESTRATOR_HEAL_AGENT` turns auto-heal on with that agent.
+    /// `copilot`); `ORCHESTRATOR_HEAL_AGENT` turns auto-heal on with that agent;
+    /// `ORCHESTRATOR_SECRET_ENV` (comma-separated, `*` wildcards) names more variables whose
+    /// values are secrets, redacted from logs and kept out of the stored plan like `*_KEY`,
+    /// `*TOKEN*`, `*SECRET*` and `*PASSWORD*`.
     pub fn orchestrator(&self, capacity: usize) -> CliResult<Orchestrator> {
         let store: Arc<dyn PlanRepository> = self.store.clone();
         let mut agents = AgentWorkRunner::new();
@@ -118,7 +124,11 @@ impl Workspace {
             .runner("process", ProcessRunner::new())
             .runner("agent", agents.clone())
             .reaper(orchestrator_agents::stop_leftovers)
-            .options(OrchestratorOptions::default().global_capacity(capacity.max(1)));
+            .options(
+                OrchestratorOptions::default()
+                    .global_capacity(capacity.max(1))
+                    .secret_env(SecretNames::from_env()),
+            );
         if let Some(name) = env_name(HEAL_AGENT_VAR) {
             builder = builder.healer(AgentHealer::new(agents).agent(name));
         }

@@ -60,9 +60,10 @@ pub fn plan_json(record: &PlanRecord) -> Value {
     })
 }
 
-/// The plan's options as given (the plan format's plan-level fields other than name and jobs).
+/// The plan's options as given (the plan format's plan-level fields other than name and jobs),
+/// with the values of secret env variables of `verifyRi` and `worktreeInit` redacted.
 fn options_json(spec: &crate::plan::PlanSpec) -> Value {
-    json!({
+    let mut doc = json!({
         "baseBranch": spec.base_branch,
         "targetBranch": spec.target_branch,
         "maxParallel": spec.max_parallel,
@@ -73,7 +74,9 @@ fn options_json(spec: &crate::plan::PlanSpec) -> Value {
         "envKeys": spec.env.keys().collect::<Vec<_>>(),
         "resumeAfterPlan": spec.resume_after_plan,
         "worktreeInit": spec.worktree_init,
-    })
+    });
+    crate::redact::redact_env_json(&mut doc, &crate::redact::SecretNames::from_env());
+    doc
 }
 
 /// One job of a plan: `{"producerId","name","status","attempts","commit","error"}` plus its

@@ -110,7 +110,11 @@ impl Failure {
 
 pub(crate) fn answer(result: Result<(Value, String), Failure>) -> ToolResult {
     Ok(match result {
-        Ok((value, text)) => {
+        Ok((mut value, text)) => {
+            // Job specs in answers carry their env: secret values are shown redacted (the
+            // engine still runs with them).
+            let names = orchestrator_core::redact::SecretNames::from_env();
+            orchestrator_core::redact::redact_env_json(&mut value, &names);
             let mut r = CallToolResult::structured(value);
             r.content = vec![ContentBlock::text(text)];
             r
