@@ -135,7 +135,10 @@ async fn secret_env_values_are_kept_apart_and_come_back_whole() {
         prechecks: None,
         postchecks: None,
     };
-    store.append(&id, &[change.clone()]).await.expect("append");
+    store
+        .append(&id, std::slice::from_ref(&change))
+        .await
+        .expect("append");
     expected.apply(&change).expect("applies");
     assert_kept_apart(root.path(), &secrets());
     let fresh = FsPlanRepository::with_options(root.path(), options.clone());
@@ -144,7 +147,10 @@ async fn secret_env_values_are_kept_apart_and_come_back_whole() {
     // Compactions rewrite plan.json from the record, real values and all: hidden again.
     for at in 0..5 {
         let change = StateChange::Paused { at };
-        store.append(&id, &[change.clone()]).await.expect("append");
+        store
+            .append(&id, std::slice::from_ref(&change))
+            .await
+            .expect("append");
         expected.apply(&change).expect("applies");
     }
     assert!(store.io_stats().compactions > 0, "a compaction ran");
