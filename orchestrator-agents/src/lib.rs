@@ -25,6 +25,9 @@
 //! arguments are never interpreted by one.
 //!
 //! Process groups are a Unix feature: elsewhere, stopping a run kills the main process only.
+//! Processes that leave their group (`setsid`, daemons) are found by the
+//! [`JOB_TOKEN_VAR`](orchestrator_core::runner::JOB_TOKEN_VAR) they inherit and, on Linux,
+//! stay ours because the supervisor makes its process the child subreaper of what it starts.
 
 pub mod agent;
 pub mod env;
