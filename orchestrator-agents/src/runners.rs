@@ -53,6 +53,7 @@ const LABEL_CHARS: usize = 80;
 ///     cancel: CancellationToken::new(),
 ///     log: LogSink::detached(),
 ///     session_id: None,
+///     continues_unfinished: false,
 /// };
 /// let runner = ShellRunner::new();
 /// runner.run(&WorkSpec::shell("echo hi $WHO"), &ctx).await.unwrap();
@@ -136,6 +137,7 @@ impl WorkRunner for ShellRunner {
 ///     cancel: CancellationToken::new(),
 ///     log: LogSink::detached(),
 ///     session_id: None,
+///     continues_unfinished: false,
 /// };
 /// // `$HOME; rm -rf x` is one literal argument: nothing expands or runs it.
 /// let spec = WorkSpec::process("printf", ["%s\n", "$HOME; rm -rf x"]);

@@ -916,3 +916,40 @@ async fn without_the_agents_session_folder_nothing_is_resumed() {
     assert_eq!(fake.calls(), 1);
     assert!(!fake.argv(1).contains(&"--resume".to_string()));
 }
+
+#[tokio::test]
+async fn an_agent_continuing_an_unfinished_run_is_told_so() {
+    // The engine kept the worktree as an interrupted run left it and resumes that run's
+    // session: the prompt says so, so the agent continues rather than redoes its edits.
+    let root = tempfile::tempdir().expect("tempdir");
+    let wt = tempfile::tempdir().expect("worktree");
+    let fake = Fake::new(root.path(), "claude", CLAUDE_OK);
+    let runner = faked("claude", &fake);
+    let spec = agent_spec("claude", |_| {});
+    let mut c = ctx(wt.path());
+    let first = runner.run(&spec, &c).await.expect("runs");
+    let told = |call: u32| fake.argv(call)[1].contains("stopped before it finished");
+    assert!(
+        !told(1),
+        "a first run is not told anything: {:?}",
+        fake.argv(1)
+    );
+
+    c.session_id = first.session_id.clone();
+    c.attempt = 2;
+    c.continues_unfinished = true;
+    runner.run(&spec, &c).await.expect("continues");
+    assert!(told(2), "{:?}", fake.argv(2));
+    assert!(
+        fake.argv(2)
+            .windows(2)
+            .any(|w| w == ["--resume", "sess-claude-1"]),
+        "{:?}",
+        fake.argv(2)
+    );
+
+    // Without a session to resume there is nothing to continue: the agent starts afresh.
+    c.session_id = None;
+    runner.run(&spec, &c).await.expect("fresh");
+    assert!(!told(3), "{:?}", fake.argv(3));
+}

@@ -246,7 +246,10 @@ async fn a_daemon_holding_the_output_open_does_not_hang_the_run() {
     common::kill(daemon);
     assert!(outcome.success(), "{outcome:?}");
     assert!(outcome.output_abandoned);
-    assert!(daemon_was_alive, "leftovers were kept, so it was not stopped");
+    assert!(
+        daemon_was_alive,
+        "leftovers were kept, so it was not stopped"
+    );
     assert!(took < Duration::from_secs(2), "{took:?}");
     let text = log.take();
     assert!(text.contains("main-done\n"));

@@ -43,6 +43,10 @@ pub struct WorkContext {
     pub log: LogSink,
     /// Agent session of an earlier phase or attempt, to resume.
     pub session_id: Option<String>,
+    /// The previous run of this phase did not finish (it was interrupted, crashed or failed)
+    /// and this run resumes its agent session on the worktree as that run left it: an agent
+    /// runner tells the agent so, so that it continues rather than starts over.
+    pub continues_unfinished: bool,
 }
 
 /// The environment variable every process a runner starts for a job carries (set by
@@ -89,6 +93,7 @@ impl WorkContext {
             cancel: CancellationToken::new(),
             log: LogSink::detached(),
             session_id: None,
+            continues_unfinished: false,
         }
     }
 }
@@ -274,7 +279,6 @@ pub enum LogStream {
 /// [`LogSink::write_line`], which writes the buffer out once it holds
 /// [`LogSink::FLUSH_BYTES`], so memory stays bounded however much a process prints.
 #[derive(Clone)]
-
 pub struct LogSink {
     inner: Arc<LogInner>,
 }

@@ -221,7 +221,7 @@ pub(crate) fn release_branch(
     let reference = refs::branch_ref(&name);
     let created = repo.reflog(&reference).ok().and_then(|log| {
         // Entries are newest first: the creation is the last one.
-        let first = log.iter().last()?;
+        let first = log.iter().next_back()?;
         first
             .id_old()
             .is_zero()

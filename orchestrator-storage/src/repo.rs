@@ -16,8 +16,8 @@ use orchestrator_core::state::{PlanRecord, StateChange};
 use orchestrator_core::{NodeId, PlanId, StoreError};
 
 use crate::fsutil::{
-    create_private_dir, create_private_dir_all, io_err, make_dir_private, sync_dir,
-    unique_suffix, write_new,
+    create_private_dir, create_private_dir_all, io_err, make_dir_private, sync_dir, unique_suffix,
+    write_new,
 };
 use crate::journal;
 use crate::layout::{is_safe_component, PlanPaths, CREATE_PREFIX, DELETED_PREFIX, SNAPSHOT};

@@ -497,6 +497,16 @@ fn prepare(
         .session_id
         .clone()
         .filter(|_| resume_wanted(spec) && resumable);
+    if ctx.continues_unfinished && request.resume.is_some() {
+        // The worktree was kept as the unfinished run left it (see the engine's merge-fi):
+        // the agent must pick its work up, not redo edits it already made.
+        request.prompt = format!(
+            "Your previous run of this job stopped before it finished (it was interrupted); \
+             the files in the current directory are as you left them. Check what is already \
+             done and continue from there. {}",
+            request.prompt
+        );
+    }
     request.env = env;
     Ok(request)
 }

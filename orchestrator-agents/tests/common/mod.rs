@@ -39,6 +39,7 @@ fn ctx_with_log(dir: &Path, log: LogSink) -> WorkContext {
         cancel: CancellationToken::new(),
         log,
         session_id: None,
+        continues_unfinished: false,
     }
 }
 

@@ -55,6 +55,14 @@ pub async fn run(args: RunArgs) -> CliResult<Exit> {
         Isolation::None => ws.dir.clone(),
         _ => match &ws.git_root {
             Some(root) => root.clone(),
+            None if ws.is_bare_repository() => {
+                return Err(CliError::invalid(format!(
+                    "{} is a bare git repository: jobs run in worktrees of a repository with a \
+                     working tree; clone it (`git clone {}`) and run the plan in the clone",
+                    ws.dir.display(),
+                    ws.dir.display()
+                )))
+            }
             None => {
                 return Err(CliError::invalid(format!(
                     "{} is not in a git repository: jobs run in git worktrees by default \

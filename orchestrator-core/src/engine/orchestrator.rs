@@ -220,6 +220,7 @@ impl Orchestrator {
                     .into(),
             ));
         }
+        self.check_base_revisions(&spec, &dir).await?;
         let id = PlanId::random();
         let mut record = PlanRecord::new(id.clone(), spec, dir, graph.node_count(), now_millis());
         record.state.scaffolding = scaffolding;
@@ -234,6 +235,52 @@ impl Orchestrator {
                 name,
             });
         Ok(id)
+    }
+
+    /// Refuses, before anything is stored, a plan whose `baseBranch` (plan or job) names no
+    /// revision of the repository: it could never start, and a stored plan that never started
+    /// would only be left to clean up. Other git errors are left for the start to report.
+    async fn check_base_revisions(&self, spec: &PlanSpec, dir: &std::path::Path) -> Result<()> {
+        let Some(git) = self.ctx.git.as_ref() else {
+            return Ok(());
+        };
+        if spec.isolation != crate::plan::Isolation::Worktree {
+            return Ok(());
+        }
+        let plan_base = spec.base_branch.as_ref().map(|rev| (None, rev));
+        let job_bases = spec
+            .jobs
+            .iter()
+            .filter_map(|j| j.base_branch.as_ref().map(|rev| (Some(j), rev)));
+        // Each revision is resolved once, however many jobs name it.
+        let mut missing: HashMap<&str, bool> = HashMap::new();
+        let mut problems = Vec::new();
+        for (job, rev) in plan_base.into_iter().chain(job_bases) {
+            let absent = match missing.get(rev.as_str()) {
+                Some(&absent) => absent,
+                None => {
+                    let absent = matches!(
+                        git.resolve(dir, rev).await,
+                        Err(crate::git::GitError::NotFound { .. })
+                    );
+                    missing.insert(rev, absent);
+                    absent
+                }
+            };
+            if absent {
+                problems.push(crate::plan::ValidationError::new(
+                    job,
+                    "baseBranch",
+                    rev.as_str(),
+                    "no branch, tag or commit of the repository has this name",
+                ));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Invalid(crate::plan::ValidationErrors(problems)))
+        }
     }
 
     /// Creates a plan and starts it.

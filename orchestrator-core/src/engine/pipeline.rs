@@ -370,6 +370,7 @@ impl NodeRun {
             cancel: self.cancel.clone(),
             log,
             session_id: self.session_id.clone(),
+            continues_unfinished: phase == Phase::Work && self.continues_agent_session(),
         };
         self.heal_first(phase, spec, &ctx).await?;
         let result = runner.run(spec, &ctx).await;
@@ -477,19 +478,16 @@ impl NodeRun {
         (kind_ok && job_ok && spec_ok && phase_ok && !self.cancel.is_cancelled()).then_some(healer)
     }
 
-    async fn checks_and_work(&self, dir: &Path) -> PhaseResult {
+    /// Prechecks and work, from phase `from` on.
+    async fn checks_and_work(&self, dir: &Path, from: Phase) -> PhaseResult {
         let Some(job) = self.job() else { return Ok(()) };
-        if let Some(pre) = job
-            .prechecks
-            .as_ref()
-            .filter(|_| self.runs(Phase::Prechecks))
-        {
+        if let Some(pre) = job.prechecks.as_ref().filter(|_| from <= Phase::Prechecks) {
             self.phase(Phase::Prechecks, |log| {
                 self.run_spec(Phase::Prechecks, pre, dir, log)
             })
             .await?;
         }
-        if self.runs(Phase::Work) {
+        if from <= Phase::Work {
             self.phase(Phase::Work, |log| {
                 self.run_spec(Phase::Work, &job.work, dir, log)
             })
@@ -503,7 +501,7 @@ impl NodeRun {
     async fn run_in_place(&self) -> PhaseResult {
         self.save_specs().await;
         let dir = self.repo.clone();
-        self.checks_and_work(&dir).await?;
+        self.checks_and_work(&dir, self.resume_from).await?;
         if let Some(post) = self.job().and_then(|j| j.postchecks.as_ref()) {
             self.phase(Phase::Postchecks, |log| {
                 self.run_spec(Phase::Postchecks, post, &dir, log)
@@ -529,12 +527,20 @@ impl NodeRun {
         });
 
         // merge-fi always runs: it is idempotent, and skipping it once lost work in the reference.
-        self.phase(Phase::MergeFi, |log| self.merge_fi(&git, &wt, log))
+        let start = self
+            .phase(Phase::MergeFi, |log| self.merge_fi(&git, &wt, log))
             .await?;
-        if self.runs(Phase::Setup) {
+        // When merge-fi laid the files out anew, every phase before the commit runs again on
+        // them: what setup and prechecks left is gone with the reset (see `WorktreeStart`).
+        let from = if start != WorktreeStart::Kept && self.resume_from <= Phase::Work {
+            Phase::Setup
+        } else {
+            self.resume_from
+        };
+        if from <= Phase::Setup {
             self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
         }
-        self.checks_and_work(&wt).await?;
+        self.checks_and_work(&wt, from).await?;
         let commit = if self.runs(Phase::Commit) {
             self.phase(Phase::Commit, |log| self.commit(&git, job, &wt, log))
                 .await?
@@ -564,7 +570,26 @@ impl NodeRun {
         Ok(())
     }
 
-    async fn merge_fi(&self, git: &Arc<dyn GitOperations>, wt: &Path, log: LogSink) -> PhaseResult {
+    /// Whether this attempt continues the agent session of an earlier, unfinished run of its
+    /// work phase: then the worktree is kept as that run left it, so that the files and the
+    /// conversation go on together (the agent is told it was interrupted). Everything else that
+    /// runs again starts from where its phase began.
+    fn continues_agent_session(&self) -> bool {
+        let agent_work = self.job().and_then(|j| match &j.work {
+            WorkSpec::Agent(a) => Some(a),
+            _ => None,
+        });
+        self.resume_from == Phase::Work
+            && self.session_id.is_some()
+            && agent_work.is_some_and(|a| a.resume_session != Some(false))
+    }
+
+    async fn merge_fi(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        wt: &Path,
+        log: LogSink,
+    ) -> PhaseResult<WorktreeStart> {
         let p = Phase::MergeFi;
         let start = match (self.resume_from > Phase::Commit, &self.prev_commit) {
             // Resuming after the commit: the worktree must hold the job's own commit.
@@ -586,21 +611,8 @@ impl NodeRun {
                 },
             },
         };
-        let existed = self.worktree.is_some() && wt.exists();
-        git.create_worktree(&self.repo, wt, &start)
-            .await
-            .map_err(|e| NodeFailure::git(p, e))?;
-        if !existed {
-            log.line(
-                LogStream::System,
-                &format!("worktree {} at {start}", wt.display()),
-            );
-            self.send(StateChange::Worktree {
-                node: self.node,
-                path: Some(wt.to_owned()),
-                base_commit: Some(start.clone()),
-            });
-        }
+        let keep = self.continues_agent_session();
+        let laid_out = self.lay_out_worktree(git, wt, &start, keep, &log).await?;
         let others: Vec<String> = self.dep_commits.iter().skip(1).cloned().collect();
         if !others.is_empty() {
             let resolver = self.ctx.resolver.as_deref();
@@ -611,6 +623,109 @@ impl NodeRun {
             log.line(
                 LogStream::System,
                 &format!("merged {} dependencies, head {head}", others.len()),
+            );
+        }
+        Ok(laid_out)
+    }
+
+    /// Brings the node's worktree to `start` for the phases of this attempt (see
+    /// [`WorktreeStart`]): created there if there is none; else, after a stopped or failed
+    /// run, reset to it — or, with `keep` (an agent resuming its session), kept as it is.
+    ///
+    /// The worktree's path is the node's own, so a folder already there is an earlier run's
+    /// even when a crash lost its record. A recorded one a job broke (its `.git` removed or
+    /// pointed elsewhere) is replaced rather than refused.
+    async fn lay_out_worktree(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        wt: &Path,
+        start: &str,
+        keep: bool,
+        log: &LogSink,
+    ) -> PhaseResult<WorktreeStart> {
+        let p = Phase::MergeFi;
+        let recorded = self.worktree.is_some();
+        if recorded
+            && git
+                .remove_broken_worktree(&self.repo, wt)
+                .await
+                .map_err(|e| NodeFailure::git(p, e))?
+        {
+            log.line(
+                LogStream::System,
+                &format!(
+                    "{} was no longer a git worktree (its .git was removed or changed); replacing it",
+                    wt.display()
+                ),
+            );
+        }
+        let existed = wt.exists();
+        git.create_worktree(&self.repo, wt, start)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?;
+        let laid_out = if !existed {
+            log.line(
+                LogStream::System,
+                &format!("worktree {} at {start}", wt.display()),
+            );
+            WorktreeStart::Created
+        } else {
+            // A branch an earlier run switched to goes before a reset detaches HEAD.
+            self.release_job_branch(git, wt, log, p).await?;
+            if keep {
+                log.line(
+                    LogStream::System,
+                    "keeping the worktree as the interrupted run left it: the agent resumes its session",
+                );
+                WorktreeStart::Kept
+            } else {
+                // Not on the files a half-done run left (appending twice, or building on its
+                // own uncommitted output).
+                git.reset_worktree(wt, start)
+                    .await
+                    .map_err(|e| NodeFailure::git(p, e))?;
+                log.line(
+                    LogStream::System,
+                    &format!("reset the worktree to {start}: the phases run again from there"),
+                );
+                WorktreeStart::Reset
+            }
+        };
+        if !recorded {
+            self.send(StateChange::Worktree {
+                node: self.node,
+                path: Some(wt.to_owned()),
+                base_commit: Some(start.to_owned()),
+            });
+        }
+        Ok(laid_out)
+    }
+
+    /// Detaches the worktree from a branch the job switched it to, deleting the branch if the
+    /// job made it (it would be left in the user's repository), and says so in the log.
+    async fn release_job_branch(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        wt: &Path,
+        log: &LogSink,
+        phase: Phase,
+    ) -> PhaseResult {
+        let released = git
+            .release_job_branch(&self.repo, wt)
+            .await
+            .map_err(|e| NodeFailure::git(phase, e))?;
+        if let Some(branch) = released {
+            let what = if branch.deleted {
+                "deleted it (its commits are in the job's)"
+            } else {
+                "it existed before the job and is left where the job put it"
+            };
+            log.line(
+                LogStream::System,
+                &format!(
+                    "the job switched its worktree to branch `{}`; detached the worktree and {what}",
+                    branch.name
+                ),
             );
         }
         Ok(())
@@ -674,6 +789,7 @@ impl NodeRun {
         log: LogSink,
     ) -> PhaseResult<String> {
         let p = Phase::Commit;
+        self.release_job_branch(git, wt, &log, p).await?;
         let message = format!("{} {}", self.ctx.options.commit_prefix, job.task);
         let commit = match git
             .commit_all(wt, &message)
@@ -757,36 +873,43 @@ impl NodeRun {
             self.worktree_root()
                 .join(super::snapshot_worktree_name(&self.plan))
         });
-        self.phase(Phase::MergeFi, |log| {
-            self.snapshot_fi(&git, &snapshot, &target, &wt, log)
-        })
-        .await?;
-        if self.runs(Phase::Setup)
+        let start = self
+            .phase(Phase::MergeFi, |log| {
+                self.snapshot_fi(&git, &snapshot, &target, &wt, log)
+            })
+            .await?;
+        // As for jobs (see `WorktreeStart`): after a reset, setup and verifyRi run again.
+        let from = if start == WorktreeStart::Reset && self.resume_from <= Phase::Work {
+            Phase::Setup
+        } else {
+            self.resume_from
+        };
+        if from <= Phase::Setup
             && (!self.spec.worktree_init.is_empty()
                 || !self.spec.additional_symlink_dirs.is_empty())
         {
             self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
         }
-        if let Some(verify) = self
-            .spec
-            .verify_ri
-            .as_ref()
-            .filter(|_| self.runs(Phase::Work))
-        {
+        if let Some(verify) = self.spec.verify_ri.as_ref().filter(|_| from <= Phase::Work) {
             self.phase(Phase::Work, |log| {
                 self.run_spec(Phase::Work, verify, &wt, log)
             })
             .await?;
         }
-        let commit = self
-            .phase(Phase::Commit, |log| {
-                self.snapshot_commit(&git, &snapshot, &wt, log)
-            })
-            .await?;
-        self.send(StateChange::Commit {
-            node: self.node,
-            commit: commit.clone(),
-        });
+        let commit = match (self.runs(Phase::Commit), &self.prev_commit) {
+            // Resuming the final merge: the validated commit was recorded.
+            (false, Some(commit)) => commit.clone(),
+            _ => {
+                let commit = self
+                    .phase(Phase::Commit, |log| self.snapshot_commit(&git, &wt, log))
+                    .await?;
+                self.send(StateChange::Commit {
+                    node: self.node,
+                    commit: commit.clone(),
+                });
+                commit
+            }
+        };
         self.phase(Phase::MergeRi, |log| {
             self.snapshot_merge(&git, &target, &commit, log)
         })
@@ -794,11 +917,13 @@ impl NodeRun {
         Ok(())
     }
 
-    /// Commits what `verifyRi` changed (if anything) onto the snapshot branch.
+    /// Commits what setup and `verifyRi` changed (if anything) on the snapshot worktree's
+    /// HEAD. The snapshot branch is not moved: it stays where the validation began, so a
+    /// validation that runs again (after a crash) starts from there, and the commit reaches
+    /// the target through the final merge.
     async fn snapshot_commit(
         &self,
         git: &Arc<dyn GitOperations>,
-        snapshot: &str,
         wt: &Path,
         log: LogSink,
     ) -> PhaseResult<String> {
@@ -811,9 +936,6 @@ impl NodeRun {
             .map_err(|e| NodeFailure::git(p, e))?
         {
             Some(c) => {
-                git.update_branch(&self.repo, snapshot, &c, Some(&before))
-                    .await
-                    .map_err(|e| NodeFailure::git(p, e))?;
                 log.line(
                     LogStream::System,
                     &format!("verification changes committed: {c}"),
@@ -853,7 +975,7 @@ impl NodeRun {
         target: &str,
         wt: &Path,
         log: LogSink,
-    ) -> PhaseResult {
+    ) -> PhaseResult<WorktreeStart> {
         let p = Phase::MergeFi;
         let tip = git
             .branch_tip(&self.repo, snapshot)
@@ -866,17 +988,9 @@ impl NodeRun {
                     format!("snapshot branch `{snapshot}` is missing"),
                 )
             })?;
-        let existed = self.worktree.is_some() && wt.exists();
-        git.create_worktree(&self.repo, wt, &tip)
-            .await
-            .map_err(|e| NodeFailure::git(p, e))?;
-        if !existed {
-            self.send(StateChange::Worktree {
-                node: self.node,
-                path: Some(wt.to_owned()),
-                base_commit: Some(tip.clone()),
-            });
-        }
+        // Validation that runs again starts from the snapshot as it was, not on what a
+        // stopped run of setup or verifyRi left.
+        let laid_out = self.lay_out_worktree(git, wt, &tip, false, &log).await?;
         let target_tip = git
             .branch_tip(&self.repo, target)
             .await
@@ -911,8 +1025,29 @@ impl NodeRun {
                 .await
                 .map_err(|e| NodeFailure::git(p, e))?;
         }
-        Ok(())
+        Ok(laid_out)
     }
+}
+
+/// How merge-fi left a job's worktree for the phases after it.
+///
+/// The rule for a phase that runs again (after Ctrl-C, a crash, a pause or a failure): it runs
+/// on the worktree as it was when the phase began. Phases before the commit begin at the
+/// merge-fi result, so the worktree is reset to the first dependency's commit (or the base),
+/// the other dependencies are merged again and setup, prechecks and work run again (what the
+/// earlier ones left is not committed anywhere, so it is made again); phases after the commit
+/// begin at the job's commit, so the worktree is reset to that. A reset removes untracked files and
+/// keeps ignored ones (installed dependencies, linked folders). The one exception is an agent's
+/// work phase that resumes its session: the conversation remembers the edits, so the files are
+/// kept and the agent is told its previous run was interrupted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorktreeStart {
+    /// A new worktree.
+    Created,
+    /// An existing worktree reset to where the phases begin.
+    Reset,
+    /// An existing worktree kept as it was (an agent resuming its session).
+    Kept,
 }
 
 #[cfg(unix)]
