@@ -499,6 +499,17 @@ impl GitOperations for Git2Operations {
         worktree: &Path,
     ) -> Result<Option<JobBranch>, GitError> {
         let path = worktree.to_path_buf();
+        // The common case, a detached HEAD, is answered from the worktree alone, without the
+        // repository lock that merges take.
+        let probe = path.clone();
+        let attached = self
+            .run("release job branch", move |_| {
+                Ok(!open_worktree(&probe)?.head_detached().ctx("read HEAD")?)
+            })
+            .await?;
+        if !attached {
+            return Ok(None);
+        }
         self.locked_repo(repo, "release job branch", move |_, repo| {
             worktree::release_branch(repo, &open_worktree(&path)?)
         })
