@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{copy_repo, job, run_and_kill, Lcg, Repo};
+use common::{copy_repo, crash_seed, job, run_and_kill, Lcg, Repo};
 use serde_json::{json, Value};
 
 const JOBS: usize = 30;
@@ -42,14 +42,6 @@ fn tree(repo: &Repo) -> String {
         .to_owned()
 }
 
-fn latest_plan(repo: &Repo) -> Option<String> {
-    let list = repo.run(&["list", "--json"]);
-    list.expect_code(0);
-    list.json()["plans"][0]["planId"]
-        .as_str()
-        .map(str::to_owned)
-}
-
 fn check(repo: &Repo, reference: &str, label: &str) {
     assert_eq!(tree(repo), reference, "{label}: the final tree differs");
     assert!(
@@ -77,16 +69,7 @@ fn check(repo: &Repo, reference: &str, label: &str) {
 
 #[test]
 fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
-    let seed = std::env::var("CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    eprintln!("CRASH_SEED={seed}");
+    let seed = crash_seed();
     let mut rng = Lcg(seed);
 
     let pristine = Repo::new();
@@ -117,9 +100,7 @@ fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
         .collect();
     let resumed = AtomicUsize::new(0);
     let trial = |n: usize| {
-        let repo = Repo::new();
-        std::fs::remove_dir_all(&repo.dir).expect("clear");
-        copy_repo(&template, &repo.dir);
+        let repo = Repo::copy_of(&template);
         let label = format!("trial {n} (CRASH_SEED={seed})");
         let (first, second) = moments[n];
         if let Some(run) = run_and_kill(&repo, &["run", &plan_arg, "-q"], first) {
@@ -128,7 +109,7 @@ fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
             check(&repo, &reference, &label);
             return;
         }
-        let Some(id) = latest_plan(&repo) else {
+        let Some(id) = repo.latest_plan() else {
             // Killed before the plan was stored: running it again is all there is to do.
             repo.run(&["run", &plan_arg, "-q"]).expect_code(0);
             check(&repo, &reference, &label);
@@ -214,7 +195,7 @@ fn the_next_owner_stops_the_job_processes_a_killed_cli_left_running() {
     assert!(alive(leftover), "the job outlives a kill -9 of the CLI");
 
     // The next owner stops it before running the job again.
-    let mut resumed = repo.spawn(&["resume", &latest_plan(&repo).expect("plan")]);
+    let mut resumed = repo.spawn(&["resume", &repo.latest_plan().expect("plan")]);
     let deadline = Instant::now() + Duration::from_secs(30);
     while alive(leftover) {
         assert!(

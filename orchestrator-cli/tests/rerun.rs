@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{copy_repo, run_and_kill, wait_child, Lcg, Repo};
+use common::{copy_repo, crash_seed, run_and_kill, wait_child, Lcg, Repo};
 use serde_json::{json, Value};
 
 /// A marker file outside the repository: the first run of a phase creates it and then hangs
@@ -37,15 +37,6 @@ fn signal(pid: u32, name: &str) {
         .status()
         .expect("kill");
     assert!(status.success());
-}
-
-fn latest_plan(repo: &Repo) -> String {
-    let list = repo.run(&["list", "--json"]);
-    list.expect_code(0);
-    list.json()["plans"][0]["planId"]
-        .as_str()
-        .expect("a stored plan")
-        .to_owned()
 }
 
 /// How a run is stopped before it ends.
@@ -139,7 +130,7 @@ fn stop_and_rerun(phase: In, stop: Stop) {
     match stop {
         Stop::Fail => {
             repo.run(&["run", file, "-q"]).expect_code(1);
-            let id = latest_plan(&repo);
+            let id = repo.latest_plan().expect("a stored plan");
             repo.run(&["retry", &id, "-q"]).expect_code(0);
         }
         Stop::Kill | Stop::Term | Stop::Int => {
@@ -153,7 +144,7 @@ fn stop_and_rerun(phase: In, stop: Stop) {
             }
             let stopped = wait_child(child, Duration::from_secs(30));
             assert_ne!(stopped.code, 0, "{label}: the run was stopped");
-            let id = latest_plan(&repo);
+            let id = repo.latest_plan().expect("a stored plan");
             let resumed = repo.run(&["resume", &id, "--json", "-q"]);
             resumed.expect_code(0);
             assert_eq!(resumed.json()["status"], "succeeded", "{label}");
@@ -248,16 +239,7 @@ fn tree(repo: &Repo) -> Vec<(String, String)> {
 
 #[test]
 fn kill_9_at_random_moments_of_appending_jobs_gives_the_uninterrupted_tree() {
-    let seed = std::env::var("CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    eprintln!("CRASH_SEED={seed}");
+    let seed = crash_seed();
     let mut rng = Lcg(seed);
     let pristine = Repo::new();
     let plan_file = pristine.plan("appending.json", &appending_plan());
@@ -284,20 +266,14 @@ fn kill_9_at_random_moments_of_appending_jobs_gives_the_uninterrupted_tree() {
         .map(|_| Duration::from_millis(rng.below(window)))
         .collect();
     let trial = |n: usize| -> bool {
-        let repo = Repo::new();
-        std::fs::remove_dir_all(&repo.dir).expect("clear");
-        copy_repo(&template, &repo.dir);
+        let repo = Repo::copy_of(&template);
         let label = format!("trial {n} (CRASH_SEED={seed})");
         if let Some(run) = run_and_kill(&repo, &["run", &plan_arg, "-q"], moments[n]) {
             run.expect_code(0);
             assert_eq!(tree(&repo), reference, "{label}: the tree differs");
             return false;
         }
-        let list = repo.run(&["list", "--json"]);
-        let Some(id) = list.json()["plans"][0]["planId"]
-            .as_str()
-            .map(str::to_owned)
-        else {
+        let Some(id) = repo.latest_plan() else {
             repo.run(&["run", &plan_arg, "-q"]).expect_code(0);
             assert_eq!(tree(&repo), reference, "{label}: the tree differs");
             return false;

@@ -408,3 +408,38 @@ pub fn run_and_kill(repo: &Repo, args: &[&str], after: Duration) -> Option<Run> 
     let _ = child.wait();
     None
 }
+
+/// The seed of a crash trial: `CRASH_SEED` when set (to replay a run), else the clock. It is
+/// printed, so a failing run can be replayed.
+pub fn crash_seed() -> u64 {
+    let seed = std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    eprintln!("CRASH_SEED={seed}");
+    seed
+}
+
+impl Repo {
+    /// The id of the most recent plan, if one was stored.
+    pub fn latest_plan(&self) -> Option<String> {
+        let list = self.run(&["list", "--json"]);
+        list.expect_code(0);
+        list.json()["plans"][0]["planId"]
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    /// A copy of `template` (a repository folder) with scratch and home of its own.
+    pub fn copy_of(template: &Path) -> Repo {
+        let repo = Repo::new();
+        std::fs::remove_dir_all(&repo.dir).expect("clear");
+        copy_repo(template, &repo.dir);
+        repo
+    }
+}
