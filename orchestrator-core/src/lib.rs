@@ -4,6 +4,7 @@
 //! machine (SPEC §3), the event-driven scheduler and the phase pipeline, typed events, the
 //! builder, and the plug-in traits with in-memory implementations and conformance suites.
 
+pub mod capacity;
 pub mod conformance;
 pub mod engine;
 mod error;
@@ -18,7 +19,9 @@ pub mod report;
 pub mod repository;
 pub mod runner;
 pub mod state;
+pub mod view;
 
+pub use capacity::{Capacity, CapacityError, ProcessSlots, Slot};
 pub use engine::{
     ArchiveReport, Orchestrator, OrchestratorBuilder, OrchestratorOptions, RetryRequest,
 };

@@ -3,7 +3,8 @@
 //! [`FsPlanRepository`], the default [`PlanRepository`](orchestrator_core::PlanRepository):
 //! plans as files under a folder (the CLI uses `<repo>/.orchestrator`), with atomic writes,
 //! an append-only checksummed journal per plan compacted into snapshots, per-plan
-//! process locks, per-attempt specs, and rotated phase logs.
+//! process locks, per-attempt specs, and rotated phase logs; and [`MachineSlots`], the
+//! machine-wide capacity (slot files locked like the plans' owner locks).
 //!
 //! ```
 //! use orchestrator_core::PlanRepository;
@@ -28,6 +29,7 @@ mod options;
 mod repo;
 mod schema;
 mod secrets;
+mod slots;
 mod snapshot;
 mod specs;
 mod stats;
@@ -35,4 +37,5 @@ mod stats;
 pub use logs::LogCopy;
 pub use options::{Compaction, Durability, FsOptions};
 pub use repo::FsPlanRepository;
+pub use slots::MachineSlots;
 pub use stats::IoStats;

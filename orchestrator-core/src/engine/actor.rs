@@ -8,14 +8,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::capacity::{Capacity, Slot};
 use crate::engine::orchestrator::{ArchiveReport, EngineCtx, Orchestrator, RetryRequest};
 use crate::engine::pipeline::{NodeFailure, NodeRun};
 use crate::engine::queue::ReadyQueue;
-use crate::engine::resolve_job;
 use crate::engine::writer::{AfterDurable, Batch, JournalWriter};
 use crate::error::{Error, Result};
 use crate::events::OrchestratorEvent;
@@ -26,6 +26,7 @@ use crate::repository::Lease;
 use crate::state::{
     ApplyError, FailureReason, NodeStatus, Phase, PlanMachine, PlanRecord, PlanStatus, StateChange,
 };
+use crate::view::resolve as resolve_job;
 
 mod reshape;
 
@@ -116,8 +117,12 @@ pub(crate) struct PlanActor {
     running: Vec<Option<Running>>,
     active: usize,
     max_parallel: usize,
-    permit: Option<OwnedSemaphorePermit>,
-    need_permit: bool,
+    /// A capacity slot the wait below delivered, used (or given back) by the next dispatch.
+    slot: Option<Slot>,
+    /// The wait for a capacity slot, when a ready node found none free: a task of its own, so
+    /// the actor's turns go on, and kept across turns so it keeps its place in a semaphore's
+    /// queue and a slot-file backoff is not restarted.
+    waiting_slot: Option<SlotWait>,
     to_spawn: Vec<NodeRun>,
     writer: JournalWriter,
     /// Status last handed to the writer.
@@ -135,6 +140,43 @@ pub(crate) struct PlanActor {
     /// Node re-indexings of reshapes that moved running nodes, oldest first: `remaps[g][n]` is
     /// where node `n` of generation `g` went. The current generation is `remaps.len()`.
     remaps: Vec<Vec<Option<NodeIndex>>>,
+}
+
+/// A spawned wait for a capacity slot, aborted when dropped (a plan closing while it waits
+/// takes nothing: [`Capacity::acquire`] is cancel-safe, and a slot already taken is dropped
+/// with the task's output).
+struct SlotWait(tokio::task::JoinHandle<Slot>);
+
+impl Drop for SlotWait {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Waits for a slot of `capacity`. A failure (a slot folder that became unusable) is logged
+/// and tried again after a pause, since the ready nodes can do nothing but wait for a slot.
+fn wait_for_slot(capacity: Arc<dyn Capacity>) -> SlotWait {
+    let wait = async move {
+        loop {
+            match capacity.acquire().await {
+                Ok(slot) => return slot,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot take a capacity slot; again in a second");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        }
+    };
+    SlotWait(tokio::spawn(wait.in_current_span()))
+}
+
+/// The slot `waiting` delivers (`None` if its task died: the next dispatch waits anew); never,
+/// when nothing waits (that `select!` branch is disabled then).
+async fn next_slot(waiting: &mut Option<SlotWait>) -> Option<Slot> {
+    match waiting {
+        Some(wait) => (&mut wait.0).await.ok(),
+        None => std::future::pending().await,
+    }
 }
 
 /// The actor's parallelism limit from `maxParallel` (absent or 0: only the global capacity).
@@ -177,8 +219,8 @@ impl PlanActor {
             running: (0..n).map(|_| None).collect(),
             active: 0,
             max_parallel,
-            permit: None,
-            need_permit: false,
+            slot: None,
+            waiting_slot: None,
             to_spawn: Vec::new(),
             writer,
             sent_status: status,
@@ -209,9 +251,9 @@ impl PlanActor {
                     }
                     None => break,
                 },
-                permit = self.ctx.capacity.clone().acquire_owned(), if self.need_permit => {
-                    self.need_permit = false;
-                    self.permit = permit.ok();
+                slot = next_slot(&mut self.waiting_slot), if self.waiting_slot.is_some() => {
+                    self.waiting_slot = None;
+                    self.slot = slot;
                 }
             }
             // Batch whatever else is waiting into this turn (one store append).
@@ -396,8 +438,16 @@ impl PlanActor {
             Error::Config("worktree isolation needs a git layer (OrchestratorBuilder::git)".into())
         })?;
         let repo = &self.machine.record().state.repo;
-        git.exclude(repo, &["/.worktrees/", "/.orchestrator/"])
-            .await?;
+        // The worktree root, when inside the repository, stays out of `git status` like ours.
+        let root = self.ctx.options.plan_worktree_root(&self.spec, repo);
+        let own_root = root
+            .strip_prefix(repo)
+            .ok()
+            .filter(|rel| !rel.as_os_str().is_empty())
+            .map(|rel| format!("/{}/", rel.to_string_lossy().trim_end_matches('/')));
+        let mut excluded = vec!["/.worktrees/", "/.orchestrator/"];
+        excluded.extend(own_root.as_deref());
+        git.exclude(repo, &excluded).await?;
         let current = git.current_branch(repo).await?;
         let default = git.default_branch(repo).await?;
         let base_rev = self
@@ -503,13 +553,7 @@ impl PlanActor {
     }
 
     fn force_fail(&mut self, job: &str) -> Result<()> {
-        let n =
-            resolve_job(self.machine.record(), self.machine.graph(), job).map_err(|message| {
-                Error::JobNotFound {
-                    plan: self.id.clone(),
-                    message,
-                }
-            })?;
+        let n = resolve_job(self.machine.record(), Some(self.machine.graph()), job)?;
         match self.running[n].as_mut() {
             Some(r) => {
                 r.stop = Some(StopReason::ForceFail);
@@ -535,12 +579,7 @@ impl PlanActor {
         } else {
             let mut v = Vec::new();
             for job in &request.jobs {
-                let n = resolve_job(self.machine.record(), &graph, job).map_err(|message| {
-                    Error::JobNotFound {
-                        plan: self.id.clone(),
-                        message,
-                    }
-                })?;
+                let n = resolve_job(self.machine.record(), Some(&graph), job)?;
                 let s = self.machine.status_of(n);
                 if s != NodeStatus::Failed {
                     return Err(self.invalid(format!(
@@ -632,7 +671,7 @@ impl PlanActor {
                     }
                 }
                 let graph = self.machine.graph().clone();
-                let root = self.ctx.options.worktree_root_for(repo);
+                let root = self.ctx.options.plan_worktree_root(&self.spec, repo);
                 for (n, node) in state.nodes.iter().enumerate() {
                     let needed = node.status == NodeStatus::Succeeded
                         && !graph.is_snapshot(n)
@@ -679,7 +718,7 @@ impl PlanActor {
         if let Some(git) = self.ctx.git.clone() {
             let state = self.machine.record().state.clone();
             let repo = &state.repo;
-            let root = self.ctx.options.worktree_root_for(repo);
+            let root = self.ctx.options.plan_worktree_root(&self.spec, repo);
             let mut paths: Vec<PathBuf> = state
                 .nodes
                 .iter()
@@ -966,6 +1005,9 @@ impl PlanActor {
     }
 
     fn dispatch(&mut self) {
+        // A slot delivered by the wait is used now or dropped at the end: held idle it would
+        // keep other plans (and, with machine slots, other processes) from running a job.
+        let mut spare = self.slot.take();
         if !self.can_dispatch() {
             return;
         }
@@ -974,25 +1016,30 @@ impl PlanActor {
             if self.machine.status_of(n) != NodeStatus::Ready {
                 continue;
             }
-            let permit = match self.permit.take() {
-                Some(p) => p,
-                None => match self.ctx.capacity.clone().try_acquire_owned() {
-                    Ok(p) => p,
-                    Err(_) => {
+            let slot = match spare.take() {
+                Some(slot) => slot,
+                None => match self.ctx.capacity.try_acquire() {
+                    Ok(Some(slot)) => slot,
+                    full_or_failed => {
+                        if let Err(e) = full_or_failed {
+                            tracing::warn!(error = %e, "cannot take a capacity slot; waiting");
+                        }
                         let graph = self.machine.graph().clone();
                         self.queue.push(&graph, n);
-                        self.need_permit = true;
+                        if self.waiting_slot.is_none() {
+                            self.waiting_slot = Some(wait_for_slot(self.ctx.capacity.clone()));
+                        }
                         break;
                     }
                 },
             };
-            if let Err(e) = self.launch(n, permit) {
+            if let Err(e) = self.launch(n, slot) {
                 tracing::error!(node = n, error = %e, "could not start node");
             }
         }
     }
 
-    fn launch(&mut self, n: NodeIndex, permit: OwnedSemaphorePermit) -> Result<(), ApplyError> {
+    fn launch(&mut self, n: NodeIndex, slot: Slot) -> Result<(), ApplyError> {
         let at = self.clock;
         self.machine.schedule(n, at)?;
         let (attempt, resume_from) = self.machine.begin_attempt(n, at)?;
@@ -1007,7 +1054,7 @@ impl PlanActor {
             resume_from,
             cancel.clone(),
             self.tx.clone(),
-            permit,
+            slot,
         );
         self.running[n] = Some(Running { cancel, stop: None });
         self.active += 1;

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::capacity::{Both, Capacity, ProcessSlots};
 use crate::engine::orchestrator::{EngineCtx, Orchestrator};
 use crate::error::{Error, Result};
 use crate::events::{EventBus, EventCallback, OrchestratorEvent};
@@ -16,7 +17,8 @@ use crate::runner::{Healer, Leftover, Reaper, WorkRunner};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OrchestratorOptions {
-    /// Jobs running at once across every plan of this orchestrator (default: 16).
+    /// Jobs running at once across every plan of this orchestrator (default: 16); a capacity
+    /// given to [`OrchestratorBuilder::capacity`] may bound them further.
     pub global_capacity: usize,
     /// Events each subscriber may lag behind before it skips ahead (default: 4096).
     pub event_buffer: usize,
@@ -58,11 +60,25 @@ impl OrchestratorOptions {
     }
 
     /// Where the worktrees of plans on `repo` live: [`OrchestratorOptions::worktree_root`], or
-    /// `<repo>/.worktrees`. (A git layer that checks paths must be given the same root.)
+    /// `<repo>/.worktrees`. The orchestrator tells its git layer about the root
+    /// ([`crate::GitOperations::allow_worktree_root`]): it is configured here once.
     pub fn worktree_root_for(&self, repo: &std::path::Path) -> PathBuf {
         self.worktree_root
             .clone()
             .unwrap_or_else(|| repo.join(".worktrees"))
+    }
+
+    /// Where the worktrees of `spec`, a plan on `repo`, live: the plan's `worktreeRoot`
+    /// (relative to the repository), else [`OrchestratorOptions::worktree_root_for`].
+    pub fn plan_worktree_root(
+        &self,
+        spec: &crate::plan::PlanSpec,
+        repo: &std::path::Path,
+    ) -> PathBuf {
+        match &spec.worktree_root {
+            Some(root) => repo.join(root),
+            None => self.worktree_root_for(repo),
+        }
     }
 
     /// Sets [`OrchestratorOptions::worktree_root`].
@@ -118,6 +134,7 @@ pub struct OrchestratorBuilder {
     resolver: Option<Arc<dyn ConflictResolver>>,
     healer: Option<Arc<dyn Healer>>,
     reaper: Option<Reaper>,
+    capacity: Option<Arc<dyn Capacity>>,
     options: OrchestratorOptions,
     callbacks: Vec<EventCallback>,
 }
@@ -128,6 +145,7 @@ impl std::fmt::Debug for OrchestratorBuilder {
             .field("repository", &self.repository)
             .field("git", &self.git)
             .field("runners", &self.runners.keys().collect::<Vec<_>>())
+            .field("capacity", &self.capacity)
             .field("options", &self.options)
             .finish()
     }
@@ -191,6 +209,30 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// A capacity shared beyond this orchestrator, e.g. machine-wide slots
+    /// (`orchestrator_storage::MachineSlots`) or a [`ProcessSlots`] shared with another
+    /// orchestrator. It applies on top of [`OrchestratorOptions::global_capacity`] and each
+    /// plan's `maxParallel`: a job starts once it holds a slot of each (default: none).
+    ///
+    /// ```
+    /// use orchestrator_core::capacity::ProcessSlots;
+    /// use orchestrator_core::Orchestrator;
+    /// // Two orchestrators of one process that together run at most 4 jobs at once.
+    /// let shared = ProcessSlots::new(4).unwrap();
+    /// let a = Orchestrator::builder().capacity(shared.clone()).build().unwrap();
+    /// let b = Orchestrator::builder().capacity(shared).build().unwrap();
+    /// # drop((a, b));
+    /// ```
+    pub fn capacity(self, capacity: impl Capacity) -> Self {
+        self.capacity_arc(Arc::new(capacity))
+    }
+
+    /// A shared capacity, shared (see [`OrchestratorBuilder::capacity`]).
+    pub fn capacity_arc(mut self, capacity: Arc<dyn Capacity>) -> Self {
+        self.capacity = Some(capacity);
+        self
+    }
+
     /// Tunables.
     pub fn options(mut self, options: OrchestratorOptions) -> Self {
         self.options = options;
@@ -217,6 +259,17 @@ impl OrchestratorBuilder {
         if let Some(kind) = self.runners.keys().find(|k| k.trim().is_empty()) {
             return Err(Error::Config(format!("runner kind {kind:?} is empty")));
         }
+        if let (Some(root), Some(git)) = (&o.worktree_root, &self.git) {
+            git.allow_worktree_root(root)?;
+        }
+        let process: Arc<dyn Capacity> = Arc::new(
+            ProcessSlots::new(o.global_capacity).map_err(|e| Error::Config(e.to_string()))?,
+        );
+        // The process slot first: a process waits for a shared slot only when it could use it.
+        let capacity: Arc<dyn Capacity> = match self.capacity {
+            Some(shared) => Arc::new(Both::new(process, shared)),
+            None => process,
+        };
         let events = EventBus::with_callbacks(o.event_buffer, self.callbacks);
         // Jobs inherit the host's environment, so its secrets (an API key exported in the
         // shell) are as likely to be printed as the plan's own.
@@ -232,10 +285,11 @@ impl OrchestratorBuilder {
             resolver: self.resolver,
             healer: self.healer,
             reaper: self.reaper,
-            capacity: Arc::new(tokio::sync::Semaphore::new(o.global_capacity)),
+            capacity,
             options: self.options,
             events,
             redactor,
+            swept: Default::default(),
         }))
     }
 }

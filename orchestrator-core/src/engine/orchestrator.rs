@@ -4,9 +4,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
+use crate::capacity::Capacity;
 use crate::engine::actor::{Command, PlanActor};
 use crate::engine::builder::{OrchestratorBuilder, OrchestratorOptions};
 use crate::error::{Error, Result};
@@ -15,7 +16,7 @@ use crate::git::{ConflictResolver, GitOperations};
 use crate::ids::{now_millis, PlanId};
 use crate::plan::{validate, PlanEdit, PlanGraph, PlanSpec, ValidationContext, WorkSpec};
 use crate::repository::{Lease, PlanRepository};
-use crate::runner::{Healer, Leftover, Reaper, WorkRunner};
+use crate::runner::{Healer, Reaper, WorkRunner};
 use crate::state::{PlanRecord, PlanStatus};
 
 /// Shared by the orchestrator, its plan actors and their node tasks.
@@ -27,11 +28,14 @@ pub(crate) struct EngineCtx {
     pub(crate) resolver: Option<Arc<dyn ConflictResolver>>,
     pub(crate) healer: Option<Arc<dyn Healer>>,
     pub(crate) reaper: Option<Reaper>,
-    pub(crate) capacity: Arc<Semaphore>,
+    /// Slots every job of every plan takes before it starts (see [`crate::capacity`]).
+    pub(crate) capacity: Arc<dyn Capacity>,
     pub(crate) options: OrchestratorOptions,
     pub(crate) events: EventBus,
     /// Secrets of the host's environment (see [`EngineCtx::job_redactor`]).
     pub(crate) redactor: Arc<crate::redact::Redactor>,
+    /// Worktree roots already swept of crash leftovers by this orchestrator.
+    pub(crate) swept: Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl EngineCtx {
@@ -205,7 +209,9 @@ impl Orchestrator {
         self.create(spec, dir.into(), true).await
     }
 
-    async fn create(&self, spec: PlanSpec, dir: PathBuf, scaffolding: bool) -> Result<PlanId> {
+    async fn create(&self, mut spec: PlanSpec, dir: PathBuf, scaffolding: bool) -> Result<PlanId> {
+        // A host may build the nested-groups form itself; everything stored is flat (SPEC §2).
+        spec.flatten_groups()?;
         let graph = validate(
             &spec,
             ValidationContext {
@@ -221,6 +227,11 @@ impl Orchestrator {
             ));
         }
         self.check_base_revisions(&spec, &dir).await?;
+        if let (crate::plan::Isolation::Worktree, Some(git)) = (spec.isolation, &self.ctx.git) {
+            let root = self.ctx.options.plan_worktree_root(&spec, &dir);
+            git.allow_worktree_root(&root)?;
+            super::repair::sweep_once(&self.ctx, &dir, &root).await;
+        }
         let id = PlanId::random();
         let mut record = PlanRecord::new(id.clone(), spec, dir, graph.node_count(), now_millis());
         record.state.scaffolding = scaffolding;
@@ -310,70 +321,17 @@ impl Orchestrator {
                 ),
             });
         }
-        self.repair(&record).await;
+        if let Some(git) = &self.ctx.git {
+            git.allow_worktree_root(
+                &self
+                    .ctx
+                    .options
+                    .plan_worktree_root(&record.spec, &record.state.repo),
+            )?;
+        }
+        super::repair::repair(&self.ctx, &record, &graph).await;
         self.spawn_actor(record, Arc::new(graph), lease);
         Ok(())
-    }
-
-    /// Crash repairs, while holding the plan's lease and before its actor exists (so nothing
-    /// of this plan runs yet): stops the process groups a killed owner's jobs left running,
-    /// and removes the git lock files it left in the plan's worktrees and branches.
-    async fn repair(&self, record: &PlanRecord) {
-        let id = &record.state.id;
-        let leftovers = leftovers(record, &self.ctx.options);
-        if let (Some(reaper), false) = (self.ctx.reaper.clone(), leftovers.is_empty()) {
-            match tokio::task::spawn_blocking(move || reaper.reap(&leftovers)).await {
-                Ok(stopped) => {
-                    for pgid in stopped {
-                        tracing::warn!(plan = %id, pgid, "stopped a process group a crashed owner left running");
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(plan = %id, error = %e, "stopping leftover processes failed")
-                }
-            }
-        }
-        if let (Some(git), Some((repo, worktrees, branches))) =
-            (&self.ctx.git, self.repair_targets(record))
-        {
-            match git.remove_stale_locks(&repo, &worktrees, &branches).await {
-                Ok(removed) => {
-                    for path in removed {
-                        tracing::warn!(plan = %id, path = %path.display(), "removed a lock file left by a crash");
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(plan = %id, error = %e, "could not look for stale git locks")
-                }
-            }
-        }
-    }
-
-    /// The worktrees (recorded, or where a running node's would be: a kill can come between
-    /// creating one and recording it) and branches of a worktree plan, for crash repairs.
-    fn repair_targets(&self, record: &PlanRecord) -> Option<(PathBuf, Vec<PathBuf>, Vec<String>)> {
-        if record.spec.isolation != crate::plan::Isolation::Worktree {
-            return None;
-        }
-        let repo = record.state.repo.clone();
-        let root = self.ctx.options.worktree_root_for(&repo);
-        // Only a node that was running can have a worktree its record does not know yet.
-        let mut worktrees: Vec<PathBuf> = record
-            .state
-            .nodes
-            .iter()
-            .flat_map(|n| {
-                let expected = n
-                    .status
-                    .is_active()
-                    .then(|| root.join(super::job_worktree_name(&n.id)));
-                n.worktree.clone().into_iter().chain(expected)
-            })
-            .chain([root.join(super::snapshot_worktree_name(&record.state.id))])
-            .collect();
-        worktrees.sort();
-        worktrees.dedup();
-        Some((repo, worktrees, super::own_branches(record)))
     }
 
     fn spawn_actor(&self, record: PlanRecord, graph: Arc<PlanGraph>, lease: Lease) {
@@ -480,65 +438,29 @@ impl Orchestrator {
 
     /// Removes worktree folders under the worktree root of `repo` that no plan in the store
     /// wants any more (left by crashes): neither recorded as a node's worktree nor belonging to
-    /// a node that has not ended. Returns what was removed. Nothing is removed while a stored plan
-    /// cannot be read, since its worktrees could not be told apart.
+    /// a node that has not ended. Returns what was removed. Nothing is removed while a stored
+    /// plan cannot be read, since its worktrees could not be told apart. [`Orchestrator::open_plan`]
+    /// and [`Orchestrator::create_plan`] run it once per worktree root, so every host gets it.
     pub async fn remove_orphan_worktrees(&self, repo: &std::path::Path) -> Result<Vec<PathBuf>> {
-        let Some(git) = self.ctx.git.clone() else {
-            return Ok(Vec::new());
-        };
-        let listing = self.ctx.repository.list().await?;
-        if let Some((plan, e)) = listing.damaged.first() {
-            tracing::warn!(%plan, error = %e, "not removing orphan worktrees: a plan cannot be read");
-            return Ok(Vec::new());
-        }
-        let mut known = std::collections::HashSet::new();
-        for summary in &listing.plans {
-            let record = match self.ctx.repository.load(&summary.plan_id).await {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::warn!(plan = %summary.plan_id, error = %e, "not removing orphan worktrees");
-                    return Ok(Vec::new());
-                }
-            };
-            // A worktree is still wanted when the store records it, or when its node has not
-            // ended (it may be created at any moment). A succeeded node whose removal a crash
-            // cut short is recorded as gone, so its folder is an orphan.
-            for (n, node) in record.state.nodes.iter().enumerate() {
-                if let Some(name) = node.worktree.as_deref().and_then(|p| p.file_name()) {
-                    known.insert(name.to_string_lossy().into_owned());
-                }
-                if !node.status.is_terminal() {
-                    let is_snapshot = n >= record.spec.jobs.len();
-                    known.insert(if is_snapshot {
-                        super::snapshot_worktree_name(&record.state.id)
-                    } else {
-                        super::job_worktree_name(&node.id).to_owned()
-                    });
-                }
-            }
-        }
         let root = self.ctx.options.worktree_root_for(repo);
-        let root = std::fs::canonicalize(&root).unwrap_or(root);
-        let mut removed = Vec::new();
-        for wt in git.list_worktrees(repo).await? {
-            let canonical = std::fs::canonicalize(&wt).unwrap_or_else(|_| wt.clone());
-            let Ok(rest) = canonical.strip_prefix(&root) else {
-                continue;
-            };
-            let Some(name) = rest.iter().next().and_then(|n| n.to_str()) else {
-                continue;
-            };
-            if rest.iter().count() == 1 && !known.contains(name) {
-                git.remove_worktree(repo, &wt).await?;
-                removed.push(wt);
-            }
-        }
-        Ok(removed)
+        super::repair::sweep(&self.ctx, repo, &root).await
     }
 
     /// A snapshot of the plan's record.
     pub async fn status(&self, id: &PlanId) -> Result<PlanRecord> {
         self.ask(id, |reply| Command::Snapshot { reply }).await
+    }
+
+    /// The plan as hosts show it ([`crate::view::PlanView`]): live when this orchestrator
+    /// drives it, else as stored (a plan another process runs, or one not opened here), so
+    /// that read-only questions never need to take a plan over.
+    pub async fn view(&self, id: &PlanId) -> Result<crate::view::PlanView> {
+        if self.handle(id).is_ok() {
+            if let Ok(record) = self.status(id).await {
+                return Ok(record.into());
+            }
+        }
+        Ok(self.ctx.repository.load(id).await?.into())
     }
 
     /// The plan's current derived status, without a round trip to its actor.
@@ -609,29 +531,4 @@ impl Orchestrator {
             .remove(id);
         result
     }
-}
-
-/// The process groups a stored plan's running attempts had started, with the folder each ran in.
-fn leftovers(record: &PlanRecord, options: &crate::engine::OrchestratorOptions) -> Vec<Leftover> {
-    let root = options.worktree_root_for(&record.state.repo);
-    record
-        .state
-        .nodes
-        .iter()
-        .filter(|n| n.status.is_active() && !n.processes.is_empty())
-        .flat_map(|n| {
-            let dir = match record.spec.isolation {
-                crate::plan::Isolation::None => record.state.repo.clone(),
-                _ => n
-                    .worktree
-                    .clone()
-                    .unwrap_or_else(|| root.join(super::job_worktree_name(&n.id))),
-            };
-            // The token finds the processes that left the group (`setsid`, daemons).
-            let prefix = crate::runner::job_token_prefix(&record.state.id, &n.id);
-            n.processes
-                .iter()
-                .map(move |&pgid| Leftover::new(pgid, dir.clone()).token_prefix(prefix.clone()))
-        })
-        .collect()
 }

@@ -7,9 +7,10 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::capacity::Slot;
 use crate::engine::actor::Command;
 use crate::engine::orchestrator::EngineCtx;
 use crate::git::{GitError, GitOperations, MergeStyle};
@@ -79,7 +80,8 @@ pub(crate) struct NodeRun {
     tx: mpsc::UnboundedSender<Command>,
     /// Changes not yet sent to the actor: sent before anything slow starts, and with `Done`.
     pending: std::sync::Mutex<Vec<StateChange>>,
-    _permit: OwnedSemaphorePermit,
+    /// The job's capacity slot, freed when the run ends.
+    _slot: Slot,
 }
 
 impl NodeRun {
@@ -94,7 +96,7 @@ impl NodeRun {
         resume_from: Option<Phase>,
         cancel: CancellationToken,
         tx: mpsc::UnboundedSender<Command>,
-        permit: OwnedSemaphorePermit,
+        slot: Slot,
     ) -> Self {
         let record = machine.record();
         let state = &record.state;
@@ -132,7 +134,7 @@ impl NodeRun {
             cancel,
             tx,
             pending: std::sync::Mutex::new(Vec::new()),
-            _permit: permit,
+            _slot: slot,
         }
     }
 
@@ -514,7 +516,7 @@ impl NodeRun {
     // ----- isolation: worktree, user jobs ----------------------------------------------------
 
     fn worktree_root(&self) -> PathBuf {
-        self.ctx.options.worktree_root_for(&self.repo)
+        self.ctx.options.plan_worktree_root(&self.spec, &self.repo)
     }
 
     async fn run_job(&self) -> PhaseResult {
