@@ -28,13 +28,56 @@ pub enum Error {
     /// A plan id that the orchestrator does not know.
     #[error("plan {0} not found")]
     PlanNotFound(PlanId),
-    /// A job reference that resolves to no node (or to more than one).
-    #[error("plan {plan}: {message}")]
+    /// A job reference (producerId, node id, unique job name or node-id prefix) that names no
+    /// node of the plan.
+    #[error(
+        "plan {plan}: no job `{reference}`: name a producerId, a node id or a unique job name"
+    )]
     JobNotFound {
-        /// Plan.
+        /// The plan searched.
         plan: PlanId,
-        /// What was looked for and why it failed.
-        message: String,
+        /// The reference as given.
+        reference: String,
+    },
+    /// A job reference that names more than one node: a job name several jobs share, or a
+    /// node-id prefix of several nodes.
+    #[error(
+        "plan {plan}: job {} `{reference}` is used by {} jobs ({}); name it by producerId instead",
+        ambiguous_kind(.by_name),
+        .matches.len(),
+        .matches.join(", ")
+    )]
+    AmbiguousJob {
+        /// The plan searched.
+        plan: PlanId,
+        /// The reference as given.
+        reference: String,
+        /// Whether it matched jobs' display names (else a prefix of their node ids).
+        by_name: bool,
+        /// The producerIds of the nodes it names, in plan order.
+        matches: Vec<String>,
+    },
+    /// A plan-id prefix that more than one stored plan's id starts with.
+    #[error(
+        "`{reference}` matches {} plans ({}); give more of the id",
+        .matches.len(),
+        joined(.matches)
+    )]
+    AmbiguousPlan {
+        /// The prefix as given.
+        reference: String,
+        /// The ids it matches.
+        matches: Vec<PlanId>,
+    },
+    /// A stored plan whose dependency graph cannot be built again (its definition was
+    /// damaged after it was validated).
+    #[error("plan {plan}: the stored plan's graph is damaged: {source}")]
+    DamagedGraph {
+        /// The plan.
+        plan: PlanId,
+        /// What the graph build found.
+        #[source]
+        source: ValidationErrors,
     },
     /// An operation not allowed in the plan's or node's current state.
     #[error("plan {plan}: {message}")]
@@ -96,6 +139,23 @@ impl Error {
             _ => false,
         }
     }
+}
+
+/// What an ambiguous job reference matched: names or node-id prefixes.
+fn ambiguous_kind(by_name: &bool) -> &'static str {
+    if *by_name {
+        "name"
+    } else {
+        "id prefix"
+    }
+}
+
+/// Plan ids for a message, comma-separated.
+fn joined(ids: &[PlanId]) -> String {
+    ids.iter()
+        .map(PlanId::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Result alias.
