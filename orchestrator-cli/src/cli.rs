@@ -37,7 +37,7 @@ pub enum Command {
     /// Retries failed jobs (all of them when no JOB is named) and runs the plan to the end.
     Retry(RetryArgs),
     /// Resumes a paused or interrupted plan and runs it to the end.
-    Resume(PlanArgs),
+    Resume(ResumeArgs),
     /// Pauses a plan: running jobs finish, nothing new starts.
     Pause(PlanArgs),
     /// Cancels a plan: running jobs are stopped, nothing else starts (worktrees are kept).
@@ -87,6 +87,15 @@ pub struct RunArgs {
     /// Jobs running at once (overrides the plan's maxParallel; 0 = no plan limit).
     #[arg(long, value_name = "N")]
     pub max_parallel: Option<u32>,
+    /// Where the plan's worktrees live (overrides the plan's worktreeRoot; default
+    /// `<repo>/.worktrees`). Later commands on the plan use it too.
+    #[arg(long, value_name = "DIR")]
+    pub worktree_root: Option<PathBuf>,
+    /// Jobs running at once across every orchestrator process of this machine that uses the
+    /// same slot folder (ORCHESTRATOR_SLOTS_DIR); default: $ORCHESTRATOR_MACHINE_SLOTS, else
+    /// no machine-wide limit; 0 = none.
+    #[arg(long, value_name = "N")]
+    pub machine_slots: Option<usize>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -157,6 +166,11 @@ pub struct RetryArgs {
     /// Start the retried jobs over in a fresh worktree.
     #[arg(long)]
     pub clear_worktree: bool,
+    /// Jobs running at once across every orchestrator process of this machine that uses the
+    /// same slot folder (ORCHESTRATOR_SLOTS_DIR); default: $ORCHESTRATOR_MACHINE_SLOTS, else
+    /// no machine-wide limit; 0 = none.
+    #[arg(long, value_name = "N")]
+    pub machine_slots: Option<usize>,
     #[command(flatten)]
     pub repo: RepoArgs,
     #[command(flatten)]
@@ -175,6 +189,18 @@ pub struct PlanArgs {
     pub output: OutputArgs,
 }
 
+/// `resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    /// Jobs running at once across every orchestrator process of this machine that uses the
+    /// same slot folder (ORCHESTRATOR_SLOTS_DIR); default: $ORCHESTRATOR_MACHINE_SLOTS, else
+    /// no machine-wide limit; 0 = none.
+    #[arg(long, value_name = "N")]
+    pub machine_slots: Option<usize>,
+}
+
 /// Graph formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum GraphFormat {
@@ -183,6 +209,9 @@ pub enum GraphFormat {
     Mermaid,
     /// Graphviz DOT (`dot -Tsvg`).
     Dot,
+    /// Mermaid gantt chart of the phases run: one bar per phase of each attempt, failed ones
+    /// marked `crit`.
+    Gantt,
 }
 
 /// `graph`.

@@ -7,9 +7,10 @@ use orchestrator_agents::agent::{AgentHealer, AgentWorkRunner};
 use orchestrator_agents::{ProcessRunner, ShellRunner};
 use orchestrator_core::redact::SecretNames;
 use orchestrator_core::state::PlanRecord;
+use orchestrator_core::view::PlanView;
 use orchestrator_core::{Orchestrator, OrchestratorOptions, PlanId, PlanRepository, StoreError};
 use orchestrator_git::Git2Operations;
-use orchestrator_storage::{Durability, FsOptions, FsPlanRepository};
+use orchestrator_storage::{Durability, FsOptions, FsPlanRepository, MachineSlots};
 
 use crate::error::{CliError, CliResult};
 
@@ -40,6 +41,43 @@ fn durability() -> CliResult<Durability> {
             "{DURABILITY_VAR}={other}: use `full` (the default) or `flush`"
         ))),
     }
+}
+
+/// Environment variable: how many jobs may run at once across every `orchestrator` process
+/// of the machine that uses the same slot folder, for every command that runs jobs (`run`,
+/// `retry`, `resume`, `mcp`); `--machine-slots` overrides it; `0` or empty: no such limit.
+pub const MACHINE_SLOTS_VAR: &str = "ORCHESTRATOR_MACHINE_SLOTS";
+
+/// Environment variable: the folder of the machine-wide slot files (default:
+/// [`MachineSlots::default_dir`], `$XDG_RUNTIME_DIR/orchestrator/slots`).
+pub const SLOTS_DIR_VAR: &str = "ORCHESTRATOR_SLOTS_DIR";
+
+/// The machine-wide capacity asked for: `flag` (`--machine-slots N`), else
+/// `ORCHESTRATOR_MACHINE_SLOTS`, in the folder `ORCHESTRATOR_SLOTS_DIR` names (or the default
+/// one). `None` when neither asks for a limit (or it is 0).
+pub fn machine_slots(flag: Option<usize>) -> CliResult<Option<MachineSlots>> {
+    let slots = match flag {
+        Some(n) => n,
+        None => match std::env::var(MACHINE_SLOTS_VAR) {
+            Err(_) => 0,
+            Ok(text) if text.trim().is_empty() => 0,
+            Ok(text) => text.trim().parse::<usize>().map_err(|_| {
+                CliError::invalid(format!(
+                    "{MACHINE_SLOTS_VAR}={text}: use a number of jobs (0: no machine-wide limit)"
+                ))
+            })?,
+        },
+    };
+    if slots == 0 {
+        return Ok(None);
+    }
+    let dir = std::env::var_os(SLOTS_DIR_VAR)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(MachineSlots::default_dir);
+    MachineSlots::new(dir, slots)
+        .map(Some)
+        .map_err(|e| CliError::invalid(format!("machine-wide slots: {e}")))
 }
 
 /// Folders kept out of `git status` (through `.git/info/exclude`, nothing checked out).
@@ -112,6 +150,25 @@ impl Workspace {
     /// values are secrets, redacted from logs and kept out of the stored plan like `*_KEY`,
     /// `*TOKEN*`, `*SECRET*` and `*PASSWORD*`.
     pub fn orchestrator(&self, capacity: usize) -> CliResult<Orchestrator> {
+        self.orchestrator_sharing(capacity, None)
+    }
+
+    /// [`Workspace::orchestrator`] for a command that runs jobs: they also take a machine-wide
+    /// slot when `machine_slots` (`--machine-slots`) or, without it, `ORCHESTRATOR_MACHINE_SLOTS`
+    /// asks for a limit (see [`machine_slots`]).
+    pub fn job_orchestrator(
+        &self,
+        capacity: usize,
+        machine_slots: Option<usize>,
+    ) -> CliResult<Orchestrator> {
+        self.orchestrator_sharing(capacity, self::machine_slots(machine_slots)?)
+    }
+
+    fn orchestrator_sharing(
+        &self,
+        capacity: usize,
+        machine: Option<MachineSlots>,
+    ) -> CliResult<Orchestrator> {
         let store: Arc<dyn PlanRepository> = self.store.clone();
         let mut agents = AgentWorkRunner::new();
         if let Some(name) = env_name(AGENT_VAR) {
@@ -132,6 +189,9 @@ impl Workspace {
         if let Some(name) = env_name(HEAL_AGENT_VAR) {
             builder = builder.healer(AgentHealer::new(agents).agent(name));
         }
+        if let Some(machine) = machine {
+            builder = builder.capacity(machine);
+        }
         builder.build().map_err(CliError::from)
     }
 
@@ -144,116 +204,22 @@ impl Workspace {
         Ok(())
     }
 
-    /// Removes worktrees left behind by crashes (git repositories only).
-    ///
-    /// A worktree under `<repo>/.worktrees/` is kept only while a stored plan claims it: a node
-    /// records it, or the node has not ended (it may be creating it right now, in this or
-    /// another process). Everything else goes, including the worktree of a job that succeeded
-    /// and was being removed when the process died: the store already says it is gone.
-    /// Nothing is removed while a stored plan cannot be read, since its worktrees could not be
-    /// told apart. (The engine's own `remove_orphan_worktrees` keeps the same set but removes
-    /// only worktrees git still lists; this one also removes folders whose registration is gone.)
-    pub async fn remove_orphans(&self) -> CliResult<Vec<PathBuf>> {
-        let Some(repo) = &self.git_root else {
-            return Ok(Vec::new());
-        };
-        let root = canonical(&repo.join(".worktrees"));
-        if !root.is_dir() {
-            return Ok(Vec::new());
-        }
-        let listing = self.store.list().await?;
-        if !listing.damaged.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut live: Vec<PathBuf> = Vec::new();
-        for summary in &listing.plans {
-            let Ok(record) = self.store.load(&summary.plan_id).await else {
-                return Ok(Vec::new());
-            };
-            let jobs = record.spec.jobs.len();
-            for (n, node) in record.state.nodes.iter().enumerate() {
-                if let Some(p) = &node.worktree {
-                    live.push(canonical(p));
-                } else if !node.status.is_terminal() {
-                    live.push(root.join(if n < jobs {
-                        node.id.short().to_owned()
-                    } else {
-                        format!("_snapshot-{}", record.state.id.short())
-                    }));
-                }
-            }
-        }
-        Ok(self
-            .git
-            .remove_orphaned_worktrees(repo, &root, &live)
-            .await?)
-    }
-
-    /// Puts the snapshot branch back when a crash came between the final merge and the record
-    /// of its success: the snapshot node had merged its commit into the target and deleted the
-    /// snapshot branch, but the store still has it unfinished, so its next run would fail on the
-    /// missing branch. With the branch back at that commit the run finds the target up to date
-    /// and finishes. Returns the branch restored. Call it while holding the plan's lease.
-    pub async fn restore_snapshot_branch(&self, record: &PlanRecord) -> CliResult<Option<String>> {
-        use orchestrator_core::{GitOperations, NodeStatus};
-        let (Some(repo), Some(snapshot), Some(target)) = (
-            &self.git_root,
-            &record.state.snapshot_branch,
-            &record.state.target_branch,
-        ) else {
-            return Ok(None);
-        };
-        let Some(node) = record.state.nodes.get(record.spec.jobs.len()) else {
-            return Ok(None);
-        };
-        let Some(commit) = &node.commit else {
-            return Ok(None);
-        };
-        if node.status == NodeStatus::Succeeded
-            || self.git.branch_tip(repo, snapshot).await?.is_some()
-        {
-            return Ok(None);
-        }
-        let Some(tip) = self.git.branch_tip(repo, target).await? else {
-            return Ok(None);
-        };
-        if !self.git.is_ancestor(repo, commit, &tip).await? {
-            return Ok(None);
-        }
-        self.git.update_branch(repo, snapshot, commit, None).await?;
-        Ok(Some(snapshot.clone()))
-    }
-
     /// Resolves a plan id, or a unique prefix of one.
     pub async fn resolve_plan(&self, arg: &str) -> CliResult<PlanId> {
         let arg = arg.trim();
         let exact = PlanId::from(arg);
+        // An exact id without listing every plan of the store.
         if self.store.plan_dir(&exact).is_some_and(|d| d.is_dir()) {
             return Ok(exact);
         }
         let listing = self.store.list().await?;
-        let found: Vec<&PlanId> = listing
-            .plans
-            .iter()
-            .map(|p| &p.plan_id)
-            .chain(listing.damaged.iter().map(|(id, _)| id))
-            .filter(|id| !arg.is_empty() && id.as_str().starts_with(arg))
-            .collect();
-        match found.as_slice() {
-            [one] => Ok((*one).clone()),
-            [] => Err(CliError::invalid(format!(
+        orchestrator_core::view::find_plan(&listing, arg).map_err(|e| match e {
+            orchestrator_core::Error::PlanNotFound(_) => CliError::invalid(format!(
                 "no plan `{arg}` in {}; `orchestrator list` shows the plans",
                 self.store.root().display()
-            ))),
-            many => Err(CliError::invalid(format!(
-                "`{arg}` matches {} plans ({}); give more of the id",
-                many.len(),
-                many.iter()
-                    .map(|id| id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
-        }
+            )),
+            e => e.into(),
+        })
     }
 
     /// The most recently created plan.
@@ -275,6 +241,11 @@ impl Workspace {
     pub async fn load(&self, id: &PlanId) -> CliResult<PlanRecord> {
         Ok(self.store.load(id).await?)
     }
+
+    /// The stored plan as hosts show it ([`PlanView`]: job lookups, labels, renderings).
+    pub async fn view(&self, id: &PlanId) -> CliResult<PlanView> {
+        Ok(self.load(id).await?.into())
+    }
 }
 
 /// Who holds the plan (`process 4242`), when `e` says another process owns it.
@@ -285,6 +256,3 @@ pub fn locked_by(e: &orchestrator_core::Error) -> Option<String> {
     }
 }
 
-fn canonical(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
-}

@@ -162,6 +162,8 @@ pub async fn demo(args: DemoArgs) -> CliResult<Exit> {
             repo: Some(repo.clone()),
         },
         max_parallel: None,
+        worktree_root: None,
+        machine_slots: None,
         output: args.output.clone(),
     })
     .await?;

@@ -30,11 +30,11 @@ pub async fn dispatch(command: Command) -> CliResult<Exit> {
 /// `mcp`: the MCP server of the repository on stdin/stdout, until the client goes away.
 async fn mcp(args: RepoArgs) -> CliResult<Exit> {
     let ws = crate::workspace::Workspace::open(args.repo.as_deref())?;
-    let o = ws.orchestrator(16)?;
+    // The MCP server runs jobs too: ORCHESTRATOR_MACHINE_SLOTS applies.
+    let o = ws.job_orchestrator(16, None)?;
     ws.exclude_own_folders().await?;
-    if let Err(e) = ws.remove_orphans().await {
-        eprintln!("warning: removing worktrees left by crashes: {e}");
-    }
+    // Crash leftovers of the repository's plans are swept by the engine as plans are opened
+    // and created (resume_interrupted opens the interrupted ones).
     let server = orchestrator_mcp::OrchestratorMcp::new(o, ws.root());
     let resumed = server.resume_interrupted().await;
     if !resumed.is_empty() {

@@ -5,9 +5,10 @@ use orchestrator_core::plan::{
     parse_plan_with, validate, Isolation, PlanFormat, PlanSpec, ValidationContext, WorkSpec,
 };
 use orchestrator_core::state::PlanRecord;
+use orchestrator_core::view;
 use orchestrator_core::{NodeStatus, Orchestrator, PlanId, PlanStatus, RetryRequest};
 
-use crate::cli::{PlanArgs, RetryArgs, RunArgs};
+use crate::cli::{ResumeArgs, RetryArgs, RunArgs};
 use crate::drive::{open_owned, run_to_end};
 use crate::error::{CliError, CliResult, Exit};
 use crate::progress::Progress;
@@ -51,6 +52,12 @@ pub async fn run(args: RunArgs) -> CliResult<Exit> {
     if let Some(n) = args.max_parallel {
         spec.max_parallel = Some(n);
     }
+    if let Some(root) = &args.worktree_root {
+        // Relative to where the command runs, like every path argument; stored absolute.
+        let root = std::path::absolute(root)
+            .map_err(|e| CliError::invalid(format!("--worktree-root {}: {e}", root.display())))?;
+        spec.worktree_root = Some(root);
+    }
     let dir = match spec.isolation {
         Isolation::None => ws.dir.clone(),
         _ => match &ws.git_root {
@@ -80,33 +87,14 @@ pub async fn run(args: RunArgs) -> CliResult<Exit> {
             ..Default::default()
         },
     )?;
-    let o = ws.orchestrator(capacity(&spec))?;
+    let o = ws.job_orchestrator(capacity(&spec), args.machine_slots)?;
     ws.exclude_own_folders().await?;
-    report_orphans(&ws).await;
     let since = now_millis();
     let id = o.create_plan(spec, dir).await?;
     if !args.output.quiet {
         Progress::note(&format!("plan {id} created"));
     }
     run_to_end(&ws, &o, &id, since, &args.output, o.start(&id)).await
-}
-
-/// Removes worktrees left by crashes. A failure here is reported, not fatal: the plan can run
-/// without it (another process may be removing the same folder right now).
-async fn report_orphans(ws: &Workspace) {
-    match ws.remove_orphans().await {
-        Ok(removed) => {
-            for path in removed {
-                Progress::note(&format!(
-                    "removed a worktree left by a crash: {}",
-                    path.display()
-                ));
-            }
-        }
-        Err(e) => Progress::note(&format!(
-            "warning: could not remove worktrees left by crashes: {e}"
-        )),
-    }
 }
 
 /// A stored plan this process took over.
@@ -119,24 +107,20 @@ struct TakenOver {
     record: PlanRecord,
 }
 
-/// Loads a stored plan and takes it over in a new orchestrator sized for it.
-async fn take_over(ws: &Workspace, plan: &str) -> CliResult<TakenOver> {
+/// Loads a stored plan and takes it over in a new orchestrator sized for it, sharing
+/// `machine_slots` (`--machine-slots`, else the environment's) with the machine.
+async fn take_over(
+    ws: &Workspace,
+    plan: &str,
+    machine_slots: Option<usize>,
+) -> CliResult<TakenOver> {
     let id = ws.resolve_plan(plan).await?;
     let stored = ws.load(&id).await?;
-    let o = ws.orchestrator(capacity(&stored.spec))?;
-    report_orphans(ws).await;
+    let o = ws.job_orchestrator(capacity(&stored.spec), machine_slots)?;
     let since = open_owned(ws, &o, &id).await?;
+    // Crash repairs (stale locks, leftover processes, the snapshot branch of a final merge
+    // that landed just before a crash, orphaned worktrees) ran in the engine's open_plan.
     let record = o.status(&id).await?;
-    match ws.restore_snapshot_branch(&record).await {
-        Ok(Some(branch)) => Progress::note(&format!(
-            "restored branch {branch}: the final merge had landed just before a crash"
-        )),
-        Ok(None) => {}
-        Err(e) => {
-            let _ = o.close(&id).await;
-            return Err(e);
-        }
-    }
     Ok(TakenOver {
         o,
         id,
@@ -146,14 +130,18 @@ async fn take_over(ws: &Workspace, plan: &str) -> CliResult<TakenOver> {
 }
 
 /// `resume PLAN_ID`.
-pub async fn resume(args: PlanArgs) -> CliResult<Exit> {
+pub async fn resume(args: ResumeArgs) -> CliResult<Exit> {
+    let ResumeArgs {
+        plan: args,
+        machine_slots,
+    } = args;
     let ws = Workspace::open(args.repo.repo.as_deref())?;
     let TakenOver {
         o,
         id,
         since,
         record,
-    } = take_over(&ws, &args.plan).await?;
+    } = take_over(&ws, &args.plan, machine_slots).await?;
     let status = o.plan_status(&id)?;
     if matches!(status, PlanStatus::Canceled | PlanStatus::Archived) {
         let _ = o.close(&id).await;
@@ -208,13 +196,10 @@ pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
         id,
         since,
         record,
-    } = take_over(&ws, &args.plan).await?;
+    } = take_over(&ws, &args.plan, args.machine_slots).await?;
     let prepared = async {
-        let jobs: Vec<String> = args
-            .jobs
-            .iter()
-            .map(|j| report::job_ref(&record, j))
-            .collect();
+        // As given: the engine resolves references like the view does.
+        let jobs: Vec<String> = args.jobs.clone();
         if work.is_some() || prechecks.is_some() || postchecks.is_some() {
             check_replacement(&record, &jobs, &work, &prechecks, &postchecks)?;
         }
@@ -260,18 +245,15 @@ fn check_replacement(
     prechecks: &Option<WorkSpec>,
     postchecks: &Option<WorkSpec>,
 ) -> CliResult<()> {
-    let graph = report::graph_of(record)?;
     let nodes: Vec<usize> = if jobs.is_empty() {
-        (0..record.spec.jobs.len())
-            .filter(|&n| record.state.nodes[n].status == NodeStatus::Failed)
+        let snapshot = view::snapshot_of(record);
+        (0..record.state.nodes.len())
+            .filter(|&n| Some(n) != snapshot && record.state.nodes[n].status == NodeStatus::Failed)
             .collect()
     } else {
         jobs.iter()
-            .map(|j| {
-                orchestrator_core::engine::resolve_job(record, &graph, j)
-                    .map_err(|m| CliError::invalid(format!("plan {}: {m}", record.state.id)))
-            })
-            .collect::<CliResult<_>>()?
+            .map(|j| view::resolve(record, None, j))
+            .collect::<orchestrator_core::Result<_>>()?
     };
     let mut spec = (*record.spec).clone();
     for n in nodes {
