@@ -10,7 +10,8 @@ use crate::state::{NodeState, NodeStatus, PlanRecord};
 
 /// A plan's status document: `{"planId","name","status","targetBranch","jobs":[...]}` with the
 /// jobs in plan order (see [`job_json`]), the snapshot-validation node apart in
-/// `snapshotValidation`, and more facts (`counts`, branches, times).
+/// `snapshotValidation`, the groups with their derived status in `groups`
+/// (`[{"path","status"}]`), and more facts (`counts`, branches, times).
 ///
 /// ```
 /// use orchestrator_core::plan::{Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
@@ -40,6 +41,7 @@ pub fn plan_json(record: &PlanRecord) -> Value {
         "status": record.status().as_str(),
         "targetBranch": s.target_branch,
         "jobs": jobs,
+        "groups": groups_json(record),
         "snapshotValidation": snapshot,
         "snapshotBranch": s.snapshot_branch,
         "baseCommit": s.base_commit,
@@ -58,6 +60,24 @@ pub fn plan_json(record: &PlanRecord) -> Value {
             "canceled": c.canceled,
         },
     })
+}
+
+/// Every group path of the plan's jobs (flattened nested groups and flat `group` paths alike,
+/// enclosing groups included) with its derived status (SPEC §2), sorted by path.
+fn groups_json(record: &PlanRecord) -> Value {
+    let jobs = record.spec.jobs.iter().enumerate().map(|(n, job)| {
+        let status = record
+            .state
+            .nodes
+            .get(n)
+            .map_or(NodeStatus::Pending, |s| s.status);
+        (job.group.as_deref(), status)
+    });
+    let groups: Vec<Value> = crate::plan::group_statuses(jobs)
+        .into_iter()
+        .map(|(path, status)| json!({"path": path, "status": status.as_str()}))
+        .collect();
+    Value::Array(groups)
 }
 
 /// The plan's options as given (the plan format's plan-level fields other than name and jobs),

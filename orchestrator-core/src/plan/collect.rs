@@ -17,7 +17,9 @@ use std::collections::{HashMap, HashSet};
 use serde::de::DeserializeOwned;
 
 use crate::plan::validate::{self, ParseProblem};
-use crate::plan::{JobSpec, PlanFormat, PlanSpec, ValidationContext, ValidationErrors, WorkSpec};
+use crate::plan::{
+    GroupSpec, JobSpec, PlanFormat, PlanSpec, ValidationContext, ValidationErrors, WorkSpec,
+};
 
 /// Stands in for a value that could not be read: a string no producerId, command or path
 /// check will mistake for a real one. Problems about it are never reported.
@@ -62,6 +64,8 @@ fn collect<T: Tree>(
         }
         _ => Vec::new(),
     };
+    // Nested groups likewise, group by group and job by job (SPEC §2).
+    let groups = take_sequence(&mut root, "groups");
     let mut found = Found::default();
     // Plan fields beyond repair leave the report to the typed parse's one problem.
     let mut spec = found.read::<T, PlanSpec>(0, root)?;
@@ -74,14 +78,41 @@ fn collect<T: Tree>(
                 .unwrap_or_else(|| placeholder_job(&mut found, i + 1))
         })
         .collect();
+    let mut next_slot = spec.jobs.len() + 1;
+    spec.groups = found.read_groups(groups, "", &mut next_slot);
+    // The groups' jobs join `jobs` at the slots they were read into.
+    let flat = crate::plan::groups::flatten(&mut spec);
+    found.problems.extend(
+        flat.problems
+            .into_iter()
+            // A group name the reading could not take is its own problem already.
+            .filter(|p| p.value != PLACEHOLDER),
+    );
+    for (slot, fields) in flat.unread {
+        found.unread.entry(slot).or_default().extend(fields);
+    }
     found.include_first(&spec, first);
-    let Found { problems, unread } = found;
+    let Found {
+        problems, unread, ..
+    } = found;
     let unread = |slot: usize, field: &str| {
         unread
             .get(&slot)
             .is_some_and(|fields| fields.iter().any(|f| covers(f, field)))
     };
     Some(validate::with_parse_problems(&spec, ctx, problems, &unread))
+}
+
+/// The elements of `key` of a map, which is left holding an empty sequence there; nothing
+/// when `key` is absent or no sequence (the typed read of the map then reports it).
+fn take_sequence<T: Tree>(map: &mut T, key: &str) -> Vec<T> {
+    match map.get(key).map(|v| v.elements()) {
+        Some(Some(items)) => {
+            map.insert(key, T::sequence());
+            items
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// A job that could not be read at all (not an object, or beyond repair): it keeps its slot,
@@ -108,6 +139,8 @@ struct Found {
     /// Slot (`0` the plan, `i + 1` job `i`) → repaired field paths, in the validator's
     /// spelling (camelCase).
     unread: HashMap<usize, HashSet<String>>,
+    /// Where each job of a group is in the document (`groups[0].jobs[1]`) and its slot.
+    places: Vec<(String, usize)>,
 }
 
 impl Found {
@@ -185,6 +218,56 @@ impl Found {
         None
     }
 
+    /// Reads nested groups (at document path `at`), each group's jobs into the next slots,
+    /// in the order flattening gives them: a group's jobs, then its subgroups'.
+    fn read_groups<T: Tree>(
+        &mut self,
+        groups: Vec<T>,
+        at: &str,
+        next_slot: &mut usize,
+    ) -> Vec<GroupSpec> {
+        let mut out = Vec::with_capacity(groups.len());
+        for (i, mut tree) in groups.into_iter().enumerate() {
+            let here = format!("{at}groups[{i}]");
+            let jobs = take_sequence(&mut tree, "jobs");
+            let subgroups = take_sequence(&mut tree, "groups");
+            let mut group = self.read_group(&here, tree);
+            for (j, job) in jobs.into_iter().enumerate() {
+                let slot = *next_slot;
+                *next_slot += 1;
+                self.places.push((format!("{here}.jobs[{j}]"), slot));
+                let job = self
+                    .read::<T, JobSpec>(slot, job)
+                    .unwrap_or_else(|| placeholder_job(self, slot));
+                group.jobs.push(job);
+            }
+            group.groups = self.read_groups(subgroups, &format!("{here}."), next_slot);
+            out.push(group);
+        }
+        out
+    }
+
+    /// A group's own fields (its jobs and subgroups taken out), its problems named by the
+    /// group's document path.
+    fn read_group<T: Tree>(&mut self, here: &str, tree: T) -> GroupSpec {
+        let before = self.problems.len();
+        // The group's repairs are not the plan's: its fields must not hide the plan's own.
+        let plan_unread = self.unread.get(&0).cloned();
+        let group = self.read::<T, GroupSpec>(0, tree);
+        match plan_unread {
+            Some(fields) => self.unread.insert(0, fields),
+            None => self.unread.remove(&0),
+        };
+        for p in &mut self.problems[before..] {
+            p.field = if p.field.is_empty() {
+                here.to_owned()
+            } else {
+                format!("{here}.{}", p.field)
+            };
+        }
+        group.unwrap_or_else(|| GroupSpec::new(PLACEHOLDER))
+    }
+
     fn report(&mut self, slot: usize, field: String, value: String, message: &str) {
         self.problems.push(ParseProblem {
             slot,
@@ -205,7 +288,9 @@ impl Found {
     /// this keeps the report complete if serde and the reading ever disagree).
     fn include_first(&mut self, spec: &PlanSpec, (path, message): (Option<&str>, &str)) {
         let (slot, field) = match path {
-            Some(path) => split_job_path(path),
+            Some(path) => self
+                .group_job_path(path)
+                .unwrap_or_else(|| split_job_path(path)),
             None => (0, String::new()),
         };
         let known = self.problems.iter().any(|p| {
@@ -222,6 +307,19 @@ impl Found {
                 },
             );
         }
+    }
+}
+
+impl Found {
+    /// `groups[0].jobs[1].work` → (the slot of that job, `work`).
+    fn group_job_path(&self, path: &str) -> Option<(usize, String)> {
+        self.places.iter().find_map(|(at, slot)| {
+            let rest = path.strip_prefix(at.as_str())?;
+            match rest.strip_prefix('.') {
+                Some(field) => Some((*slot, field.to_owned())),
+                None => rest.is_empty().then(|| (*slot, String::new())),
+            }
+        })
     }
 }
 

@@ -3,15 +3,17 @@
 mod collect;
 mod edit;
 mod graph;
+mod groups;
 mod parse;
 mod spec;
 mod validate;
 
 pub use edit::{apply_edits, layout, EditError, JobUpdate, PlanEdit, PlanUpdate};
 pub use graph::{PlanGraph, Priority, SNAPSHOT_PRODUCER_ID};
+pub use groups::{group_statuses, GroupStatus};
 pub use parse::{load_plan_file, parse_plan, parse_plan_with, PlanFormat};
 pub use spec::{
-    AgentSpec, Effort, Env, Isolation, JobSpec, ModelTier, OnFailure, PlanSpec, ProcessSpec,
-    ShellKind, ShellSpec, WorkSpec,
+    AgentSpec, Effort, Env, GroupSpec, Isolation, JobSpec, ModelTier, OnFailure, PlanSpec,
+    ProcessSpec, ShellKind, ShellSpec, WorkSpec,
 };
 pub use validate::{validate, ValidationContext, ValidationError, ValidationErrors};

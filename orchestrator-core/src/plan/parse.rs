@@ -73,7 +73,7 @@ pub fn parse_plan_with(
     ctx: ValidationContext<'_>,
 ) -> Result<PlanSpec> {
     let (path, message) = match typed(text, format) {
-        Ok(spec) => return Ok(spec),
+        Ok(spec) => return flattened(spec, ctx),
         Err(e) => e,
     };
     let first = (path.as_deref(), message.as_str());
@@ -85,6 +85,25 @@ pub fn parse_plan_with(
             message,
         }),
     }
+}
+
+/// A parsed plan with its nested groups (SPEC §2) flattened into `jobs`. When the groups have
+/// problems (a reference that matches nothing, a bad group name, a producerId twice in a
+/// group) the plan is reported with every problem it has, validation's included, as for a
+/// plan that does not parse.
+fn flattened(mut spec: PlanSpec, ctx: ValidationContext<'_>) -> Result<PlanSpec> {
+    if spec.groups.is_empty() {
+        return Ok(spec);
+    }
+    let found = crate::plan::groups::flatten(&mut spec);
+    if found.problems.is_empty() {
+        return Ok(spec);
+    }
+    let unread = |slot: usize, field: &str| found.covers(slot, field);
+    let problems = found.problems.clone();
+    Err(Error::Invalid(crate::plan::validate::with_parse_problems(
+        &spec, ctx, problems, &unread,
+    )))
 }
 
 /// The typed parse, or the path and message of its (first) problem.

@@ -81,6 +81,58 @@ pub struct PlanSpec {
     /// Where jobs run: their own worktrees (default) or the repository directory itself.
     #[serde(default, skip_serializing_if = "Isolation::is_default")]
     pub isolation: Isolation,
+    /// Where this plan's worktrees live: an absolute path, or one relative to the repository
+    /// (default: the orchestrator's [`crate::OrchestratorOptions::worktree_root`], else
+    /// `<repo>/.worktrees`). Every command, crash repair and the orphan sweep use it.
+    #[serde(
+        default,
+        alias = "worktree_root",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub worktree_root: Option<std::path::PathBuf>,
+    /// Nested groups of jobs (the reference's documented form). Parsing and plan creation
+    /// flatten them into `jobs` with qualified producerIds (see [`PlanSpec::flatten_groups`]),
+    /// so a stored or validated plan has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupSpec>,
+}
+
+/// A group of the nested form: a name (one path segment, `^[a-z0-9-]{3,64}$`), its jobs and its
+/// subgroups. Groups never order anything; they give their jobs a namespace and a `group` path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GroupSpec {
+    /// The group's name: one segment of its jobs' qualified producerIds.
+    pub name: String,
+    /// Jobs of this group; their producerIds need only be unique within it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<JobSpec>,
+    /// Groups nested in this one, to any depth.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupSpec>,
+}
+
+impl GroupSpec {
+    /// An empty group called `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        GroupSpec {
+            name: name.into(),
+            jobs: Vec::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// Adds a job.
+    pub fn job(mut self, job: JobSpec) -> Self {
+        self.jobs.push(job);
+        self
+    }
+
+    /// Adds a subgroup.
+    pub fn group(mut self, group: GroupSpec) -> Self {
+        self.groups.push(group);
+        self
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -112,12 +164,20 @@ impl PlanSpec {
             resume_after_plan: None,
             worktree_init: Vec::new(),
             isolation: Isolation::Worktree,
+            worktree_root: None,
+            groups: Vec::new(),
         }
     }
 
     /// Adds a job.
     pub fn job(mut self, job: JobSpec) -> Self {
         self.jobs.push(job);
+        self
+    }
+
+    /// Adds a group of the nested form (flattened by [`PlanSpec::flatten_groups`]).
+    pub fn group(mut self, group: GroupSpec) -> Self {
+        self.groups.push(group);
         self
     }
 

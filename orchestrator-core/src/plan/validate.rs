@@ -289,6 +289,16 @@ impl<'a> Validator<'a> {
 
     fn plan(&mut self, spec: &'a PlanSpec) {
         self.display_name("name", &spec.name, true);
+        if !spec.groups.is_empty() {
+            // The graph and every job problem are about `jobs`; nested groups are judged when
+            // they are flattened (parsing and plan creation do it).
+            self.report(
+                "groups",
+                &format!("{} group(s)", spec.groups.len()),
+                "nested groups must be flattened into `jobs` before validation: call \
+                 PlanSpec::flatten_groups (parse_plan and plan creation do)",
+            );
+        }
         if spec.jobs.is_empty() && !self.scaffolding {
             self.report("jobs", "[]", "a plan needs at least one job");
         }
@@ -327,7 +337,7 @@ impl<'a> Validator<'a> {
         for (index, job) in spec.jobs.iter().enumerate() {
             self.current = Some(Current { index, job });
             self.section = Section::BeforeDependencies;
-            self.producer_id(&job.producer_id);
+            self.producer_id(job);
             if let Some(&first) = first_index.get(job.producer_id.as_str()) {
                 self.report(
                     "producerId",
@@ -370,8 +380,20 @@ impl<'a> Validator<'a> {
         first_index
     }
 
-    fn producer_id(&mut self, id: &str) {
-        if let Some(reason) = producer_id_problem(id) {
+    fn producer_id(&mut self, job: &JobSpec) {
+        let id = job.producer_id.as_str();
+        // A qualified producerId (a flattened group's job, SPEC §2) is its group path plus its
+        // own id; the pattern holds for every segment. Anywhere else `/` is refused as before.
+        let qualified = id
+            .rsplit_once('/')
+            .filter(|(group, _)| job.group.as_deref() == Some(*group));
+        let problem = match qualified {
+            Some(_) => id.split('/').find_map(|segment| {
+                producer_id_problem(segment).map(|reason| format!("segment `{segment}` {reason}"))
+            }),
+            None => producer_id_problem(id),
+        };
+        if let Some(reason) = problem {
             self.report(
                 "producerId",
                 id,
@@ -789,7 +811,7 @@ impl fmt::Display for Field<'_> {
 }
 
 /// Why `id` does not match `^[a-z0-9-]{3,64}$`, if it does not.
-fn producer_id_problem(id: &str) -> Option<String> {
+pub(crate) fn producer_id_problem(id: &str) -> Option<String> {
     if let Some(c) = id
         .chars()
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
