@@ -43,7 +43,7 @@ where
         events,
         Start {
             plan: id.clone(),
-            labels: report::labels(&before),
+            labels: orchestrator_core::view::labels_of(&before),
             statuses: before.state.nodes.iter().map(|n| n.status).collect(),
             verbose: output.verbose,
         },

@@ -70,6 +70,8 @@ impl From<Error> for CliError {
             | Error::Parse { .. }
             | Error::PlanNotFound(_)
             | Error::JobNotFound { .. }
+            | Error::AmbiguousJob { .. }
+            | Error::AmbiguousPlan { .. }
             | Error::Store(StoreError::NotFound(_))
             | Error::Git(GitError::ProtectedBranch { .. }) => Exit::Invalid,
             _ => Exit::Other,

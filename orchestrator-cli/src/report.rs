@@ -2,11 +2,10 @@
 
 use std::fmt::Write;
 
-use orchestrator_core::engine::SNAPSHOT_LABEL;
-use orchestrator_core::plan::PlanGraph;
 use orchestrator_core::report::Blockers;
 use orchestrator_core::repository::PlanSummary;
 use orchestrator_core::state::PlanRecord;
+use orchestrator_core::view::label_of;
 use orchestrator_core::PlanStatus;
 use serde_json::{json, Value};
 
@@ -20,9 +19,10 @@ pub fn exit_for(status: PlanStatus) -> Exit {
     }
 }
 
-/// The `--json` document of `run`, `status`, `retry` and `resume` (SPEC §5 shape, shared with
-/// the MCP tools).
-pub use orchestrator_core::report::plan_json;
+/// The `--json` document of `run`, `status`, `retry`, `resume`, `pause`, `cancel`, `recover`
+/// and `archive`: the plan's status (SPEC §5 shape, shared with the MCP tools) with its
+/// `timeline`.
+pub use orchestrator_core::view::status_json as plan_json;
 
 /// The `--json` document of `list`: `{"plans":[{"planId","name","status","createdAt"}]}`.
 pub fn list_json(plans: &[PlanSummary], damaged: &[(String, String)]) -> Value {
@@ -70,11 +70,7 @@ pub fn plan_text(record: &PlanRecord) -> String {
         .iter()
         .enumerate()
         .map(|(i, node)| {
-            let label = record
-                .spec
-                .jobs
-                .get(i)
-                .map_or(SNAPSHOT_LABEL, |j| j.producer_id.as_str());
+            let label = label_of(record, i);
             let mut error = node.error.clone().unwrap_or_default();
             let blockers = blockers.names(i);
             if !blockers.is_empty() {
@@ -204,41 +200,6 @@ pub fn utc_time(millis: u64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-/// The producerId (or `snapshot-validation`) of every node, by index.
-pub fn labels(record: &PlanRecord) -> Vec<String> {
-    (0..record.state.nodes.len())
-        .map(|n| {
-            record
-                .spec
-                .jobs
-                .get(n)
-                .map_or_else(|| SNAPSHOT_LABEL.to_owned(), |j| j.producer_id.clone())
-        })
-        .collect()
-}
-
-/// A job reference as the engine reads it: `snapshot-validation` (the label shown for the
-/// injected node) names that node unless a job of the plan is called so.
-pub fn job_ref(record: &PlanRecord, job: &str) -> String {
-    let taken = record
-        .spec
-        .jobs
-        .iter()
-        .any(|j| j.producer_id == job || j.name.as_deref() == Some(job));
-    if job == SNAPSHOT_LABEL && !taken {
-        orchestrator_core::plan::SNAPSHOT_PRODUCER_ID.to_owned()
-    } else {
-        job.to_owned()
-    }
-}
-
-/// The plan's graph, rebuilt from its stored definition.
-pub fn graph_of(record: &PlanRecord) -> Result<PlanGraph, crate::error::CliError> {
-    PlanGraph::build(&record.spec).map_err(|e| {
-        crate::error::CliError::other(format!("the stored plan's graph is damaged: {e}"))
-    })
 }
 
 #[cfg(test)]

@@ -255,4 +255,3 @@ pub fn locked_by(e: &orchestrator_core::Error) -> Option<String> {
         _ => None,
     }
 }
-

@@ -8,6 +8,7 @@ use orchestrator_core::plan::{
     parse_plan, Isolation, JobSpec, JobUpdate, PlanEdit, PlanFormat, PlanSpec, PlanUpdate, WorkSpec,
 };
 use orchestrator_core::state::PlanRecord;
+use orchestrator_core::view::PlanView;
 use orchestrator_core::{NodeStatus, OrchestratorEvent, PlanId, PlanStatus, RetryRequest};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{tool, tool_router};
@@ -109,7 +110,7 @@ impl OrchestratorMcp {
 
     /// The producerId of the job a reference names (`field` is the argument it came from).
     fn producer_of(
-        record: &PlanRecord,
+        record: &PlanView,
         field: &str,
         job_id: Option<&str>,
         producer_id: Option<&str>,
@@ -123,7 +124,7 @@ impl OrchestratorMcp {
                 }
             })
         })?;
-        match record.spec.jobs.get(n) {
+        match record.job(n) {
             Some(j) => Ok(j.producer_id.clone()),
             None => Err(ArgError::new(
                 if field.is_empty() { "jobId" } else { field },
@@ -211,7 +212,7 @@ impl OrchestratorMcp {
     /// The job an update object names and its changes (top-level fields and/or `changes`);
     /// `base` is where the object sits in the arguments.
     fn job_change(
-        record: &PlanRecord,
+        record: &PlanView,
         base: &str,
         obj: &Map<String, Value>,
     ) -> Result<(String, JobUpdate), Failure> {
@@ -501,7 +502,6 @@ impl OrchestratorMcp {
                                 )
                             })?
                             .into_iter()
-                            .map(|d| report::job_ref(&record, &d))
                             .map(|d| Self::producer_of(&record, &base, Some(&d), None).unwrap_or(d))
                             .collect(),
                     },

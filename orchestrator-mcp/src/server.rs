@@ -3,10 +3,10 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use orchestrator_core::engine::resolve_job;
-use orchestrator_core::plan::{PlanGraph, WorkSpec};
+use orchestrator_core::plan::WorkSpec;
 use orchestrator_core::repository::LogQuery;
-use orchestrator_core::state::{NodeState, PlanRecord};
+use orchestrator_core::state::NodeState;
+use orchestrator_core::view::{GraphFormat, PlanView};
 use orchestrator_core::{Orchestrator, Phase, PlanId, PlanStatus, RetryRequest};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -163,7 +163,7 @@ pub(crate) async fn retry_and_continue(
 /// One job of a plan, as a tool's arguments named it.
 struct JobAt {
     id: PlanId,
-    record: PlanRecord,
+    record: PlanView,
     /// The job's node index.
     n: usize,
     /// Its producerId (or `snapshot-validation`).
@@ -233,7 +233,13 @@ impl OrchestratorMcp {
             return Vec::new();
         };
         let mut resumed = Vec::new();
-        for summary in listing.plans {
+        // The stored summary tells the plans that cannot have been interrupted (ended, paused,
+        // scaffolded): only the others are read.
+        let candidates = listing.plans.into_iter().filter(|s| {
+            !s.status.is_terminal()
+                && !matches!(s.status, PlanStatus::Paused | PlanStatus::Scaffolding)
+        });
+        for summary in candidates {
             let id = summary.plan_id;
             let Ok(record) = self.orchestrator.repository().load(&id).await else {
                 continue;
@@ -276,24 +282,12 @@ impl OrchestratorMcp {
             return Ok(exact);
         }
         let listing = self.orchestrator.repository().list().await?;
-        let ids: Vec<&PlanId> = listing
-            .plans
-            .iter()
-            .map(|p| &p.plan_id)
-            .chain(listing.damaged.iter().map(|(id, _)| id))
-            .collect();
-        if ids.contains(&&exact) {
-            return Ok(exact);
-        }
-        let found: Vec<&&PlanId> = ids
-            .iter()
-            .filter(|id| id.as_str().starts_with(arg))
-            .collect();
-        match found.as_slice() {
-            [one] => Ok((**one).clone()),
-            [] => Err(not_found("no such plan".into()).into()),
-            many => Err(not_found(format!("matches {} plans", many.len())).into()),
-        }
+        orchestrator_core::view::find_plan(&listing, arg).map_err(|e| match e {
+            orchestrator_core::Error::AmbiguousPlan { matches, .. } => {
+                not_found(format!("matches {} plans", matches.len())).into()
+            }
+            _ => not_found("no such plan".into()).into(),
+        })
     }
 
     /// Whether this server drives the plan (a lookup, without listing every plan).
@@ -301,13 +295,9 @@ impl OrchestratorMcp {
         self.orchestrator.plan_status(id).is_ok()
     }
 
-    /// The plan's current record (live when this server drives it, else as stored).
-    pub(crate) async fn record(&self, id: &PlanId) -> Result<PlanRecord, Failure> {
-        // `status` answers only for a plan this server drives.
-        if let Ok(r) = self.orchestrator.status(id).await {
-            return Ok(r);
-        }
-        Ok(self.orchestrator.repository().load(id).await?)
+    /// The plan's current view (live when this server drives it, else as stored).
+    pub(crate) async fn record(&self, id: &PlanId) -> Result<PlanView, Failure> {
+        Ok(self.orchestrator.view(id).await?)
     }
 
     /// Resolves a plan id (or prefix) and takes the plan over, as every tool that drives a plan
@@ -337,7 +327,7 @@ impl OrchestratorMcp {
 
     /// Resolves `jobId`/`producerId` to a node index and its label.
     pub(crate) fn job(
-        record: &PlanRecord,
+        record: &PlanView,
         job_id: Option<&str>,
         producer_id: Option<&str>,
     ) -> Result<(usize, String), Failure> {
@@ -354,12 +344,18 @@ impl OrchestratorMcp {
                 .into())
             }
         };
-        let graph = graph_of(record)?;
-        let n = resolve_job(record, &graph, &report::job_ref(record, value)).map_err(|m| {
+        let n = record.resolve(value).map_err(|e| {
+            let message = match e {
+                // The reference is the argument's value: the message need not repeat the plan.
+                orchestrator_core::Error::JobNotFound { reference, .. } => format!(
+                    "no job `{reference}`: name a producerId, a node id or a unique job name"
+                ),
+                e => e.to_string(),
+            };
             ArgError::new(
                 field,
                 Some(json!(value)),
-                m,
+                message,
                 format!(
                     "one of the plan's jobs: {}",
                     record
@@ -373,10 +369,8 @@ impl OrchestratorMcp {
                 ),
             )
         })?;
-        if field == "producerId"
-            && n < record.spec.jobs.len()
-            && record.spec.jobs[n].producer_id != value
-        {
+        // `producerId` names a job by producerId only (the snapshot node by its label).
+        if field == "producerId" && record.job(n).is_some_and(|j| j.producer_id != value) {
             return Err(ArgError::new(
                 field,
                 Some(json!(value)),
@@ -385,7 +379,7 @@ impl OrchestratorMcp {
             )
             .into());
         }
-        Ok((n, report::label(record, n)))
+        Ok((n, record.label(n).to_owned()))
     }
 
     /// Work specs from a `newWork`-like argument.
@@ -455,8 +449,8 @@ impl OrchestratorMcp {
 
     /// The plan's status: the document and the text.
     pub(crate) async fn status_doc(&self, id: &PlanId) -> Result<(Value, String), Failure> {
-        let record = self.record(id).await?;
-        Ok((report::plan_json(&record), report::plan_text(&record)))
+        let view = self.record(id).await?;
+        Ok((view.to_json(), report::plan_text(&view)))
     }
 
     /// The plan's status after a tool changed it, the text led by `done` (what happened).
@@ -651,11 +645,6 @@ impl OrchestratorMcp {
             text,
         ))
     }
-}
-
-fn graph_of(record: &PlanRecord) -> Result<PlanGraph, Failure> {
-    PlanGraph::build(&record.spec)
-        .map_err(|e| Failure::Engine(format!("the stored plan's graph is damaged: {e}")))
 }
 
 #[tool_router]
@@ -974,31 +963,27 @@ impl OrchestratorMcp {
     #[tool(
         name = "get_copilot_plan_graph",
         description = "The plan's DAG as a Mermaid flowchart (default) or Graphviz dot, with each \
-            job's status."
+            job's status; or, with format gantt, a Mermaid gantt chart of the phases each attempt \
+            ran (failed ones marked crit)."
     )]
     async fn get_copilot_plan_graph(
         &self,
         Parameters(args): Parameters<Args<GraphArgs>>,
     ) -> ToolResult {
         run(&args, async |a| {
-            let format = a.format.as_deref().unwrap_or("mermaid");
-            if format != "mermaid" && format != "dot" {
+            let name = a.format.as_deref().unwrap_or("mermaid");
+            let Some(format) = GraphFormat::parse(name) else {
                 return Err(ArgError::new(
                     "format",
-                    Some(json!(format)),
+                    Some(json!(name)),
                     "unknown graph format",
-                    "mermaid or dot",
+                    "mermaid, dot or gantt",
                 )
                 .into());
-            }
-            let id = self.plan_id(&a.plan_id).await?;
-            let record = self.record(&id).await?;
-            let graph = graph_of(&record)?;
-            let text = if format == "dot" {
-                orchestrator_core::render::dot(&record, &graph)
-            } else {
-                orchestrator_core::render::mermaid(&record, &graph)
             };
+            let id = self.plan_id(&a.plan_id).await?;
+            let text = self.record(&id).await?.render(format)?;
+            let format = format.as_str();
             Ok((json!({"planId": id, "format": format, "graph": text}), text))
         })
         .await
@@ -1154,9 +1139,7 @@ impl OrchestratorMcp {
             };
             let work = job
                 .record
-                .spec
-                .jobs
-                .get(job.n)
+                .job(job.n)
                 .and_then(|j| serde_json::to_value(&j.work).ok());
             let text = match &node.error {
                 Some(e) => format!(

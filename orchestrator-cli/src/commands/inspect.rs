@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use orchestrator_core::repository::LogQuery;
+use orchestrator_core::view;
 use orchestrator_core::{Phase, PlanRepository};
 
 use crate::cli::{GraphArgs, GraphFormat, ListArgs, LogsArgs, StatusArgs};
@@ -66,16 +67,9 @@ pub async fn logs(args: LogsArgs) -> CliResult<Exit> {
     };
     let ws = Workspace::open(args.repo.repo.as_deref())?;
     let id = ws.resolve_plan(&args.plan).await?;
-    let record = ws.load(&id).await?;
-    let graph = report::graph_of(&record)?;
-    let n = orchestrator_core::engine::resolve_job(
-        &record,
-        &graph,
-        &report::job_ref(&record, &args.job),
-    )
-    .map_err(|m| CliError::invalid(format!("plan {id}: {m}")))?;
-    let node = &record.state.nodes[n];
-    let label = &report::labels(&record)[n];
+    let view = ws.view(&id).await?;
+    let n = view.resolve(&args.job)?;
+    let (node, label) = (&view.state.nodes[n], view.label(n));
     let attempt = match args.attempt {
         Some(a) if a == 0 || a as usize > node.attempts.len() => {
             return Err(CliError::invalid(format!(
@@ -176,16 +170,15 @@ impl Drop for LogOut {
     }
 }
 
-/// `graph PLAN_ID [--format mermaid|dot]`.
+/// `graph PLAN_ID [--format mermaid|dot|gantt]`.
 pub async fn graph(args: GraphArgs) -> CliResult<Exit> {
     let ws = Workspace::open(args.repo.repo.as_deref())?;
     let id = ws.resolve_plan(&args.plan).await?;
-    let record = ws.load(&id).await?;
-    let graph = report::graph_of(&record)?;
-    let text = match args.format {
-        GraphFormat::Mermaid => orchestrator_core::render::mermaid(&record, &graph),
-        GraphFormat::Dot => orchestrator_core::render::dot(&record, &graph),
+    let format = match args.format {
+        GraphFormat::Mermaid => view::GraphFormat::Mermaid,
+        GraphFormat::Dot => view::GraphFormat::Dot,
+        GraphFormat::Gantt => view::GraphFormat::Gantt,
     };
-    out!("{text}");
+    out!("{}", ws.view(&id).await?.render(format)?);
     Ok(Exit::Ok)
 }
