@@ -454,6 +454,29 @@ impl Orchestrator {
     /// The plan as hosts show it ([`crate::view::PlanView`]): live when this orchestrator
     /// drives it, else as stored (a plan another process runs, or one not opened here), so
     /// that read-only questions never need to take a plan over.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use orchestrator_core::plan::{Isolation, JobSpec, PlanSpec, WorkSpec};
+    /// use orchestrator_core::view::GraphFormat;
+    /// use orchestrator_core::{FnRunner, Orchestrator, WorkOutput};
+    ///
+    /// let o = Orchestrator::builder()
+    ///     .runner("shell", FnRunner::sync(|_, _| Ok(WorkOutput::default())))
+    ///     .build()
+    ///     .unwrap();
+    /// let spec = PlanSpec::new("p").isolation(Isolation::None)
+    ///     .job(JobSpec::new("build", "Build", WorkSpec::shell("make")));
+    /// let id = o.create_plan(spec, std::env::temp_dir()).await.unwrap();
+    /// o.start(&id).await.unwrap();
+    /// o.wait(&id).await.unwrap();
+    /// let view = o.view(&id).await.unwrap();
+    /// let n = view.resolve("build").unwrap();
+    /// assert_eq!(view.label(n), "build");
+    /// assert_eq!(view.to_json()["timeline"][0]["producerId"], "build");
+    /// assert!(view.render(GraphFormat::Gantt).unwrap().contains("section build"));
+    /// # });
+    /// ```
     pub async fn view(&self, id: &PlanId) -> Result<crate::view::PlanView> {
         if self.handle(id).is_ok() {
             if let Ok(record) = self.status(id).await {
