@@ -98,6 +98,31 @@ pub fn add_job_schema() -> schemars::Schema {
     to_schema(job)
 }
 
+/// Nested groups (the reference's documented form, SPEC §2): each a name, jobs and subgroups.
+fn groups_schema(job: Value) -> Value {
+    json!({
+        "type": "array",
+        "description": "Nested groups of jobs, to any depth: `[{\"name\",\"jobs\"?,\"groups\"?}]`. \
+                        producerIds need only be unique within their group; a job's qualified \
+                        producerId is its group path plus its own (`phase1/collection/count-files`), \
+                        which every tool and the graph use. A dependency without `/` names a job of \
+                        the same group; one with `/` is looked up from the job's group outward, then \
+                        from the root (`collection/count-files` from `phase1/analysis` is \
+                        `phase1/collection/count-files`). Groups never order anything.",
+        "items": {
+            "type": "object",
+            "required": ["name"],
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-z0-9-]{3,64}$",
+                         "description": "The group's name: one segment of its jobs' qualified producerIds."},
+                "jobs": {"type": "array", "items": job, "description": "The group's jobs."},
+                "groups": {"type": "array", "items": {"type": "object"},
+                           "description": "Subgroups, of the same shape as this group."}
+            }
+        }
+    })
+}
+
 fn to_schema(value: Value) -> schemars::Schema {
     schemars::Schema::try_from(value).unwrap_or_default()
 }
@@ -114,8 +139,10 @@ fn plan_value() -> Value {
         "required": ["name", "jobs"],
         "properties": {
             "name": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Plan name."},
-            "jobs": {"type": "array", "minItems": 1, "maxItems": 500, "items": job,
-                     "description": "The jobs (1 to 500 per call)."},
+            "jobs": {"type": "array", "minItems": 0, "maxItems": 500, "items": job.clone(),
+                     "description": "The jobs (1 to 500 per call, counting those in `groups`; \
+                                     may be empty when `groups` holds them)."},
+            "groups": groups_schema(job),
             "baseBranch": {"type": "string", "description": "Branch to start from (default: the current branch, else main)."},
             "targetBranch": {"type": "string", "description": "Branch receiving the result (default: the current branch unless it is the default branch, else `orchestrator/<name>`)."},
             "maxParallel": {"type": "integer", "minimum": 0, "description": "Jobs of this plan running at once; 0 = no plan limit."},
