@@ -34,7 +34,8 @@ pub fn stop_leftovers(leftovers: &[Leftover]) -> Vec<u32> {
     for leftover in leftovers {
         let group = Group::from_id(leftover.pgid);
         let mut any = false;
-        if group.is_alive() && group.works_in(&leftover.dir) {
+        // Group 0 is "none recorded" (only the token finds its processes), never ours.
+        if leftover.pgid != 0 && group.is_alive() && group.works_in(&leftover.dir) {
             group.terminate();
             let deadline = Instant::now() + GRACE;
             while group.is_alive() && Instant::now() < deadline {

@@ -2,92 +2,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
-
-use common::Repo;
+use common::{tool_call, RawMcp, Repo};
 use serde_json::{json, Value};
-
-/// The server, spoken to line by line.
-struct Raw {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Raw {
-    fn start(repo: &Repo) -> Raw {
-        let mut child = repo
-            .command(&["mcp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn orchestrator mcp");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Raw {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).expect("write");
-        stdin.write_all(b"\n").expect("write newline");
-        stdin.flush().expect("flush");
-    }
-
-    /// The next line the server writes, as text and as JSON.
-    fn answer(&self, what: &str) -> (String, Value) {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(20))
-            .unwrap_or_else(|_| panic!("no answer to {what}"));
-        let doc = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("answer to {what} is not JSON ({e}): {line}"));
-        (line, doc)
-    }
-
-    /// Sends a request line and returns its answer.
-    fn ask(&mut self, what: &str, bytes: &[u8]) -> (String, Value) {
-        self.send(bytes);
-        self.answer(what)
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn tool_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": tool, "arguments": arguments}})
-    .to_string()
-    .into_bytes()
-}
 
 #[test]
 fn every_request_line_gets_an_answer() {
     let repo = Repo::new();
-    let mut server = Raw::start(&repo);
+    let mut server = RawMcp::start(&repo);
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}});

@@ -208,7 +208,8 @@ pub trait Healer: Send + Sync + Debug + 'static {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Leftover {
-    /// Process group id.
+    /// Process group id; 0 when none was recorded (a crash can come between a job's start
+    /// and the record of its group): then only [`Leftover::token_prefix`] finds its processes.
     pub pgid: u32,
     /// Where its job ran: only processes working there may be stopped (pids get reused).
     pub dir: PathBuf,

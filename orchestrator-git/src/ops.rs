@@ -88,7 +88,7 @@ impl Git2OperationsBuilder {
             inner: Arc::new(Inner {
                 identity: self.identity,
                 fallback: self.fallback,
-                roots: self.roots,
+                roots: std::sync::RwLock::new(self.roots),
                 locks: Mutex::new(HashMap::new()),
             }),
         }
@@ -108,7 +108,9 @@ pub struct Git2Operations {
 struct Inner {
     identity: Option<Identity>,
     fallback: Identity,
-    roots: Vec<PathBuf>,
+    /// Worktree roots besides the repository's folder: from the builder, and added by the
+    /// engine for plans with a root of their own ([`GitOperations::allow_worktree_root`]).
+    roots: std::sync::RwLock<Vec<PathBuf>>,
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -136,27 +138,6 @@ impl Git2Operations {
     pub async fn prune(&self, repo: &Path) -> Result<Vec<String>, GitError> {
         self.locked_repo(repo, "prune worktrees", |_, r| worktree::prune(r))
             .await
-    }
-
-    /// Removes every worktree of `repo` directly under `root` whose folder is not in `live`
-    /// (e.g. left behind by a crash), then prunes. Folders that are not worktrees of `repo` are
-    /// left alone. Returns the folders removed.
-    pub async fn remove_orphaned_worktrees(
-        &self,
-        repo: &Path,
-        root: &Path,
-        live: &[PathBuf],
-    ) -> Result<Vec<PathBuf>, GitError> {
-        let (root, live) = (root.to_path_buf(), live.to_vec());
-        self.locked_repo(repo, "remove orphaned worktrees", move |inner, r| {
-            let root = inner.confine(r, &root, true)?;
-            let live: BTreeSet<PathBuf> = live
-                .iter()
-                .filter_map(|p| paths::resolve_physical(p).ok())
-                .collect();
-            worktree::remove_orphans(r, &root, &live)
-        })
-        .await
     }
 
     /// Runs `f` on the blocking pool.
@@ -242,7 +223,8 @@ impl Inner {
         if let Some(main) = refs::main_workdir(repo) {
             roots.push(paths::resolve_physical(&main)?);
         }
-        for root in &self.roots {
+        let extra = self.roots.read().unwrap_or_else(|e| e.into_inner()).clone();
+        for root in &extra {
             roots.push(paths::resolve_physical(root)?);
         }
         let git_dir = paths::resolve_physical(repo.commondir())?;
@@ -482,6 +464,38 @@ impl GitOperations for Git2Operations {
             worktree::remove(repo, &target)
         })
         .await
+    }
+
+    async fn remove_orphaned_worktrees(
+        &self,
+        repo: &Path,
+        root: &Path,
+        live: &[PathBuf],
+    ) -> Result<Vec<PathBuf>, GitError> {
+        let (root, live) = (root.to_path_buf(), live.to_vec());
+        self.locked_repo(repo, "remove orphaned worktrees", move |inner, r| {
+            let root = inner.confine(r, &root, true)?;
+            let live: BTreeSet<PathBuf> = live
+                .iter()
+                .filter_map(|p| paths::resolve_physical(p).ok())
+                .collect();
+            worktree::remove_orphans(r, &root, &live)
+        })
+        .await
+    }
+
+    fn allow_worktree_root(&self, root: &Path) -> Result<(), GitError> {
+        if !root.is_absolute() {
+            return Err(GitError::other(
+                "configure",
+                format!("worktree root {} is not an absolute path", root.display()),
+            ));
+        }
+        let mut roots = self.inner.roots.write().unwrap_or_else(|e| e.into_inner());
+        if !roots.iter().any(|r| r == root) {
+            roots.push(root.to_path_buf());
+        }
+        Ok(())
     }
 
     async fn remove_broken_worktree(&self, repo: &Path, path: &Path) -> Result<bool, GitError> {

@@ -4,8 +4,10 @@
 
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -442,4 +444,92 @@ impl Repo {
         copy_repo(template, &repo.dir);
         repo
     }
+}
+
+/// The server, spoken to line by line.
+pub struct RawMcp {
+    /// The server process.
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl RawMcp {
+    /// Starts `orchestrator mcp` on the repository.
+    pub fn start(repo: &Repo) -> RawMcp {
+        let mut child = repo
+            .command(&["mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn orchestrator mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        RawMcp {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Writes one line.
+    pub fn send(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write");
+        stdin.write_all(b"\n").expect("write newline");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next line the server writes, as text and as JSON.
+    pub fn answer(&self, what: &str) -> (String, Value) {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no answer to {what}"));
+        let doc = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("answer to {what} is not JSON ({e}): {line}"));
+        (line, doc)
+    }
+
+    /// The MCP handshake: `initialize` (id 1) and the `initialized` notification.
+    pub fn initialize(&mut self) {
+        let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}});
+        let (_, doc) = self.ask("initialize", init.to_string().as_bytes());
+        assert_eq!(doc["id"], 1, "{doc}");
+        self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    }
+
+    /// Sends a request line and returns its answer.
+    pub fn ask(&mut self, what: &str, bytes: &[u8]) -> (String, Value) {
+        self.send(bytes);
+        self.answer(what)
+    }
+}
+
+impl Drop for RawMcp {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `tools/call` request line.
+pub fn tool_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+    .to_string()
+    .into_bytes()
 }

@@ -11,50 +11,17 @@ mod builder;
 mod orchestrator;
 mod pipeline;
 mod queue;
+mod repair;
 mod writer;
 
 pub use builder::{OrchestratorBuilder, OrchestratorOptions};
 pub use orchestrator::{ArchiveReport, Orchestrator, RetryRequest};
 
 use crate::ids::NodeIndex;
-use crate::plan::{PlanGraph, SNAPSHOT_PRODUCER_ID};
 use crate::state::PlanRecord;
 
 /// How the snapshot-validation node is shown (and may be named in job references).
 pub const SNAPSHOT_LABEL: &str = "snapshot-validation";
-
-/// Resolves a job reference — a producerId, a node id, or a unique display name — to a node.
-pub fn resolve_job(record: &PlanRecord, graph: &PlanGraph, job: &str) -> Result<NodeIndex, String> {
-    if let Some(n) = graph.index_of(job) {
-        return Ok(n);
-    }
-    if job == SNAPSHOT_PRODUCER_ID || job == SNAPSHOT_LABEL {
-        if let Some(n) = graph.snapshot() {
-            return Ok(n);
-        }
-    }
-    if let Some(n) = record.state.nodes.iter().position(|n| n.id.as_str() == job) {
-        return Ok(n);
-    }
-    let by_name: Vec<NodeIndex> = record
-        .spec
-        .jobs
-        .iter()
-        .enumerate()
-        .filter(|(_, j)| j.name.as_deref() == Some(job))
-        .map(|(i, _)| i)
-        .collect();
-    match by_name.as_slice() {
-        [n] => Ok(*n),
-        [] => Err(format!(
-            "no job `{job}`: name a producerId, a node id or a unique job name"
-        )),
-        _ => Err(format!(
-            "job name `{job}` is used by {} jobs; name it by producerId instead",
-            by_name.len()
-        )),
-    }
-}
 
 /// `My Plan: v2!` -> `my-plan-v2`: a safe branch component (never empty, never a leading `-`).
 pub(crate) fn sanitize_branch_part(name: &str) -> String {

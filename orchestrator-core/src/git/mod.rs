@@ -289,6 +289,40 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
     /// Keeps `patterns` (e.g. `/.worktrees/`) out of `git status` via `.git/info/exclude`.
     async fn exclude(&self, repo: &Path, patterns: &[&str]) -> Result<(), GitError>;
 
+    /// Removes the worktrees of `repo` directly under `root` whose folder is not in `live`
+    /// (left behind by crashes). Folders that are not worktrees of `repo` are left alone.
+    /// Returns the folders removed. The default removes what [`GitOperations::list_worktrees`]
+    /// lists; an implementation that can tell its own folders whose registration is gone
+    /// removes those too.
+    async fn remove_orphaned_worktrees(
+        &self,
+        repo: &Path,
+        root: &Path,
+        live: &[PathBuf],
+    ) -> Result<Vec<PathBuf>, GitError> {
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let root = canonical(root);
+        let live: std::collections::HashSet<PathBuf> = live.iter().map(|p| canonical(p)).collect();
+        let mut removed = Vec::new();
+        for wt in self.list_worktrees(repo).await? {
+            let path = canonical(&wt);
+            if path.parent() == Some(root.as_path()) && !live.contains(&path) {
+                self.remove_worktree(repo, &wt).await?;
+                removed.push(wt);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Lets worktrees live under `root` as well as where the implementation already allows
+    /// (a plan's own `worktreeRoot`, or the orchestrator's): one that keeps worktree paths
+    /// inside known roots adds it. The engine calls it before it creates anything there, so a
+    /// root is configured once, on the orchestrator or the plan. The default does nothing.
+    fn allow_worktree_root(&self, root: &Path) -> Result<(), GitError> {
+        let _ = root;
+        Ok(())
+    }
+
     /// Crash repair: removes the lock files a killed process left in these worktrees'
     /// administrative folders (`HEAD.lock`, `index.lock`) and on these branches' refs; they
     /// would make every later commit or merge there fail. The engine calls it only while it
