@@ -455,7 +455,8 @@ impl PlanActor {
             .base_branch
             .clone()
             .or_else(|| current.clone())
-            .unwrap_or_else(|| "main".into());
+            // A detached checkout: the repository's default branch, as git names it.
+            .unwrap_or_else(|| default.clone());
         let base = git.resolve(repo, &base_rev).await?;
         let target =
             match &self.spec.target_branch {

@@ -618,8 +618,9 @@ impl NodeRun {
         let others: Vec<String> = self.dep_commits.iter().skip(1).cloned().collect();
         if !others.is_empty() {
             let resolver = self.ctx.resolver.as_deref();
+            let message = format!("{} forward integration", self.ctx.options.commit_prefix);
             let head = git
-                .merge_into_worktree(wt, &others, "[Plan] forward integration", resolver)
+                .merge_into_worktree(wt, &others, &message, resolver)
                 .await
                 .map_err(|e| NodeFailure::git(p, e))?;
             log.line(
@@ -1018,7 +1019,10 @@ impl NodeRun {
                 .merge_into_worktree(
                     wt,
                     std::slice::from_ref(&target_tip),
-                    "[Plan] update snapshot from target",
+                    &format!(
+                        "{} update snapshot from target",
+                        self.ctx.options.commit_prefix
+                    ),
                     self.ctx.resolver.as_deref(),
                 )
                 .await
