@@ -1,19 +1,23 @@
-//! The server: accepts connections on 127.0.0.1, routes each request to its wire format,
-//! answers from the [`Script`] and records every request.
+//! The server: accepts connections on 127.0.0.1, serves HTTP/1.1 on each with hyper, routes
+//! each request to its wire format, answers from the [`Script`] and records every request.
 
+use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::conversation::{Conversation, Reply};
-use crate::http::{find_header, read_request, write_response, HttpRequest, HttpResponse};
+use crate::http::{find_header, HttpRequest, HttpResponse};
 use crate::script::Script;
-use crate::wire::{anthropic, chat, gemini, responses};
+use crate::wire::{anthropic, chat, gemini, responses, EventStream};
 
 /// One request the server received.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +52,9 @@ impl RecordedRequest {
         })
     }
 }
+
+/// Largest request body accepted, in bytes (the CLIs send whole conversations, a few MB at most).
+const MAX_BODY: usize = 64 * 1024 * 1024;
 
 type Log = Arc<Mutex<Vec<RecordedRequest>>>;
 
@@ -138,26 +145,38 @@ async fn accept_loop(listener: TcpListener, script: Arc<Script>, log: Log) {
     }
 }
 
+/// Serves one connection until the client closes it or asks to (keep-alive is hyper's
+/// default); a request hyper cannot parse gets its `400` and ends the connection.
 async fn serve_connection(stream: TcpStream, script: Arc<Script>, log: Log) {
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    loop {
-        let request = match read_request(&mut reader, &mut write).await {
-            Ok(Some(request)) => request,
-            Ok(None) => return,
-            Err(error) => {
-                let body = json!({"error": {"message": error.to_string(), "type": "invalid_request_error"}});
-                let _ = write_response(&mut write, &HttpResponse::json(400, &body), true).await;
-                return;
-            }
-        };
-        let (response, record) = handle(&request, &script);
-        lock(&log).push(record);
-        let close = request.wants_close();
-        if write_response(&mut write, &response, close).await.is_err() || close {
-            return;
+    let service = service_fn(move |request| {
+        let (script, log) = (script.clone(), log.clone());
+        async move { Ok::<_, Infallible>(serve(request, &script, &log).await) }
+    });
+    // A connection that fails mid-request only ends itself: the client sees it and retries.
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+/// Reads the whole body (hyper de-chunks it and answers `Expect: 100-continue` when it is
+/// first read), answers and records the request.
+async fn serve(
+    request: hyper::Request<Incoming>,
+    script: &Script,
+    log: &Log,
+) -> hyper::Response<Full<Bytes>> {
+    let (parts, body) = request.into_parts();
+    let body = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes().to_vec(),
+        Err(error) => {
+            let body = json!({"error": {"message": format!("testkit: reading the request body: {error}"), "type": "invalid_request_error"}});
+            return HttpResponse::json(400, &body).into_hyper(true);
         }
-    }
+    };
+    let request = HttpRequest::from_parts(&parts, body);
+    let (response, record) = handle(&request, script);
+    lock(log).push(record);
+    response.into_hyper(request.wants_close())
 }
 
 /// The wire format a request speaks.
@@ -242,12 +261,12 @@ fn answer(request: &HttpRequest, body: &Value, script: &Script) -> (HttpResponse
         );
     }
     let respond = |conversation: Conversation,
-                   sse: fn(&Conversation, &Reply) -> String,
+                   sse: fn(&Conversation, &Reply) -> EventStream,
                    json: fn(&Conversation, &Reply) -> Value| {
         let reply = script.reply(&conversation);
         let answer = describe(&reply);
         let response = if conversation.stream {
-            HttpResponse::event_stream(sse(&conversation, &reply))
+            HttpResponse::event_stream(&sse(&conversation, &reply))
         } else {
             HttpResponse::json(200, &json(&conversation, &reply))
         };
@@ -319,7 +338,7 @@ fn gemini_answer(
     let answer = describe(&reply);
     let sse = request.query.split('&').any(|pair| pair == "alt=sse");
     let response = match (stream, sse) {
-        (true, true) => HttpResponse::event_stream(gemini::stream(&conversation, &reply)),
+        (true, true) => HttpResponse::event_stream(&gemini::stream(&conversation, &reply)),
         // Without alt=sse the stream endpoint answers one JSON array.
         (true, false) => HttpResponse::json(200, &json!([gemini::response(&conversation, &reply)])),
         (false, _) => HttpResponse::json(200, &gemini::response(&conversation, &reply)),

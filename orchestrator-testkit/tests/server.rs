@@ -1,5 +1,6 @@
 //! The server over real TCP with a tiny hand-written client: routing, keep-alive, chunked
-//! bodies, SSE framing, the stateless script across a whole tool loop, recording.
+//! bodies, `Expect: 100-continue`, malformed requests, SSE framing, the stateless script across
+//! a whole tool loop, recording.
 
 use std::io;
 
@@ -51,6 +52,11 @@ impl Client {
 
     async fn send_raw(&mut self, raw: &[u8]) -> io::Result<Response> {
         self.stream.get_mut().write_all(raw).await?;
+        self.read_response().await
+    }
+
+    /// Reads one response (or an interim `100 Continue`, which has no body).
+    async fn read_response(&mut self) -> io::Result<Response> {
         let mut line = String::new();
         self.stream.read_line(&mut line).await?;
         let status = line
@@ -301,6 +307,36 @@ async fn other_routes_chunked_bodies_errors_and_close() -> io::Result<()> {
         .await?;
     assert_eq!(response.status, 429);
     assert_eq!(response.json()["error"]["type"], "rate_limit_error");
+    Ok(())
+}
+
+/// curl-style clients wait for `100 Continue` before sending a large body; a request that is
+/// not HTTP gets a 400 and the connection ends.
+#[tokio::test]
+async fn expect_continue_and_malformed_requests() -> io::Result<()> {
+    let server = ModelServer::start(Script::new()).await?;
+    let mut client = Client::connect(&server).await?;
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+    let head = format!(
+        "POST /v1/messages HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let interim = client.send_raw(head.as_bytes()).await?;
+    assert_eq!(interim.status, 100);
+    let answer = client.send_raw(body.as_bytes()).await?;
+    assert_eq!(answer.json()["content"][0]["text"], "OK");
+    assert_eq!(server.requests().len(), 1);
+
+    let mut garbage = Client::connect(&server).await?;
+    let refused = garbage.send_raw(b"NONSENSE\r\n\r\n").await?;
+    assert_eq!(refused.status, 400);
+    let mut rest = Vec::new();
+    garbage.stream.read_to_end(&mut rest).await?;
+    assert!(
+        rest.is_empty(),
+        "the server closes after a malformed request"
+    );
+    assert_eq!(server.requests().len(), 1, "nothing recorded for it");
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{conversation_basics, items, sse_event, text_of};
+use super::{conversation_basics, items, text_of, EventStream};
 use crate::conversation::{estimate_tokens, fresh_id, Conversation, Reply, ToolSpec};
 
 /// Reads a Messages request.
@@ -89,13 +89,14 @@ pub fn message(conversation: &Conversation, reply: &Reply) -> Value {
 }
 
 /// The streamed message as SSE events.
-pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
+pub fn stream(conversation: &Conversation, reply: &Reply) -> EventStream {
     let mut start = message(conversation, reply);
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
     start["usage"] = usage(conversation, 1);
-    let mut out = sse_event(
-        Some("message_start"),
+    let mut out = EventStream::new();
+    out.event(
+        "message_start",
         &json!({"type": "message_start", "message": start}),
     );
     let (block, delta) = match reply {
@@ -108,28 +109,28 @@ pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
             json!({"type": "input_json_delta", "partial_json": call.arguments_value().to_string()}),
         ),
     };
-    out += &sse_event(
-        Some("content_block_start"),
+    out.event(
+        "content_block_start",
         &json!({"type": "content_block_start", "index": 0, "content_block": block}),
-    );
-    out += &sse_event(Some("ping"), &json!({"type": "ping"}));
-    out += &sse_event(
-        Some("content_block_delta"),
+    )
+    .event("ping", &json!({"type": "ping"}))
+    .event(
+        "content_block_delta",
         &json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-    );
-    out += &sse_event(
-        Some("content_block_stop"),
+    )
+    .event(
+        "content_block_stop",
         &json!({"type": "content_block_stop", "index": 0}),
-    );
-    out += &sse_event(
-        Some("message_delta"),
+    )
+    .event(
+        "message_delta",
         &json!({
             "type": "message_delta",
             "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null},
             "usage": usage(conversation, reply.output_tokens()),
         }),
-    );
-    out += &sse_event(Some("message_stop"), &json!({"type": "message_stop"}));
+    )
+    .event("message_stop", &json!({"type": "message_stop"}));
     out
 }
 
@@ -169,7 +170,7 @@ mod tests {
     fn streams_a_tool_use_block() {
         let conversation = with_model("m", 0);
         let reply = tool_call("toolu_1", "Bash", ToolInput::Json(json!({"command": "ls"})));
-        let events = stream(&conversation, &reply);
+        let events = stream(&conversation, &reply).to_string();
         let names: Vec<&str> = events
             .lines()
             .filter_map(|line| line.strip_prefix("event: "))

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{conversation_basics, is_injected_context, items, sse_event, text_of};
+use super::{conversation_basics, is_injected_context, items, text_of, EventStream};
 use crate::conversation::{fresh_id, unix_time, Conversation, Reply, ToolInput, ToolSpec};
 
 /// Reads a Chat Completions request.
@@ -101,10 +101,11 @@ pub fn completion(conversation: &Conversation, reply: &Reply) -> Value {
 }
 
 /// The streamed completion as SSE chunks.
-pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
+pub fn stream(conversation: &Conversation, reply: &Reply) -> EventStream {
     let id = fresh_id("chatcmpl-");
     let created = unix_time();
-    let chunk = |choices: Value, usage: Value| {
+    let mut out = EventStream::new();
+    let mut chunk = |choices: Value, usage: Value| {
         let mut chunk = json!({
             "id": id, "object": "chat.completion.chunk", "created": created,
             "model": conversation.model, "choices": choices,
@@ -112,7 +113,7 @@ pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
         if !usage.is_null() {
             chunk["usage"] = usage;
         }
-        sse_event(None, &chunk)
+        out.data(&chunk);
     };
     let delta = match reply {
         Reply::Text(text) => json!({"role": "assistant", "content": text}),
@@ -120,16 +121,16 @@ pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
             json!({"role": "assistant", "content": null, "tool_calls": tool_calls(reply)})
         }
     };
-    let mut out = chunk(
+    chunk(
         json!([{"index": 0, "delta": delta, "finish_reason": null}]),
         Value::Null,
     );
-    out += &chunk(
+    chunk(
         json!([{"index": 0, "delta": {}, "finish_reason": finish_reason(reply)}]),
         Value::Null,
     );
-    out += &chunk(json!([]), usage(conversation, reply));
-    out += "data: [DONE]\n\n";
+    chunk(json!([]), usage(conversation, reply));
+    out.done();
     out
 }
 
@@ -165,7 +166,7 @@ mod tests {
         );
         assert_eq!(conversation.cwd.as_deref(), Some("/c"));
         let reply = tool_call("call_9", "bash", ToolInput::Json(json!({"command": "ls"})));
-        let events = stream(&conversation, &reply);
+        let events = stream(&conversation, &reply).to_string();
         assert!(events.contains(r#""arguments":"{\"command\":\"ls\"}""#));
         assert!(events.contains(r#""id":"call_9""#));
         assert!(events.contains(r#""finish_reason":"tool_calls""#));
@@ -178,7 +179,7 @@ mod tests {
             "apply_patch",
             ToolInput::Freeform("*** Begin Patch".into()),
         );
-        let events = stream(&conversation, &custom);
+        let events = stream(&conversation, &custom).to_string();
         assert!(
             events.contains(r#""custom":{"input":"*** Begin Patch","name":"apply_patch"}"#)
                 || events.contains(r#""custom":{"name":"apply_patch","input":"*** Begin Patch"}"#)

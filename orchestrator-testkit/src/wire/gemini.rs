@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{conversation_basics, is_injected_context, items, sse_event, text_of_parts};
+use super::{conversation_basics, is_injected_context, items, text_of_parts, EventStream};
 use crate::conversation::{estimate_tokens, fresh_id, Conversation, Reply, ToolSpec};
 
 /// Reads a `generateContent` request; `model` and `stream` come from the URL.
@@ -127,8 +127,10 @@ pub fn response(conversation: &Conversation, reply: &Reply) -> Value {
 }
 
 /// The streamed reply as SSE (`alt=sse`): one chunk.
-pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
-    sse_event(None, &response(conversation, reply))
+pub fn stream(conversation: &Conversation, reply: &Reply) -> EventStream {
+    let mut out = EventStream::new();
+    out.data(&response(conversation, reply));
+    out
 }
 
 /// The `countTokens` answer.
@@ -183,7 +185,9 @@ mod tests {
             "ls"
         );
         assert_eq!(value["usageMetadata"]["totalTokenCount"], 7);
-        assert!(stream(&conversation, &reply).starts_with("data: {"));
+        assert!(stream(&conversation, &reply)
+            .to_string()
+            .starts_with("data: {"));
         let schema = json!({"type": "object", "properties": {"reasoning": {"type": "string"}, "next_speaker": {"type": "string", "enum": ["user", "model"]}}});
         assert_eq!(
             instance_of(&schema),

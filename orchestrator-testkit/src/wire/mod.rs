@@ -1,22 +1,17 @@
-//! The four wire formats: each reads a request into a [`Conversation`](crate::Conversation)
+//! The four wire formats: each reads a request into a [`Conversation`]
 //! and writes a [`Reply`](crate::Reply) back exactly as the real API would.
 
 pub mod anthropic;
 pub mod chat;
 pub mod gemini;
 pub mod responses;
+mod sse;
+
+pub use sse::EventStream;
 
 use serde_json::Value;
 
 use crate::conversation::{all_strings, estimate_tokens, find_cwd, Conversation, ToolSpec};
-
-/// One SSE event: an optional `event:` line, a `data:` line, a blank line.
-pub fn sse_event(name: Option<&str>, data: &Value) -> String {
-    match name {
-        Some(name) => format!("event: {name}\ndata: {data}\n\n"),
-        None => format!("data: {data}\n\n"),
-    }
-}
 
 /// The text of a message content: a string, or the `text` of every part, newline-joined.
 pub fn text_of(content: &Value) -> String {

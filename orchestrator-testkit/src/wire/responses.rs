@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{conversation_basics, is_injected_context, items, sse_event, text_of};
+use super::{conversation_basics, is_injected_context, items, text_of, EventStream};
 use crate::conversation::{fresh_id, unix_time, Conversation, Reply, ToolInput, ToolSpec};
 
 /// Reads a Responses request.
@@ -119,17 +119,17 @@ pub fn response(conversation: &Conversation, reply: &Reply) -> Value {
 }
 
 /// The streamed response as SSE events.
-pub fn stream(conversation: &Conversation, reply: &Reply) -> String {
+pub fn stream(conversation: &Conversation, reply: &Reply) -> EventStream {
     let id = fresh_id("resp_");
     let done = output_item(reply);
     let item_id = done["id"].clone();
     let mut sequence = 0u64;
-    let mut out = String::new();
+    let mut out = EventStream::new();
     let mut emit = |name: &str, mut data: Value| {
         data["type"] = json!(name);
         data["sequence_number"] = json!(sequence);
         sequence += 1;
-        out += &sse_event(Some(name), &data);
+        out.event(name, &data);
     };
     let pending = response_object(conversation, reply, &id, None);
     emit("response.created", json!({"response": pending}));
@@ -228,14 +228,15 @@ mod tests {
         let function = stream(
             &conversation,
             &call(ToolInput::Json(json!({"command": ["ls"]}))),
-        );
+        )
+        .to_string();
         assert!(function.contains("event: response.function_call_arguments.delta"));
         assert!(function.contains(r#""type":"function_call""#));
         assert!(function.contains(r#""arguments":"{\"command\":[\"ls\"]}""#));
-        let custom = stream(&conversation, &call(ToolInput::Freeform("patch".into())));
+        let custom = stream(&conversation, &call(ToolInput::Freeform("patch".into()))).to_string();
         assert!(custom.contains(r#""type":"custom_tool_call""#));
         assert!(custom.contains(r#""input":"patch""#));
-        let text = stream(&conversation, &Reply::Text("bye".into()));
+        let text = stream(&conversation, &Reply::Text("bye".into())).to_string();
         let names: Vec<&str> = text
             .lines()
             .filter_map(|l| l.strip_prefix("event: "))
