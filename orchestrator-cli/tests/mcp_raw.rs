@@ -79,3 +79,49 @@ fn every_request_line_gets_an_answer() {
     assert_eq!(doc["id"], 8, "{doc}");
     assert_ne!(doc["result"]["isError"], true, "{doc}");
 }
+
+#[test]
+fn engine_errors_keep_their_kind() {
+    let repo = Repo::new();
+    let mut server = RawMcp::start(&repo);
+    server.initialize();
+    let plan = json!({"name": "kinds", "jobs": [common::job("only", "echo x > x.txt", &[])]});
+    let (_, created) = server.ask("create", &tool_call(2, "create_copilot_plan", plan));
+    let id = created["result"]["structuredContent"]["planId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no planId in {created}"))
+        .to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, doc) = server.ask(
+            "status",
+            &tool_call(3, "get_copilot_plan_status", json!({"planId": id})),
+        );
+        if doc["result"]["structuredContent"]["status"] == "succeeded" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the plan never ended: {doc}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Force-failing a job that is not running is refused by the engine: the answer names the
+    // kind of the refusal.
+    let (_, doc) = server.ask(
+        "force fail",
+        &tool_call(
+            4,
+            "force_fail_copilot_job",
+            json!({"planId": id, "jobId": "only"}),
+        ),
+    );
+    let error = &doc["result"]["structuredContent"];
+    assert_eq!(doc["result"]["isError"], true, "{doc}");
+    assert_eq!(
+        error["error"], "invalid_state",
+        "a kind, not a bare `failed`: {doc}"
+    );
+    assert_eq!(error["retryable"], false, "{doc}");
+    eprintln!("force-fail of a finished job: {error}");
+}

@@ -131,6 +131,38 @@ pub enum Error {
 }
 
 impl Error {
+    /// A stable machine name of the error's kind, for front ends that answer in data (the MCP
+    /// server's `"error"` field): `parse`, `invalid`, `plan_not_found`, `job_not_found`,
+    /// `ambiguous`, `damaged`, `invalid_state`, `edit`, `transition`, `locked` (another
+    /// process owns the plan), `store`, `merge_conflict`, `protected_branch`, `git`, `config`,
+    /// `io`, `shutdown`.
+    ///
+    /// ```
+    /// use orchestrator_core::{Error, PlanId};
+    /// assert_eq!(Error::PlanNotFound(PlanId::from("p")).kind(), "plan_not_found");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Parse { .. } => "parse",
+            Error::Invalid(_) => "invalid",
+            Error::PlanNotFound(_) => "plan_not_found",
+            Error::JobNotFound { .. } => "job_not_found",
+            Error::AmbiguousJob { .. } | Error::AmbiguousPlan { .. } => "ambiguous",
+            Error::DamagedGraph { .. } => "damaged",
+            Error::InvalidState { .. } => "invalid_state",
+            Error::Edit { .. } => "edit",
+            Error::Transition { .. } => "transition",
+            Error::Store(StoreError::Locked { .. }) => "locked",
+            Error::Store(_) => "store",
+            Error::Git(GitError::MergeConflict { .. }) => "merge_conflict",
+            Error::Git(GitError::ProtectedBranch { .. }) => "protected_branch",
+            Error::Git(_) => "git",
+            Error::Config(_) => "config",
+            Error::Io { .. } => "io",
+            Error::Shutdown => "shutdown",
+        }
+    }
+
     /// Whether the same call may succeed when tried again (transient store or git failures).
     pub fn is_retryable(&self) -> bool {
         match self {

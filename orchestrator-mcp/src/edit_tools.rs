@@ -264,7 +264,8 @@ impl OrchestratorMcp {
         raw: &Map<String, Value>,
         tool: &str,
     ) -> Result<PlanSpec, Failure> {
-        let text = serde_json::to_string(raw).map_err(|e| Failure::Engine(e.to_string()))?;
+        let text =
+            serde_json::to_string(raw).map_err(|e| Failure::other("invalid", e.to_string()))?;
         let spec = parse_plan(&text, PlanFormat::Json, tool).map_err(|e| match e {
             orchestrator_core::Error::Parse { path, message, .. } => {
                 let field = path.unwrap_or_else(|| "(plan)".to_owned());
@@ -419,10 +420,11 @@ impl OrchestratorMcp {
                 _ => {}
             }
             self.orchestrator.start(&id).await.map_err(|e| {
-                Failure::Engine(format!(
+                let message = format!(
                     "the plan is finalized but could not start: {e}; fix the cause and call \
                      resume_copilot_plan"
-                ))
+                );
+                Failure::engine(&e, message)
             })?;
             self.edited(&id, "plan finalized").await
         })
@@ -798,7 +800,7 @@ impl OrchestratorMcp {
         } else {
             let dir = std::env::temp_dir().join(format!("orchestrator-self-test-{tag}"));
             std::fs::create_dir_all(&dir)
-                .map_err(|e| Failure::Engine(format!("create {}: {e}", dir.display())))?;
+                .map_err(|e| Failure::other("io", format!("create {}: {e}", dir.display())))?;
             Ok((spec.isolation(Isolation::None), dir))
         }
     }

@@ -74,7 +74,13 @@ pub(crate) type ToolResult = Result<CallToolResult, rmcp::ErrorData>;
 /// A tool failure shown to the model.
 pub(crate) enum Failure {
     Arg(ArgError),
-    Engine(String),
+    /// The engine refused or failed: its error's kind ([`orchestrator_core::Error::kind`]),
+    /// whether trying again may help, and the message.
+    Engine {
+        kind: &'static str,
+        retryable: bool,
+        message: String,
+    },
 }
 
 impl From<ArgError> for Failure {
@@ -85,17 +91,36 @@ impl From<ArgError> for Failure {
 
 impl From<orchestrator_core::Error> for Failure {
     fn from(e: orchestrator_core::Error) -> Self {
-        Failure::Engine(e.to_string())
+        Failure::engine(&e, e.to_string())
     }
 }
 
 impl From<orchestrator_core::StoreError> for Failure {
     fn from(e: orchestrator_core::StoreError) -> Self {
-        Failure::Engine(e.to_string())
+        orchestrator_core::Error::Store(e).into()
     }
 }
 
 impl Failure {
+    /// A failure of the engine's kind `e`, told as `message`.
+    pub(crate) fn engine(e: &orchestrator_core::Error, message: String) -> Self {
+        Failure::Engine {
+            kind: e.kind(),
+            retryable: e.is_retryable(),
+            message,
+        }
+    }
+
+    /// A failure of this server's own (`kind` as [`orchestrator_core::Error::kind`] names
+    /// kinds), not retryable.
+    pub(crate) fn other(kind: &'static str, message: String) -> Self {
+        Failure::Engine {
+            kind,
+            retryable: false,
+            message,
+        }
+    }
+
     /// An argument error about another field: `field` maps the field it named.
     pub(crate) fn in_field(self, field: impl FnOnce(String) -> String) -> Self {
         match self {
@@ -124,9 +149,16 @@ pub(crate) fn answer(result: Result<(Value, String), Failure>) -> ToolResult {
             r.content = vec![ContentBlock::text(e.text())];
             r
         }
-        Err(Failure::Engine(message)) => {
+        Err(Failure::Engine {
+            kind,
+            retryable,
+            message,
+        }) => {
+            // The kind lets a client branch (`locked`: another process runs the plan;
+            // `job_not_found`; `merge_conflict` ...); `retryable` says whether to try again.
             let mut r = CallToolResult::structured_error(json!({
-                "error": "failed",
+                "error": kind,
+                "retryable": retryable,
                 "message": message,
             }));
             r.content = vec![ContentBlock::text(format!("error: {message}"))];
@@ -317,10 +349,13 @@ impl OrchestratorMcp {
             orchestrator_core::Error::Store(orchestrator_core::StoreError::Locked {
                 owner,
                 ..
-            }) => Failure::Engine(format!(
-                "plan {id} is being run by {owner}; it can be inspected here but not driven \
-                 until that process releases it"
-            )),
+            }) => Failure::other(
+                "locked",
+                format!(
+                    "plan {id} is being run by {owner}; it can be inspected here but not driven \
+                     until that process releases it"
+                ),
+            ),
             e => e.into(),
         })
     }

@@ -280,7 +280,10 @@ impl OrchestratorBuilder {
             repository: self
                 .repository
                 .unwrap_or_else(|| Arc::new(InMemoryPlanRepository::new())),
-            git: self.git,
+            // Every plugged git layer gets its transient errors retried (lock contention).
+            git: self
+                .git
+                .map(|g| Arc::new(crate::git::Retrying::new(g)) as Arc<dyn GitOperations>),
             runners: self.runners,
             resolver: self.resolver,
             healer: self.healer,

@@ -11,6 +11,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub mod memory;
+mod retrying;
+
+pub use retrying::Retrying;
 
 /// A commit id (hex).
 pub type CommitId = String;
