@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -119,9 +120,9 @@ pub(crate) struct PlanActor {
     max_parallel: usize,
     /// A capacity slot the wait below delivered, used (or given back) by the next dispatch.
     slot: Option<Slot>,
-    /// The wait for a capacity slot, when a ready node found none free: a task of its own, so
-    /// the actor's turns go on, and kept across turns so it keeps its place in a semaphore's
-    /// queue and a slot-file backoff is not restarted.
+    /// The wait for a capacity slot, when a ready node found none free: polled beside the
+    /// commands, so the actor's turns go on, and kept across turns so it keeps its place in a
+    /// semaphore's queue and a slot-file backoff is not restarted.
     waiting_slot: Option<SlotWait>,
     to_spawn: Vec<NodeRun>,
     writer: JournalWriter,
@@ -142,16 +143,10 @@ pub(crate) struct PlanActor {
     remaps: Vec<Vec<Option<NodeIndex>>>,
 }
 
-/// A spawned wait for a capacity slot, aborted when dropped (a plan closing while it waits
-/// takes nothing: [`Capacity::acquire`] is cancel-safe, and a slot already taken is dropped
-/// with the task's output).
-struct SlotWait(tokio::task::JoinHandle<Slot>);
-
-impl Drop for SlotWait {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+/// A wait for a capacity slot; dropping it gives up the wait ([`Capacity::acquire`] is
+/// cancel-safe). The mutex is never locked (only `get_mut`): it makes the actor `Sync`, as
+/// its `run` future must be `Send` while holding `&self` across awaits, without a task.
+type SlotWait = std::sync::Mutex<BoxFuture<'static, Slot>>;
 
 /// Waits for a slot of `capacity`. A failure (a slot folder that became unusable) is logged
 /// and tried again after a pause, since the ready nodes can do nothing but wait for a slot.
@@ -167,14 +162,18 @@ fn wait_for_slot(capacity: Arc<dyn Capacity>) -> SlotWait {
             }
         }
     };
-    SlotWait(tokio::spawn(wait.in_current_span()))
+    std::sync::Mutex::new(Box::pin(wait))
 }
 
-/// The slot `waiting` delivers (`None` if its task died: the next dispatch waits anew); never,
-/// when nothing waits (that `select!` branch is disabled then).
-async fn next_slot(waiting: &mut Option<SlotWait>) -> Option<Slot> {
+/// The slot `waiting` delivers; never, when nothing waits (that `select!` branch is disabled
+/// then).
+async fn next_slot(waiting: &mut Option<SlotWait>) -> Slot {
     match waiting {
-        Some(wait) => (&mut wait.0).await.ok(),
+        Some(wait) => {
+            wait.get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .await
+        }
         None => std::future::pending().await,
     }
 }
@@ -253,7 +252,7 @@ impl PlanActor {
                 },
                 slot = next_slot(&mut self.waiting_slot), if self.waiting_slot.is_some() => {
                     self.waiting_slot = None;
-                    self.slot = slot;
+                    self.slot = Some(slot);
                 }
             }
             // Batch whatever else is waiting into this turn (one store append).
