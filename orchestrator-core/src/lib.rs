@@ -9,7 +9,6 @@ pub mod conformance;
 pub mod engine;
 mod error;
 pub mod events;
-mod fxhash;
 pub mod git;
 pub mod ids;
 pub mod plan;
