@@ -400,8 +400,14 @@ impl PlanActor {
                     self.chain_pending = true;
                     let (o, tx) = (orchestrator.clone(), self.tx.clone());
                     tokio::spawn(async move {
-                        if o.wait_succeeded(&other).await.is_ok() {
-                            let _ = tx.send(Command::ChainSatisfied);
+                        match o.wait_succeeded(&other).await {
+                            Ok(()) => {
+                                let _ = tx.send(Command::ChainSatisfied);
+                            }
+                            Err(e) => tracing::error!(
+                                plan = %other, error = %e,
+                                "the plan this one is chained to cannot be read; it stays pending"
+                            ),
                         }
                     });
                 }

@@ -502,15 +502,36 @@ impl Orchestrator {
         Ok(*status)
     }
 
-    /// Waits until the plan succeeded (for chaining); an error if it ends otherwise.
+    /// Waits until the plan succeeded (for chaining: a plan that fails may still be retried
+    /// and succeed, so it keeps waiting). A plan this orchestrator drives is watched through
+    /// its status channel; one another process runs (or nobody yet) is read from the store
+    /// now and then — there is no cross-process notification to wait on — from every 100 ms
+    /// growing to every 2 s. An error only when the plan cannot be read at all.
     pub(crate) async fn wait_succeeded(&self, id: &PlanId) -> Result<()> {
-        let mut rx = self.handle(id)?.status;
+        const FIRST: std::time::Duration = std::time::Duration::from_millis(100);
+        const LONGEST: std::time::Duration = std::time::Duration::from_secs(2);
+        let mut pause = FIRST;
         loop {
-            let s = *rx.borrow_and_update();
-            if s == PlanStatus::Succeeded {
-                return Ok(());
+            if let Ok(handle) = self.handle(id) {
+                let mut rx = handle.status;
+                loop {
+                    if *rx.borrow_and_update() == PlanStatus::Succeeded {
+                        return Ok(());
+                    }
+                    // A closed channel: the plan was released here; it may go on elsewhere.
+                    if rx.changed().await.is_err() {
+                        break;
+                    }
+                }
             }
-            rx.changed().await.map_err(|_| Error::Shutdown)?;
+            match self.ctx.repository.load(id).await {
+                Ok(record) if record.status() == PlanStatus::Succeeded => return Ok(()),
+                Ok(_) => {}
+                Err(e) if e.is_retryable() => {}
+                Err(e) => return Err(e.into()),
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(LONGEST);
         }
     }
 

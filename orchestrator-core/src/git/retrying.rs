@@ -35,9 +35,12 @@ impl Retrying {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use orchestrator_core::git::{memory::MemoryGit, Retrying};
-    /// let git = Retrying::new(Arc::new(MemoryGit::new()));
-    /// # let _ = git;
+    /// use orchestrator_core::git::{GitOperations, Retrying};
+    /// // What the orchestrator's builder does with the git layer it is given.
+    /// fn wrap(git: Arc<dyn GitOperations>) -> Arc<dyn GitOperations> {
+    ///     Arc::new(Retrying::new(git))
+    /// }
+    /// # let _ = wrap;
     /// ```
     pub fn new(git: Arc<dyn GitOperations>) -> Self {
         Retrying(git)
