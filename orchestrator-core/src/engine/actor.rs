@@ -9,20 +9,23 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::capacity::{Capacity, Slot};
-use crate::engine::orchestrator::{ArchiveReport, EngineCtx, Orchestrator, RetryRequest};
-use crate::engine::pipeline::{NodeFailure, NodeRun};
+use crate::engine::context::EngineCtx;
+use crate::engine::messages::{
+    ArchiveReport, HostRequest, Message, NodeFailure, NodeProgress, Reply, RetryRequest,
+};
+use crate::engine::pipeline::NodeRun;
 use crate::engine::queue::ReadyQueue;
 use crate::engine::writer::{AfterDurable, Batch, JournalWriter};
 use crate::error::{Error, Result};
 use crate::events::OrchestratorEvent;
 use crate::git::GitError;
 use crate::ids::{now_millis, NodeIndex, PlanId};
-use crate::plan::{Isolation, PlanEdit, PlanGraph, PlanSpec};
+use crate::plan::{Isolation, PlanGraph, PlanSpec};
 use crate::repository::Lease;
 use crate::state::{
     ApplyError, FailureReason, NodeStatus, Phase, PlanMachine, PlanRecord, PlanStatus, StateChange,
@@ -30,69 +33,6 @@ use crate::state::{
 use crate::view::resolve as resolve_job;
 
 mod reshape;
-
-type Reply<T> = oneshot::Sender<Result<T>>;
-
-/// Messages to a plan actor.
-#[derive(Debug)]
-pub(crate) enum Command {
-    Start {
-        reply: Reply<()>,
-    },
-    ChainSatisfied,
-    Pause {
-        stop_running: bool,
-        reply: Reply<()>,
-    },
-    Resume {
-        reply: Reply<()>,
-    },
-    Cancel {
-        reply: Reply<()>,
-    },
-    Retry {
-        request: Box<RetryRequest>,
-        reply: Reply<usize>,
-    },
-    ForceFail {
-        job: String,
-        reply: Reply<()>,
-    },
-    Snapshot {
-        reply: Reply<PlanRecord>,
-    },
-    Recover {
-        reply: Reply<()>,
-    },
-    Archive {
-        reply: Reply<ArchiveReport>,
-    },
-    Close {
-        /// Record a pause (else just stop running jobs so they resume later).
-        pause: bool,
-        reply: Reply<()>,
-    },
-    Edit {
-        edits: Vec<PlanEdit>,
-        reply: Reply<()>,
-    },
-    Finalize {
-        reply: Reply<()>,
-    },
-    /// Progress of a node task (phases, worktree, commit, session, metrics), in order, with
-    /// the layout generation the task was launched in.
-    Changes {
-        gen: usize,
-        changes: Vec<StateChange>,
-    },
-    /// A node task ended, with its last progress.
-    Done {
-        gen: usize,
-        node: NodeIndex,
-        changes: Vec<StateChange>,
-        result: std::result::Result<(), NodeFailure>,
-    },
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StopReason {
@@ -112,8 +52,8 @@ pub(crate) struct PlanActor {
     id: PlanId,
     machine: PlanMachine,
     spec: Arc<PlanSpec>,
-    tx: mpsc::UnboundedSender<Command>,
-    rx: mpsc::UnboundedReceiver<Command>,
+    tx: mpsc::UnboundedSender<Message>,
+    rx: mpsc::UnboundedReceiver<Message>,
     queue: ReadyQueue,
     running: Vec<Option<Running>>,
     active: usize,
@@ -132,7 +72,7 @@ pub(crate) struct PlanActor {
     /// Set by the first start/resume of this actor: an opened plan waits to be told to run.
     activated: bool,
     closing: Option<Reply<()>>,
-    /// Command replies sent at the end of the turn.
+    /// Replies to host requests, sent at the end of the turn.
     after_turn: Vec<AfterDurable>,
     /// Worktree removals in flight; awaited before the plan is recorded as ended.
     cleanups: tokio::task::JoinSet<()>,
@@ -192,8 +132,8 @@ impl PlanActor {
         record: PlanRecord,
         graph: Arc<PlanGraph>,
         lease: Lease,
-        tx: mpsc::UnboundedSender<Command>,
-        rx: mpsc::UnboundedReceiver<Command>,
+        tx: mpsc::UnboundedSender<Message>,
+        rx: mpsc::UnboundedReceiver<Message>,
     ) -> (PlanActor, watch::Receiver<PlanStatus>) {
         let id = record.state.id.clone();
         let spec = record.spec.clone();
@@ -239,14 +179,14 @@ impl PlanActor {
         (actor, status_rx)
     }
 
-    pub(crate) async fn run(mut self, orchestrator: Orchestrator) {
+    pub(crate) async fn run(mut self) {
         self.turn().await;
         loop {
             tokio::select! {
                 msg = self.rx.recv() => match msg {
                     Some(msg) => {
                         self.clock = now_millis();
-                        self.handle(msg, &orchestrator).await
+                        self.handle(msg).await
                     }
                     None => break,
                 },
@@ -259,7 +199,7 @@ impl PlanActor {
             self.clock = now_millis();
             for _ in 0..4096 {
                 match self.rx.try_recv() {
-                    Ok(msg) => self.handle(msg, &orchestrator).await,
+                    Ok(msg) => self.handle(msg).await,
                     Err(_) => break,
                 }
             }
@@ -290,53 +230,60 @@ impl PlanActor {
         }
     }
 
-    async fn handle(&mut self, msg: Command, orchestrator: &Orchestrator) {
+    async fn handle(&mut self, msg: Message) {
         match msg {
-            Command::Start { reply } => {
-                let r = self.start(orchestrator).await;
-                self.reply_after_turn(reply, r);
-            }
-            Command::ChainSatisfied => {
+            Message::Host(request) => self.handle_host(request).await,
+            Message::Node(progress) => self.handle_node(progress),
+            Message::ChainSatisfied => {
                 self.chain_pending = false;
                 if let Err(e) = self.begin().await {
                     tracing::error!(error = %e, "chained plan could not start");
                 }
             }
-            Command::Pause {
+        }
+    }
+
+    async fn handle_host(&mut self, request: HostRequest) {
+        match request {
+            HostRequest::Start { reply } => {
+                let r = self.start().await;
+                self.reply_after_turn(reply, r);
+            }
+            HostRequest::Pause {
                 stop_running,
                 reply,
             } => {
                 let r = self.pause(stop_running);
                 self.reply_after_turn(reply, r);
             }
-            Command::Resume { reply } => {
-                let r = self.resume(orchestrator).await;
+            HostRequest::Resume { reply } => {
+                let r = self.resume().await;
                 self.reply_after_turn(reply, r);
             }
-            Command::Cancel { reply } => {
+            HostRequest::Cancel { reply } => {
                 let r = self.cancel();
                 self.reply_after_turn(reply, r);
             }
-            Command::Retry { request, reply } => {
+            HostRequest::Retry { request, reply } => {
                 let r = self.retry(request).await;
                 self.reply_after_turn(reply, r);
             }
-            Command::ForceFail { job, reply } => {
+            HostRequest::ForceFail { job, reply } => {
                 let r = self.force_fail(&job);
                 self.reply_after_turn(reply, r);
             }
-            Command::Recover { reply } => {
+            HostRequest::Recover { reply } => {
                 let r = self.recover().await;
                 self.reply_after_turn(reply, r);
             }
-            Command::Archive { reply } => {
+            HostRequest::Archive { reply } => {
                 let r = self.archive().await;
                 self.reply_after_turn(reply, r);
             }
-            Command::Snapshot { reply } => {
+            HostRequest::Snapshot { reply } => {
                 let _ = reply.send(Ok(self.machine.record().clone()));
             }
-            Command::Close { pause, reply } => {
+            HostRequest::Close { pause, reply } => {
                 if pause && (self.active > 0 || !self.machine.plan_status().is_terminal()) {
                     let _ = self.pause(true);
                 } else {
@@ -344,19 +291,24 @@ impl PlanActor {
                 }
                 self.closing = Some(reply);
             }
-            Command::Edit { edits, reply } => {
+            HostRequest::Edit { edits, reply } => {
                 let r = self.edit(&edits);
                 self.reply_after_turn(reply, r);
             }
-            Command::Finalize { reply } => {
+            HostRequest::Finalize { reply } => {
                 let r = self.finalize();
                 self.reply_after_turn(reply, r);
             }
-            Command::Changes { gen, mut changes } => {
+        }
+    }
+
+    fn handle_node(&mut self, progress: NodeProgress) {
+        match progress {
+            NodeProgress::Changes { gen, mut changes } => {
                 self.translate_changes(gen, &mut changes);
                 self.progress(changes);
             }
-            Command::Done {
+            NodeProgress::Done {
                 gen,
                 node,
                 mut changes,
@@ -382,7 +334,7 @@ impl PlanActor {
 
     // ----- lifecycle -------------------------------------------------------------------
 
-    async fn start(&mut self, orchestrator: &Orchestrator) -> Result<()> {
+    async fn start(&mut self) -> Result<()> {
         let state = &self.machine.record().state;
         if state.archived {
             return Err(self.invalid("the plan is archived"));
@@ -395,14 +347,14 @@ impl PlanActor {
         }
         if let Some(other) = self.spec.resume_after_plan.clone() {
             let other = PlanId::from(other);
-            if orchestrator.status_anywhere(&other).await? != PlanStatus::Succeeded {
+            if self.ctx.status_anywhere(&other).await? != PlanStatus::Succeeded {
                 if !self.chain_pending {
                     self.chain_pending = true;
-                    let (o, tx) = (orchestrator.clone(), self.tx.clone());
+                    let (ctx, tx) = (self.ctx.clone(), self.tx.clone());
                     tokio::spawn(async move {
-                        match o.wait_succeeded(&other).await {
+                        match ctx.wait_succeeded(&other).await {
                             Ok(()) => {
-                                let _ = tx.send(Command::ChainSatisfied);
+                                let _ = tx.send(Message::ChainSatisfied);
                             }
                             Err(e) => tracing::error!(
                                 plan = %other, error = %e,
@@ -523,7 +475,7 @@ impl PlanActor {
         Ok(())
     }
 
-    async fn resume(&mut self, orchestrator: &Orchestrator) -> Result<()> {
+    async fn resume(&mut self) -> Result<()> {
         let state = &self.machine.record().state;
         if state.canceled {
             return Err(self.invalid("the plan was canceled; recover it to run it again"));
@@ -531,7 +483,7 @@ impl PlanActor {
         self.machine
             .resume(self.clock)
             .map_err(|e| self.transition_error(e))?;
-        self.start(orchestrator).await
+        self.start().await
     }
 
     fn cancel(&mut self) -> Result<()> {

@@ -8,14 +8,19 @@
 
 mod actor;
 mod builder;
+mod context;
+mod messages;
+mod options;
 mod orchestrator;
 mod pipeline;
 mod queue;
 mod repair;
 mod writer;
 
-pub use builder::{OrchestratorBuilder, OrchestratorOptions};
-pub use orchestrator::{ArchiveReport, Orchestrator, RetryRequest};
+pub use builder::OrchestratorBuilder;
+pub use messages::{ArchiveReport, RetryRequest};
+pub use options::OrchestratorOptions;
+pub use orchestrator::Orchestrator;
 
 use crate::ids::NodeIndex;
 use crate::state::PlanRecord;

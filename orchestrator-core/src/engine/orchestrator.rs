@@ -2,65 +2,20 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
-use crate::capacity::Capacity;
-use crate::engine::actor::{Command, PlanActor};
-use crate::engine::builder::{OrchestratorBuilder, OrchestratorOptions};
+use crate::engine::actor::PlanActor;
+use crate::engine::context::{EngineCtx, PlanHandle};
+use crate::engine::messages::{ArchiveReport, HostRequest, Message, RetryRequest};
 use crate::error::{Error, Result};
-use crate::events::{EventBus, OrchestratorEvent};
-use crate::git::{ConflictResolver, GitOperations};
+use crate::events::OrchestratorEvent;
 use crate::ids::{now_millis, PlanId};
-use crate::plan::{validate, PlanEdit, PlanGraph, PlanSpec, ValidationContext, WorkSpec};
+use crate::plan::{validate, PlanEdit, PlanGraph, PlanSpec, ValidationContext};
 use crate::repository::{Lease, PlanRepository};
-use crate::runner::{Healer, Reaper, WorkRunner};
 use crate::state::{PlanRecord, PlanStatus};
-
-/// Shared by the orchestrator, its plan actors and their node tasks.
-#[derive(Debug)]
-pub(crate) struct EngineCtx {
-    pub(crate) repository: Arc<dyn PlanRepository>,
-    pub(crate) git: Option<Arc<dyn GitOperations>>,
-    pub(crate) runners: HashMap<String, Arc<dyn WorkRunner>>,
-    pub(crate) resolver: Option<Arc<dyn ConflictResolver>>,
-    pub(crate) healer: Option<Arc<dyn Healer>>,
-    pub(crate) reaper: Option<Reaper>,
-    /// Slots every job of every plan takes before it starts (see [`crate::capacity`]).
-    pub(crate) capacity: Arc<dyn Capacity>,
-    pub(crate) options: OrchestratorOptions,
-    pub(crate) events: EventBus,
-    /// Secrets of the host's environment (see [`EngineCtx::job_redactor`]).
-    pub(crate) redactor: Arc<crate::redact::Redactor>,
-    /// Worktree roots already swept of crash leftovers by this orchestrator.
-    pub(crate) swept: Mutex<std::collections::HashSet<PathBuf>>,
-}
-
-impl EngineCtx {
-    /// What the phases of `job` (the snapshot node: `None`) redact from their logs, events and
-    /// failure messages: the host's secrets and those of the plan's, job's and specs' `env`.
-    pub(crate) fn job_redactor(
-        &self,
-        spec: &crate::plan::PlanSpec,
-        job: Option<&crate::plan::JobSpec>,
-    ) -> Arc<crate::redact::Redactor> {
-        let r = crate::redact::job_redactor(&self.redactor, spec, job, &self.options.secret_env);
-        if r.value_count() == self.redactor.value_count() {
-            // Nothing of the job's own: share the host's.
-            self.redactor.clone()
-        } else {
-            Arc::new(r)
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-struct PlanHandle {
-    tx: mpsc::UnboundedSender<Command>,
-    status: watch::Receiver<PlanStatus>,
-}
 
 /// Runs plans. Cheap to clone; every clone drives the same plans.
 ///
@@ -68,92 +23,11 @@ struct PlanHandle {
 #[derive(Debug, Clone)]
 pub struct Orchestrator {
     ctx: Arc<EngineCtx>,
-    plans: Arc<Mutex<HashMap<PlanId, PlanHandle>>>,
-}
-
-/// What [`Orchestrator::archive`] removed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct ArchiveReport {
-    /// Worktrees removed.
-    pub worktrees_removed: Vec<PathBuf>,
-    /// Branches deleted.
-    pub branches_deleted: Vec<String>,
-    /// What could not be removed, and why (archiving goes on past these).
-    pub warnings: Vec<String>,
-}
-
-/// What [`Orchestrator::retry`] retries and how.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct RetryRequest {
-    /// Jobs to retry (producerId, node id or unique name); empty: every failed job.
-    pub jobs: Vec<String>,
-    /// Replacement work.
-    pub work: Option<WorkSpec>,
-    /// Replacement prechecks.
-    pub prechecks: Option<WorkSpec>,
-    /// Replacement postchecks.
-    pub postchecks: Option<WorkSpec>,
-    /// Remove the worktree and start over from merge-fi.
-    pub clear_worktree: bool,
-}
-
-impl RetryRequest {
-    /// Retry every failed job.
-    pub fn all_failed() -> Self {
-        RetryRequest::default()
-    }
-
-    /// Retry these jobs.
-    pub fn jobs<I, S>(jobs: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        RetryRequest {
-            jobs: jobs.into_iter().map(Into::into).collect(),
-            ..RetryRequest::default()
-        }
-    }
-
-    /// Replaces the work of the retried jobs.
-    pub fn with_work(mut self, work: WorkSpec) -> Self {
-        self.work = Some(work);
-        self
-    }
-
-    /// Replaces the postchecks of the retried jobs.
-    pub fn with_postchecks(mut self, spec: WorkSpec) -> Self {
-        self.postchecks = Some(spec);
-        self
-    }
-
-    /// Replaces the prechecks of the retried jobs.
-    pub fn with_prechecks(mut self, spec: WorkSpec) -> Self {
-        self.prechecks = Some(spec);
-        self
-    }
-
-    /// Starts over from a fresh worktree.
-    pub fn clear_worktree(mut self) -> Self {
-        self.clear_worktree = true;
-        self
-    }
 }
 
 impl Orchestrator {
-    /// Starts building an orchestrator.
-    pub fn builder() -> OrchestratorBuilder {
-        OrchestratorBuilder::default()
-    }
-
     pub(crate) fn from_ctx(ctx: EngineCtx) -> Self {
-        Orchestrator {
-            ctx: Arc::new(ctx),
-            plans: Arc::new(Mutex::new(HashMap::new())),
-        }
+        Orchestrator { ctx: Arc::new(ctx) }
     }
 
     /// The plan store.
@@ -304,7 +178,7 @@ impl Orchestrator {
     /// Loads a stored plan (e.g. after a restart) and takes ownership of it. Jobs found running
     /// become a failed attempt with reason `crashed` and are re-queued. It does not start.
     pub async fn open_plan(&self, id: &PlanId) -> Result<()> {
-        if self.handle(id).is_ok() {
+        if self.ctx.handle(id).is_ok() {
             return Ok(());
         }
         // The lease first: the state read after it is the last owner's final word.
@@ -340,31 +214,24 @@ impl Orchestrator {
         let (actor, status) =
             PlanActor::new(self.ctx.clone(), record, graph, lease, tx.clone(), rx);
         let span = tracing::info_span!("plan", plan = %id);
-        tokio::spawn(actor.run(self.clone()).instrument(span));
-        self.plans
+        tokio::spawn(actor.run().instrument(span));
+        self.ctx
+            .plans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, PlanHandle { tx, status });
     }
 
-    fn handle(&self, id: &PlanId) -> Result<PlanHandle> {
-        self.plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned()
-            .ok_or_else(|| Error::PlanNotFound(id.clone()))
-    }
-
     async fn ask<T>(
         &self,
         id: &PlanId,
-        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command,
+        make: impl FnOnce(oneshot::Sender<Result<T>>) -> HostRequest,
     ) -> Result<T> {
         let (reply, rx) = oneshot::channel();
-        self.handle(id)?
+        self.ctx
+            .handle(id)?
             .tx
-            .send(make(reply))
+            .send(Message::Host(make(reply)))
             .map_err(|_| Error::Shutdown)?;
         rx.await.map_err(|_| Error::Shutdown)?
     }
@@ -374,23 +241,24 @@ impl Orchestrator {
     /// is validated like a new plan. What each job status allows is in
     /// [`crate::plan::apply_edits`]. Jobs in flight keep running.
     pub async fn edit_plan(&self, id: &PlanId, edits: Vec<PlanEdit>) -> Result<()> {
-        self.ask(id, |reply| Command::Edit { edits, reply }).await
+        self.ask(id, |reply| HostRequest::Edit { edits, reply })
+            .await
     }
 
     /// Ends the scaffolding of a plan: it must now be valid as a whole. It does not start.
     pub async fn finalize_plan(&self, id: &PlanId) -> Result<()> {
-        self.ask(id, |reply| Command::Finalize { reply }).await
+        self.ask(id, |reply| HostRequest::Finalize { reply }).await
     }
 
     /// Starts (or continues) a plan. With `resumeAfterPlan`, it starts once that plan succeeded.
     pub async fn start(&self, id: &PlanId) -> Result<()> {
-        self.ask(id, |reply| Command::Start { reply }).await
+        self.ask(id, |reply| HostRequest::Start { reply }).await
     }
 
     /// Pauses: nothing new starts; running jobs finish. With `stop_running`, running jobs are
     /// stopped and re-queued to resume from the phase they were in.
     pub async fn pause(&self, id: &PlanId, stop_running: bool) -> Result<()> {
-        self.ask(id, |reply| Command::Pause {
+        self.ask(id, |reply| HostRequest::Pause {
             stop_running,
             reply,
         })
@@ -399,17 +267,17 @@ impl Orchestrator {
 
     /// Resumes a paused plan (starting it if it never started).
     pub async fn resume(&self, id: &PlanId) -> Result<()> {
-        self.ask(id, |reply| Command::Resume { reply }).await
+        self.ask(id, |reply| HostRequest::Resume { reply }).await
     }
 
     /// Cancels a plan: running jobs are stopped, nothing else starts. Worktrees are kept.
     pub async fn cancel(&self, id: &PlanId) -> Result<()> {
-        self.ask(id, |reply| Command::Cancel { reply }).await
+        self.ask(id, |reply| HostRequest::Cancel { reply }).await
     }
 
     /// Retries failed jobs (see [`RetryRequest`]); returns how many were retried.
     pub async fn retry(&self, id: &PlanId, request: RetryRequest) -> Result<usize> {
-        self.ask(id, |reply| Command::Retry {
+        self.ask(id, |reply| HostRequest::Retry {
             request: Box::new(request),
             reply,
         })
@@ -419,7 +287,7 @@ impl Orchestrator {
     /// Fails a running job now, killing its process tree.
     pub async fn force_fail(&self, id: &PlanId, job: &str) -> Result<()> {
         let job = job.to_owned();
-        self.ask(id, |reply| Command::ForceFail { job, reply })
+        self.ask(id, |reply| HostRequest::ForceFail { job, reply })
             .await
     }
 
@@ -427,13 +295,13 @@ impl Orchestrator {
     /// of succeeded jobs still to be consumed are recreated at their commits, failed, blocked and
     /// canceled jobs are pending again, and the plan is left paused for [`Orchestrator::resume`].
     pub async fn recover(&self, id: &PlanId) -> Result<()> {
-        self.ask(id, |reply| Command::Recover { reply }).await
+        self.ask(id, |reply| HostRequest::Recover { reply }).await
     }
 
     /// Archives an ended plan: removes its worktrees, snapshot and target branches (never the
     /// default branch), keeps its state and logs, and marks it archived.
     pub async fn archive(&self, id: &PlanId) -> Result<ArchiveReport> {
-        self.ask(id, |reply| Command::Archive { reply }).await
+        self.ask(id, |reply| HostRequest::Archive { reply }).await
     }
 
     /// Removes worktree folders under the worktree root of `repo` that no plan in the store
@@ -448,7 +316,7 @@ impl Orchestrator {
 
     /// A snapshot of the plan's record.
     pub async fn status(&self, id: &PlanId) -> Result<PlanRecord> {
-        self.ask(id, |reply| Command::Snapshot { reply }).await
+        self.ask(id, |reply| HostRequest::Snapshot { reply }).await
     }
 
     /// The plan as hosts show it ([`crate::view::PlanView`]): live when this orchestrator
@@ -478,7 +346,7 @@ impl Orchestrator {
     /// # });
     /// ```
     pub async fn view(&self, id: &PlanId) -> Result<crate::view::PlanView> {
-        if self.handle(id).is_ok() {
+        if self.ctx.handle(id).is_ok() {
             if let Ok(record) = self.status(id).await {
                 return Ok(record.into());
             }
@@ -488,13 +356,13 @@ impl Orchestrator {
 
     /// The plan's current derived status, without a round trip to its actor.
     pub fn plan_status(&self, id: &PlanId) -> Result<PlanStatus> {
-        Ok(*self.handle(id)?.status.borrow())
+        Ok(*self.ctx.handle(id)?.status.borrow())
     }
 
     /// Waits until the plan ends (succeeded, failed, canceled, archived) or is paused with
     /// nothing running, and returns that status.
     pub async fn wait(&self, id: &PlanId) -> Result<PlanStatus> {
-        let mut rx = self.handle(id)?.status;
+        let mut rx = self.ctx.handle(id)?.status;
         let status = rx
             .wait_for(|s| s.is_terminal() || *s == PlanStatus::Paused)
             .await
@@ -502,50 +370,10 @@ impl Orchestrator {
         Ok(*status)
     }
 
-    /// Waits until the plan succeeded (for chaining: a plan that fails may still be retried
-    /// and succeed, so it keeps waiting). A plan this orchestrator drives is watched through
-    /// its status channel; one another process runs (or nobody yet) is read from the store
-    /// now and then — there is no cross-process notification to wait on — from every 100 ms
-    /// growing to every 2 s. An error only when the plan cannot be read at all.
-    pub(crate) async fn wait_succeeded(&self, id: &PlanId) -> Result<()> {
-        const FIRST: std::time::Duration = std::time::Duration::from_millis(100);
-        const LONGEST: std::time::Duration = std::time::Duration::from_secs(2);
-        let mut pause = FIRST;
-        loop {
-            if let Ok(handle) = self.handle(id) {
-                let mut rx = handle.status;
-                loop {
-                    if *rx.borrow_and_update() == PlanStatus::Succeeded {
-                        return Ok(());
-                    }
-                    // A closed channel: the plan was released here; it may go on elsewhere.
-                    if rx.changed().await.is_err() {
-                        break;
-                    }
-                }
-            }
-            match self.ctx.repository.load(id).await {
-                Ok(record) if record.status() == PlanStatus::Succeeded => return Ok(()),
-                Ok(_) => {}
-                Err(e) if e.is_retryable() => {}
-                Err(e) => return Err(e.into()),
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(LONGEST);
-        }
-    }
-
-    /// The status of a plan this orchestrator knows, or of a stored one.
-    pub(crate) async fn status_anywhere(&self, id: &PlanId) -> Result<PlanStatus> {
-        match self.plan_status(id) {
-            Ok(s) => Ok(s),
-            Err(_) => Ok(self.ctx.repository.load(id).await?.status()),
-        }
-    }
-
     /// Ids of the plans this orchestrator drives.
     pub fn plan_ids(&self) -> Vec<PlanId> {
-        self.plans
+        self.ctx
+            .plans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .keys()
@@ -568,8 +396,11 @@ impl Orchestrator {
     }
 
     async fn shut(&self, id: &PlanId, pause: bool) -> Result<()> {
-        let result = self.ask(id, |reply| Command::Close { pause, reply }).await;
-        self.plans
+        let result = self
+            .ask(id, |reply| HostRequest::Close { pause, reply })
+            .await;
+        self.ctx
+            .plans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(id);

@@ -11,9 +11,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::capacity::Slot;
-use crate::engine::actor::Command;
-use crate::engine::orchestrator::EngineCtx;
-use crate::git::{GitError, GitOperations, MergeStyle};
+use crate::engine::context::EngineCtx;
+use crate::engine::messages::{Message, NodeFailure, NodeProgress};
+use crate::git::{GitOperations, MergeStyle};
 use crate::ids::{now_millis, NodeId, NodeIndex, PlanId};
 use crate::plan::{Env, Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
 use crate::repository::{AttemptSpecs, LogKey};
@@ -21,35 +21,6 @@ use crate::runner::{
     HealRequest, Healer, LogSink, LogStream, WorkContext, WorkFailure, WorkRunner,
 };
 use crate::state::{FailureReason, Heal, Phase, PhaseStatus, PlanMachine, StateChange};
-
-/// Why a node attempt failed.
-#[derive(Debug, Clone)]
-pub(crate) struct NodeFailure {
-    pub(crate) message: String,
-    pub(crate) reason: FailureReason,
-    pub(crate) phase: Option<Phase>,
-    /// A shell or process failure a healer may fix (its `round` is set by the actor).
-    pub(crate) heal: Option<Box<Heal>>,
-}
-
-impl NodeFailure {
-    fn new(phase: Phase, reason: FailureReason, message: impl Into<String>) -> Self {
-        NodeFailure {
-            message: message.into(),
-            reason,
-            phase: Some(phase),
-            heal: None,
-        }
-    }
-
-    fn git(phase: Phase, e: GitError) -> Self {
-        let reason = match e {
-            GitError::MergeConflict { .. } => FailureReason::MergeConflict,
-            _ => FailureReason::PhaseFailed,
-        };
-        NodeFailure::new(phase, reason, e.to_string())
-    }
-}
 
 type PhaseResult<T = ()> = Result<T, NodeFailure>;
 
@@ -77,7 +48,7 @@ pub(crate) struct NodeRun {
     /// The auto-heal this attempt starts with, until it has run.
     heal: std::sync::Mutex<Option<Box<Heal>>>,
     cancel: CancellationToken,
-    tx: mpsc::UnboundedSender<Command>,
+    tx: mpsc::UnboundedSender<Message>,
     /// Changes not yet sent to the actor: sent before anything slow starts, and with `Done`.
     pending: std::sync::Mutex<Vec<StateChange>>,
     /// The job's capacity slot, freed when the run ends.
@@ -95,7 +66,7 @@ impl NodeRun {
         attempt: u32,
         resume_from: Option<Phase>,
         cancel: CancellationToken,
-        tx: mpsc::UnboundedSender<Command>,
+        tx: mpsc::UnboundedSender<Message>,
         slot: Slot,
     ) -> Self {
         let record = machine.record();
@@ -150,12 +121,12 @@ impl NodeRun {
             Box::pin(self.run_in_place()).await
         };
         let changes = std::mem::take(&mut *self.buffer());
-        let _ = self.tx.send(Command::Done {
+        let _ = self.tx.send(Message::Node(NodeProgress::Done {
             gen: self.gen,
             node: self.node,
             changes,
             result,
-        });
+        }));
     }
 
     fn job(&self) -> Option<&JobSpec> {
@@ -175,10 +146,10 @@ impl NodeRun {
     fn flush(&self) {
         let changes = std::mem::take(&mut *self.buffer());
         if !changes.is_empty() {
-            let _ = self.tx.send(Command::Changes {
+            let _ = self.tx.send(Message::Node(NodeProgress::Changes {
                 gen: self.gen,
                 changes,
-            });
+            }));
         }
     }
 
@@ -246,14 +217,14 @@ impl NodeRun {
             self.ctx.events.clone(),
             Arc::new(move |pgid, running| {
                 if running {
-                    let _ = tx.send(Command::Changes {
+                    let _ = tx.send(Message::Node(NodeProgress::Changes {
                         gen,
                         changes: vec![StateChange::Process {
                             node,
                             pgid,
                             running,
                         }],
-                    });
+                    }));
                 }
             }),
         )

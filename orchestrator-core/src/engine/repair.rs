@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::engine::orchestrator::EngineCtx;
+use crate::engine::context::EngineCtx;
 use crate::engine::{job_worktree_name, own_branches, snapshot_worktree_name};
 use crate::error::Result;
 use crate::plan::{Isolation, PlanGraph};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::engine::orchestrator::EngineCtx;
+use crate::engine::context::EngineCtx;
 use crate::events::OrchestratorEvent;
 use crate::ids::PlanId;
 use crate::repository::{Lease, StoreError};
