@@ -78,7 +78,8 @@ impl Debug for Slot {
 /// A limit on the jobs running at once, shared by whoever holds the same capacity.
 ///
 /// Implementations must make [`acquire`](Capacity::acquire) cancel-safe: a dropped wait takes
-/// nothing. `orchestrator_core::conformance::capacity::run_all` checks an implementation.
+/// nothing. `orchestrator_core::conformance::capacity::run_all` (feature `testing`) checks an
+/// implementation.
 #[async_trait]
 pub trait Capacity: Send + Sync + Debug + 'static {
     /// A slot if one is free right now, without waiting (the engine's fast path, called on its

@@ -3,8 +3,14 @@
 //! The engine of the orchestrator: the plan model (SPEC §2) and its validation, the DAG state
 //! machine (SPEC §3), the event-driven scheduler and the phase pipeline, typed events, the
 //! builder, and the plug-in traits with in-memory implementations and conformance suites.
+//!
+//! The cargo feature `testing` adds the conformance suites (`conformance`) and the in-memory git
+//! fake (`git::memory::MemoryGit`); enable it in the `[dev-dependencies]` of a crate whose tests
+//! use them.
 
 pub mod capacity;
+// Test support for implementations and hosts; a default build of core leaves it out.
+#[cfg(feature = "testing")]
 pub mod conformance;
 pub mod engine;
 mod error;

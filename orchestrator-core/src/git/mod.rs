@@ -1,8 +1,8 @@
 //! The git plug-in point: [`GitOperations`], its typed errors, and the conflict-resolver hook.
 //!
-//! Implementations: [`memory::MemoryGit`] (in core, for tests: commits in memory, worktrees as
-//! real folders) and `Git2Operations` in the `orchestrator-git` crate. Both run
-//! [`crate::conformance::git::run_all`].
+//! Implementations: `memory::MemoryGit` (in core with the `testing` feature, for tests: commits
+//! in memory, worktrees as real folders) and `Git2Operations` in the `orchestrator-git` crate.
+//! Both run `conformance::git::run_all` (also behind `testing`).
 
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+// A fake for tests; a default build of core leaves it out.
+#[cfg(feature = "testing")]
 pub mod memory;
 mod retrying;
 

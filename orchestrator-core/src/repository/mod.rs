@@ -2,7 +2,7 @@
 //!
 //! A store keeps a plan as its creation record plus an append-only list of
 //! [`StateChange`]s; [`PlanRepository::load`] returns the record with every appended change
-//! applied. Every implementation runs [`crate::conformance::repository::run_all`].
+//! applied. Every implementation runs `conformance::repository::run_all` (feature `testing`).
 
 use std::fmt::Debug;
 use std::path::PathBuf;
