@@ -8,13 +8,23 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// DAG of jobs, each in its own git worktree, whose commits flow along the DAG by merges until
 /// the validated result lands on a target branch. Your own checkout is never touched.
 ///
-/// Exit codes: 0 the plan succeeded (or the command was done), 1 the plan failed, was
-/// canceled or paused, 2 invalid input, 3 any other error.
+/// Exit codes: 0 the plan succeeded (`run`, `retry`, `resume`, `demo`) or the command was done
+/// (every other command, whatever the plan's status); 1 the plan ended without succeeding
+/// (failed, canceled, blocked jobs) or stopped paused (Ctrl-C, SIGTERM, `orchestrator pause`),
+/// or `resume` was refused for a canceled or archived plan; 2 invalid input (a bad plan file or
+/// argument, an unknown plan id or job: the message names every problem); 3 any other error.
 ///
-/// State lives in `<repo>/.orchestrator`, worktrees in `<repo>/.worktrees`. Every state change
-/// is flushed to the disk before the jobs it enables start; ORCHESTRATOR_DURABILITY=flush only
-/// hands it to the operating system (still safe against a crash or `kill -9` of the process,
-/// not against a power loss).
+/// State lives in `<repo>/.orchestrator`; worktrees in `<repo>/.worktrees` unless the plan's
+/// `worktreeRoot` (or `run --worktree-root`) names another folder. Every state change is flushed
+/// to the disk before the jobs it enables start; ORCHESTRATOR_DURABILITY=flush only hands it to
+/// the operating system (still safe against a crash or `kill -9` of the process, not against a
+/// power loss).
+///
+/// Environment: ORCHESTRATOR_AGENT (the agent CLI for agent work that names none; default
+/// copilot), ORCHESTRATOR_HEAL_AGENT (auto-heal failed jobs with that agent),
+/// ORCHESTRATOR_SECRET_ENV (more variables whose values are secrets: comma-separated names,
+/// `*` wildcards), ORCHESTRATOR_MACHINE_SLOTS and ORCHESTRATOR_SLOTS_DIR (machine-wide
+/// capacity, see `run --help`), ORCHESTRATOR_DURABILITY (`full` or `flush`).
 #[derive(Debug, Parser)]
 #[command(name = "orchestrator", version, propagate_version = true)]
 pub struct Cli {
@@ -27,30 +37,73 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Creates a plan from a JSON or YAML file and runs it to the end.
+    ///
+    /// The plan is stored before its first job starts. Progress goes to stderr. Ctrl-C (or
+    /// SIGTERM) pauses the plan cleanly: running jobs are stopped, the state is saved and
+    /// `orchestrator resume` continues it; a second Ctrl-C exits at once. Exit code 0 when the
+    /// plan succeeded, 1 when it failed, was canceled or stopped paused.
     Run(RunArgs),
     /// Shows a plan (by default the most recent one).
+    ///
+    /// A table of its jobs, or with --json the plan's status document. The exit code is 0
+    /// whatever the plan's status: read the status from the output.
     Status(StatusArgs),
     /// Lists the plans of the repository, newest first.
     List(ListArgs),
     /// Prints a job's logs (the latest attempt, every phase unless --phase).
     Logs(LogsArgs),
     /// Retries failed jobs (all of them when no JOB is named) and runs the plan to the end.
+    ///
+    /// Exit code 0 when the plan then succeeds, 1 when it does not (as for `run`).
     Retry(RetryArgs),
     /// Resumes a paused or interrupted plan and runs it to the end.
+    ///
+    /// A plan that never started is started. A canceled plan needs `orchestrator recover`
+    /// first and an archived one cannot run again (both exit 1). Exit code 0 when the plan
+    /// succeeds, 1 when it does not (as for `run`).
     Resume(ResumeArgs),
     /// Pauses a plan: running jobs finish, nothing new starts.
+    ///
+    /// A plan another `orchestrator` process is running is paused by that process, on request;
+    /// this command then waits (at most 30 s) for the running jobs to finish and prints the
+    /// plan's status. `orchestrator resume` continues the plan.
+    #[command(mut_arg("quiet", |a| a.help("No note on stderr when another process runs the plan")))]
+    #[command(mut_arg("verbose", |a| a.hide(true)))]
     Pause(PlanArgs),
     /// Cancels a plan: running jobs are stopped, nothing else starts (worktrees are kept).
+    ///
+    /// A plan another `orchestrator` process is running is canceled by that process, on
+    /// request. `orchestrator recover` makes a canceled plan runnable again.
+    #[command(mut_arg("quiet", |a| a.help("No note on stderr when another process runs the plan")))]
+    #[command(mut_arg("verbose", |a| a.hide(true)))]
     Cancel(PlanArgs),
     /// Recovers a failed or canceled plan: leaves it paused, ready for `resume`.
+    ///
+    /// The target branch exists again, succeeded jobs keep their work, and failed, blocked and
+    /// canceled jobs are pending again. Nothing runs until `orchestrator resume`.
+    #[command(mut_arg("quiet", |a| a.hide(true)))]
+    #[command(mut_arg("verbose", |a| a.hide(true)))]
     Recover(PlanArgs),
     /// Archives an ended plan: removes its worktrees and branches, keeps its state and logs.
+    ///
+    /// The branches removed are the plan's snapshot and target branches (never the default
+    /// branch); with --json the document also lists what was removed.
+    #[command(mut_arg("quiet", |a| a.hide(true)))]
+    #[command(mut_arg("verbose", |a| a.hide(true)))]
     Archive(PlanArgs),
-    /// Prints the plan's graph (Mermaid or Graphviz DOT).
+    /// Prints the plan's graph (Mermaid flowchart or Graphviz DOT) or its timeline (Mermaid gantt).
     Graph(GraphArgs),
-    /// Serves the MCP tools on stdio (not part of this build yet).
+    /// Serves the MCP plan and job tools (create_copilot_plan, ...) on stdin/stdout.
+    ///
+    /// For an MCP client that starts it as a child process; it runs until the client closes
+    /// the connection (exit code 0). At start it takes over and resumes the repository's plans
+    /// that were running when the previous server stopped; when it ends, the plans it runs are
+    /// released (running jobs are stopped and resume from their phase next time).
     Mcp(RepoArgs),
     /// Runs a small demo plan in a new temporary repository and shows where the result is.
+    ///
+    /// Four shell jobs in a diamond, each in its own worktree; the repository (kept afterwards)
+    /// needs no git identity or configuration. Exit code 0 when the demo plan succeeded.
     Demo(DemoArgs),
 }
 

@@ -2,9 +2,9 @@
 //!
 //! Runs a plan — a DAG of jobs, each in its own git worktree — to its end with live progress,
 //! and inspects and steers stored plans: `run`, `status`, `list`, `logs`, `retry`, `resume`,
-//! `pause`, `cancel`, `recover`, `archive`, `graph`, `mcp`, `demo`. Exit codes: 0 the plan
-//! succeeded (or the command was done), 1 it failed, was canceled or paused, 2 invalid input,
-//! 3 any other error.
+//! `pause`, `cancel`, `recover`, `archive`, `graph`, `mcp`, `demo`. Exit codes ([`error::Exit`]):
+//! 0 the plan succeeded (or the command was done), 1 it ended without succeeding or stopped
+//! paused, 2 invalid input, 3 any other error.
 
 /// Writes a line to stdout (see [`write_stdout`]).
 macro_rules! outln {
