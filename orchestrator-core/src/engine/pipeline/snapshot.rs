@@ -1,0 +1,180 @@
+//! The snapshot-validation node: brings the snapshot up to date with the target, runs setup
+//! and `verifyRi`, commits what they changed and merges the result onto the target branch.
+
+use super::job::WorktreeStart;
+use super::*;
+
+impl NodeRun {
+    pub(super) async fn run_snapshot(&self) -> PhaseResult {
+        let git = self.git()?.clone();
+        let (Some(snapshot), Some(target)) =
+            (self.snapshot_branch.clone(), self.target_branch.clone())
+        else {
+            return Err(NodeFailure::new(
+                Phase::MergeFi,
+                FailureReason::StartupError,
+                "the plan has no snapshot or target branch",
+            ));
+        };
+        let wt = self.worktree.clone().unwrap_or_else(|| {
+            self.worktree_root()
+                .join(crate::engine::snapshot_worktree_name(&self.plan))
+        });
+        let start = self
+            .phase(Phase::MergeFi, |log| {
+                self.snapshot_fi(&git, &snapshot, &target, &wt, log)
+            })
+            .await?;
+        // As for jobs (see `WorktreeStart`): after a reset, setup and verifyRi run again.
+        let from = if start == WorktreeStart::Reset && self.resume_from <= Phase::Work {
+            Phase::Setup
+        } else {
+            self.resume_from
+        };
+        if from <= Phase::Setup
+            && (!self.spec.worktree_init.is_empty()
+                || !self.spec.additional_symlink_dirs.is_empty())
+        {
+            self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
+        }
+        if let Some(verify) = self.spec.verify_ri.as_ref().filter(|_| from <= Phase::Work) {
+            self.phase(Phase::Work, |log| {
+                self.run_spec(Phase::Work, verify, &wt, log)
+            })
+            .await?;
+        }
+        let commit = match (self.runs(Phase::Commit), &self.prev_commit) {
+            // Resuming the final merge: the validated commit was recorded.
+            (false, Some(commit)) => commit.clone(),
+            _ => {
+                let commit = self
+                    .phase(Phase::Commit, |log| self.snapshot_commit(&git, &wt, log))
+                    .await?;
+                self.send(StateChange::Commit {
+                    node: self.node,
+                    commit: commit.clone(),
+                });
+                commit
+            }
+        };
+        self.phase(Phase::MergeRi, |log| {
+            self.snapshot_merge(&git, &target, &commit, log)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Commits what setup and `verifyRi` changed (if anything) on the snapshot worktree's
+    /// HEAD. The snapshot branch is not moved: it stays where the validation began, so a
+    /// validation that runs again (after a crash) starts from there, and the commit reaches
+    /// the target through the final merge.
+    async fn snapshot_commit(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        wt: &Path,
+        log: LogSink,
+    ) -> PhaseResult<String> {
+        let p = Phase::Commit;
+        let before = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
+        let msg = format!("{} snapshot validation", self.ctx.options.commit_prefix);
+        match git
+            .commit_all(wt, &msg)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+        {
+            Some(c) => {
+                log.line(
+                    LogStream::System,
+                    &format!("verification changes committed: {c}"),
+                );
+                Ok(c)
+            }
+            None => Ok(before),
+        }
+    }
+
+    /// The final merge: the validated snapshot onto the target branch.
+    async fn snapshot_merge(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        target: &str,
+        commit: &str,
+        log: LogSink,
+    ) -> PhaseResult {
+        let msg = format!(
+            "{} merge plan {} into {target}",
+            self.ctx.options.commit_prefix, self.spec.name
+        );
+        let tip = git
+            .merge_into_branch(&self.repo, target, commit, &msg, MergeStyle::FastForward)
+            .await
+            .map_err(|e| NodeFailure::git(Phase::MergeRi, e))?;
+        log.line(LogStream::System, &format!("{target} now at {tip}"));
+        Ok(())
+    }
+
+    /// Brings the snapshot worktree up: at the snapshot branch, with the target's new commits
+    /// merged in when the target moved since the plan started.
+    async fn snapshot_fi(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        snapshot: &str,
+        target: &str,
+        wt: &Path,
+        log: LogSink,
+    ) -> PhaseResult<WorktreeStart> {
+        let p = Phase::MergeFi;
+        let tip = git
+            .branch_tip(&self.repo, snapshot)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+            .ok_or_else(|| {
+                NodeFailure::new(
+                    p,
+                    FailureReason::PhaseFailed,
+                    format!("snapshot branch `{snapshot}` is missing"),
+                )
+            })?;
+        // Validation that runs again starts from the snapshot as it was, not on what a
+        // stopped run of setup or verifyRi left.
+        let laid_out = self.lay_out_worktree(git, wt, &tip, false, &log).await?;
+        let target_tip = git
+            .branch_tip(&self.repo, target)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+            .ok_or_else(|| {
+                NodeFailure::new(
+                    p,
+                    FailureReason::PhaseFailed,
+                    format!("target branch `{target}` is missing"),
+                )
+            })?;
+        let head = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
+        if !git
+            .is_ancestor(&self.repo, &target_tip, &head)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+        {
+            log.line(
+                LogStream::System,
+                &format!("{target} moved to {target_tip}; bringing the snapshot up to date"),
+            );
+            let merged = git
+                .merge_into_worktree(
+                    wt,
+                    std::slice::from_ref(&target_tip),
+                    &format!(
+                        "{} update snapshot from target",
+                        self.ctx.options.commit_prefix
+                    ),
+                    self.ctx.resolver.as_deref(),
+                )
+                .await
+                .map_err(|e| NodeFailure::git(p, e))?;
+            git.update_branch(&self.repo, snapshot, &merged, Some(&tip))
+                .await
+                .map_err(|e| NodeFailure::git(p, e))?;
+        }
+        Ok(laid_out)
+    }
+}
