@@ -1,0 +1,82 @@
+//! [`StatusCounts`]: nodes per status, and the plan status derived from them (SPEC §3).
+
+use serde::{Deserialize, Serialize};
+
+use crate::state::{NodeStatus, PlanStatus};
+
+use super::PlanState;
+
+/// Counts of nodes per status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StatusCounts {
+    /// pending
+    pub pending: usize,
+    /// ready
+    pub ready: usize,
+    /// scheduled, running or completed_split
+    pub active: usize,
+    /// succeeded
+    pub succeeded: usize,
+    /// failed
+    pub failed: usize,
+    /// blocked
+    pub blocked: usize,
+    /// canceled
+    pub canceled: usize,
+}
+
+impl StatusCounts {
+    /// Counts the statuses.
+    pub fn of<'a>(statuses: impl IntoIterator<Item = &'a NodeStatus>) -> Self {
+        let mut c = StatusCounts::default();
+        for s in statuses {
+            match s {
+                NodeStatus::Pending => c.pending += 1,
+                NodeStatus::Ready => c.ready += 1,
+                NodeStatus::Scheduled | NodeStatus::Running | NodeStatus::CompletedSplit => {
+                    c.active += 1
+                }
+                NodeStatus::Succeeded => c.succeeded += 1,
+                NodeStatus::Failed => c.failed += 1,
+                NodeStatus::Blocked => c.blocked += 1,
+                NodeStatus::Canceled => c.canceled += 1,
+            }
+        }
+        c
+    }
+
+    /// Derives the plan status from these counts and the plan's flags.
+    pub fn plan_status(&self, state: &PlanState) -> PlanStatus {
+        if state.archived {
+            return PlanStatus::Archived;
+        }
+        if state.scaffolding {
+            return PlanStatus::Scaffolding;
+        }
+        let unfinished = self.pending + self.ready + self.active;
+        if unfinished == 0 {
+            return if self.canceled > 0 {
+                PlanStatus::Canceled
+            } else if self.failed + self.blocked > 0 {
+                PlanStatus::Failed
+            } else {
+                PlanStatus::Succeeded
+            };
+        }
+        if state.canceled {
+            return PlanStatus::Canceled;
+        }
+        if state.paused {
+            return if self.active > 0 {
+                PlanStatus::Pausing
+            } else {
+                PlanStatus::Paused
+            };
+        }
+        if state.started_at.is_none() {
+            return PlanStatus::Pending;
+        }
+        PlanStatus::Running
+    }
+}

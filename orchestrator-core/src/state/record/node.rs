@@ -1,0 +1,159 @@
+//! The per-node execution state: [`NodeState`], its [`Attempt`]s and their [`PhaseRecord`]s,
+//! and the pending auto-[`Heal`].
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{Millis, NodeId};
+use crate::plan::WorkSpec;
+use crate::state::{FailureReason, NodeStatus, Phase, PhaseStatus};
+
+/// Execution state of one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeState {
+    /// The node's id, stable across reshapes and retries.
+    pub id: NodeId,
+    /// The node's current status (SPEC §3).
+    pub status: NodeStatus,
+    /// Attempts, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// The node's resulting commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The commit its worktree was created at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_commit: Option<String>,
+    /// Its worktree, while it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<PathBuf>,
+    /// Phase the next attempt starts from (set by retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_from: Option<Phase>,
+    /// The error message of the last failed attempt, cleared when an attempt starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Agent session to resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The auto-heal the next attempt starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal: Option<Box<Heal>>,
+    /// Process groups (their leaders' pids) the running attempt has started: what a crash of
+    /// the owner can leave running. Cleared when the attempt ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<u32>,
+}
+
+/// An auto-heal (SPEC §3): an attempt that first lets the healer (an agent) fix what made a
+/// shell or process phase fail, then runs that phase again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Heal {
+    /// 1 for the first heal of this phase in a row, then 2, ... up to the budget.
+    pub round: u32,
+    /// The phase that failed.
+    pub phase: Phase,
+    /// The spec that failed.
+    pub spec: WorkSpec,
+    /// How it failed (message with the last lines of output).
+    pub failure: String,
+    /// Its exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+impl NodeState {
+    /// A fresh pending node.
+    pub fn new(id: NodeId) -> Self {
+        NodeState {
+            id,
+            status: NodeStatus::Pending,
+            attempts: Vec::new(),
+            commit: None,
+            base_commit: None,
+            worktree: None,
+            resume_from: None,
+            error: None,
+            session_id: None,
+            heal: None,
+            processes: Vec::new(),
+        }
+    }
+
+    /// The latest attempt.
+    pub fn last_attempt(&self) -> Option<&Attempt> {
+        self.attempts.last()
+    }
+}
+
+/// Status of one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AttemptStatus {
+    /// Still running.
+    Running,
+    /// Succeeded.
+    Succeeded,
+    /// Failed.
+    Failed,
+    /// Canceled.
+    Canceled,
+}
+
+/// One execution of a node's pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    /// 1-based attempt number.
+    pub number: u32,
+    /// Whether the attempt runs, or how it ended.
+    pub status: AttemptStatus,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_at: Millis,
+    /// When it ended, in milliseconds since the Unix epoch; `None` while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Millis>,
+    /// Phase it started from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<Phase>,
+    /// Phases run (or skipped) in this attempt, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseRecord>,
+    /// Error message of a failed attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<FailureReason>,
+    /// Phase that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_phase: Option<Phase>,
+    /// Runner-reported metrics (agent usage, ...), free-form JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<serde_json::Value>,
+    /// The auto-heal this attempt started with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal: Option<Box<Heal>>,
+}
+
+/// One phase of one attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseRecord {
+    /// Which phase of the pipeline this is.
+    pub phase: Phase,
+    /// Whether the phase runs, or how it ended (or that it was skipped).
+    pub status: PhaseStatus,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_at: Millis,
+    /// When it ended, in milliseconds since the Unix epoch; `None` while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Millis>,
+    /// The phase's error message, if it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
