@@ -1,7 +1,9 @@
 use std::time::{Duration, Instant};
 
+use super::names::{is_env_name, ref_name_problem};
+use super::paths::{lexical_depth, PathProblem};
 use super::*;
-use crate::plan::{Isolation, OnFailure, ProcessSpec, ShellSpec};
+use crate::plan::{AgentSpec, Isolation, OnFailure, ProcessSpec, ShellSpec, WorkSpec};
 
 // ---- helpers ----------------------------------------------------------------------------------
 
