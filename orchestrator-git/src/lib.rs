@@ -41,14 +41,19 @@
 //! # }
 //! ```
 
+mod builder;
 mod checkout;
 mod error;
+mod housekeeping;
+mod landing;
 mod merge;
 mod nested;
 mod ops;
 mod paths;
 mod refs;
 mod worktree;
+mod worktree_merge;
 
-pub use ops::{Git2Operations, Git2OperationsBuilder, Identity};
+pub use builder::{Git2OperationsBuilder, Identity};
+pub use ops::Git2Operations;
 pub use orchestrator_core::git::{GitError, GitOperations};

@@ -1,4 +1,7 @@
-//! [`Git2Operations`]: the [`GitOperations`] implementation, its builder and options.
+//! [`Git2Operations`]: the [`GitOperations`] implementation, the blocking-pool and
+//! per-repository-lock plumbing its methods share, and the small worktree helpers they use.
+//! Its options are in `builder.rs`; merging into a worktree in `worktree_merge.rs`, landing on a
+//! branch in `landing.rs`, exclude patterns and stale locks in `housekeeping.rs`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -10,90 +13,13 @@ use orchestrator_core::git::{
     CommitId, ConflictResolver, DiffStats, GitError, GitOperations, JobBranch, MergeStyle,
 };
 
+use crate::builder::{Git2OperationsBuilder, Identity};
 use crate::error::{self, Context};
+use crate::housekeeping::{exclude, stale_locks};
+use crate::landing::land;
 use crate::merge::{self, Step};
+use crate::worktree_merge::{advance, Advance};
 use crate::{checkout, paths, refs, worktree};
-
-/// A commit author and committer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    /// Name, e.g. `Orchestrator`.
-    pub name: String,
-    /// E-mail address, e.g. `orchestrator@localhost`.
-    pub email: String,
-}
-
-impl Identity {
-    /// An identity from a name and an e-mail address.
-    pub fn new(name: impl Into<String>, email: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            email: email.into(),
-        }
-    }
-}
-
-impl Default for Identity {
-    /// `Orchestrator <orchestrator@localhost>`.
-    fn default() -> Self {
-        Self::new("Orchestrator", "orchestrator@localhost")
-    }
-}
-
-/// Options for [`Git2Operations`]; see [`Git2Operations::builder`].
-#[derive(Debug, Clone, Default)]
-pub struct Git2OperationsBuilder {
-    identity: Option<Identity>,
-    fallback: Identity,
-    roots: Vec<PathBuf>,
-}
-
-impl Git2OperationsBuilder {
-    /// Commits as `identity` always, whatever the repository's configuration says.
-    pub fn identity(mut self, identity: Identity) -> Self {
-        self.identity = Some(identity);
-        self
-    }
-
-    /// Commits as `identity` when the repository's configuration has no `user.name` /
-    /// `user.email` (default: [`Identity::default`]).
-    pub fn fallback_identity(mut self, identity: Identity) -> Self {
-        self.fallback = identity;
-        self
-    }
-
-    /// Also allows worktrees under `root` (by default only inside the repository's folder).
-    pub fn worktree_root(mut self, root: impl Into<PathBuf>) -> Self {
-        self.roots.push(root.into());
-        self
-    }
-
-    /// Checks the options and builds the operations.
-    pub fn build(self) -> Result<Git2Operations, GitError> {
-        for identity in self.identity.iter().chain([&self.fallback]) {
-            Signature::now(&identity.name, &identity.email).ctx("check identity")?;
-        }
-        if let Some(root) = self.roots.iter().find(|r| !r.is_absolute()) {
-            return Err(GitError::other(
-                "configure",
-                format!("worktree root {} is not an absolute path", root.display()),
-            ));
-        }
-        Ok(self.assemble())
-    }
-
-    /// The operations with these options, unchecked.
-    fn assemble(self) -> Git2Operations {
-        Git2Operations {
-            inner: Arc::new(Inner {
-                identity: self.identity,
-                fallback: self.fallback,
-                roots: std::sync::RwLock::new(self.roots),
-                locks: Mutex::new(HashMap::new()),
-            }),
-        }
-    }
-}
 
 /// [`GitOperations`] on libgit2. Cheap to clone; clones share the per-repository locks.
 ///
@@ -105,7 +31,7 @@ pub struct Git2Operations {
 }
 
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     identity: Option<Identity>,
     fallback: Identity,
     /// Worktree roots besides the repository's folder: from the builder, and added by the
@@ -133,6 +59,22 @@ impl Git2Operations {
         Git2OperationsBuilder::default()
     }
 
+    /// The operations with these options, unchecked (see [`Git2OperationsBuilder::build`]).
+    pub(crate) fn with_options(
+        identity: Option<Identity>,
+        fallback: Identity,
+        roots: Vec<PathBuf>,
+    ) -> Self {
+        Git2Operations {
+            inner: Arc::new(Inner {
+                identity,
+                fallback,
+                roots: std::sync::RwLock::new(roots),
+                locks: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
     /// Forgets worktree registrations whose folder is gone (`git worktree prune`). Returns the
     /// names of the registrations removed.
     pub async fn prune(&self, repo: &Path) -> Result<Vec<String>, GitError> {
@@ -141,7 +83,7 @@ impl Git2Operations {
     }
 
     /// Runs `f` on the blocking pool.
-    async fn run<T, F>(&self, operation: &str, f: F) -> Result<T, GitError>
+    pub(crate) async fn run<T, F>(&self, operation: &str, f: F) -> Result<T, GitError>
     where
         T: Send + 'static,
         F: FnOnce(&Inner) -> Result<T, GitError> + Send + 'static,
@@ -202,7 +144,7 @@ impl Git2Operations {
 }
 
 impl Inner {
-    fn signature(&self, repo: &Repository) -> Result<Signature<'static>, GitError> {
+    pub(crate) fn signature(&self, repo: &Repository) -> Result<Signature<'static>, GitError> {
         if let Some(id) = &self.identity {
             return Signature::now(&id.name, &id.email).ctx("signature");
         }
@@ -238,58 +180,8 @@ impl Inner {
     }
 }
 
-impl Git2Operations {
-    /// Writes the conflicted merge of `theirs` into the worktree at `path` (moving it to `ours`
-    /// first), lets `resolver` edit the conflicting `paths`, and commits the result. On any
-    /// failure, or when conflict markers are left, the worktree goes back to `start`.
-    async fn resolve_with(
-        &self,
-        resolver: &dyn ConflictResolver,
-        path: &Path,
-        start: Oid,
-        (ours, theirs): (Oid, Oid),
-        paths: Vec<String>,
-        message: &Arc<str>,
-    ) -> Result<Oid, GitError> {
-        let p = path.to_path_buf();
-        let touched = self
-            .run("merge", move |_| {
-                let wt = open_worktree(&p)?;
-                merge::move_worktree(&wt, ours)?;
-                merge::write_conflict(&wt, ours, theirs).inspect_err(|_| {
-                    let _ = merge::move_worktree(&wt, start);
-                })
-            })
-            .await?;
-        let outcome = resolver.resolve(path, &paths).await;
-        let context = format!("merging {} into worktree {}", short(theirs), path.display());
-        let (p, m) = (path.to_path_buf(), Arc::clone(message));
-        self.run("merge", move |inner| {
-            let wt = open_worktree(&p)?;
-            let failure = match outcome {
-                Err(e) => Some(e),
-                Ok(()) => {
-                    let left = merge::with_conflict_markers(&wt, &paths)?;
-                    (!left.is_empty()).then(|| GitError::MergeConflict {
-                        context: format!("{context}: the resolver left conflict markers"),
-                        paths: left,
-                    })
-                }
-            };
-            if let Some(e) = failure {
-                merge::undo_conflict(&wt, ours, &touched)?;
-                merge::move_worktree(&wt, start)?;
-                return Err(e);
-            }
-            let signature = inner.signature(&wt)?;
-            merge::commit_resolution(&wt, ours, theirs, &touched, &signature, &m)
-        })
-        .await
-    }
-}
-
 /// Opens a linked worktree (the main checkout is refused: nothing commits there).
-fn open_worktree(path: &Path) -> Result<Repository, GitError> {
+pub(crate) fn open_worktree(path: &Path) -> Result<Repository, GitError> {
     let wt = refs::open(path)?;
     if !wt.is_worktree() {
         return Err(GitError::NotFound {
@@ -306,48 +198,7 @@ fn head_of(repo: &Repository) -> Result<Oid, GitError> {
         .ctx("read HEAD")
 }
 
-/// Where merging a list of commits into a worktree stopped.
-enum Advance {
-    /// All merged (in memory); the final commit.
-    Done(Oid),
-    /// `commits[at]` conflicts with `ours`, the state merged so far.
-    Conflict {
-        at: usize,
-        ours: Oid,
-        theirs: Oid,
-        paths: Vec<String>,
-    },
-}
-
-/// Merges `commits[from..]` into `head` in memory, one after another.
-fn advance(
-    inner: &Inner,
-    wt: &Repository,
-    mut head: Oid,
-    commits: &[CommitId],
-    from: usize,
-    message: &str,
-) -> Result<Advance, GitError> {
-    let signature = inner.signature(wt)?;
-    for (at, rev) in commits.iter().enumerate().skip(from) {
-        let theirs = refs::resolve_commit(wt, rev)?;
-        match merge::merge_step(wt, head, theirs, true, &signature, message)? {
-            Step::Contained => {}
-            Step::Moved(id) => head = id,
-            Step::Conflict(paths) => {
-                return Ok(Advance::Conflict {
-                    at,
-                    ours: head,
-                    theirs,
-                    paths,
-                })
-            }
-        }
-    }
-    Ok(Advance::Done(head))
-}
-
-fn short(id: Oid) -> String {
+pub(crate) fn short(id: Oid) -> String {
     id.to_string().chars().take(12).collect()
 }
 
@@ -687,119 +538,4 @@ impl GitOperations for Git2Operations {
         })
         .await
     }
-}
-
-/// Lock files in the administrative folders of `worktrees` (found through their `.git` file)
-/// and on `branches`' refs.
-fn stale_locks(repo: &Repository, worktrees: &[PathBuf], branches: &[String]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for wt in worktrees {
-        let Some(admin) = worktree::linked_admin(wt) else {
-            continue;
-        };
-        if let Ok(entries) = std::fs::read_dir(admin) {
-            found.extend(
-                entries
-                    .flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "lock")),
-            );
-        }
-    }
-    let heads = repo.commondir().join("refs").join("heads");
-    for branch in branches {
-        if refs::check_branch_name(branch).is_ok() {
-            let lock = heads.join(format!("{branch}.lock"));
-            if lock.exists() {
-                found.push(lock);
-            }
-        }
-    }
-    found
-}
-
-/// Moves `branch` from `tip` to `new` by compare-and-swap; every worktree that has it checked
-/// out follows when clean (all are checked before any changes), else [`GitError::DirtyCheckout`].
-fn land(
-    repo: &Repository,
-    branch: &str,
-    tip: Oid,
-    new: Oid,
-    message: &str,
-) -> Result<(), GitError> {
-    // Linked worktrees are opened; the main checkout is `repo` itself (`None`), already open.
-    let mut opened: Vec<Option<Repository>> = Vec::new();
-    for holder in refs::checkouts_of(repo, branch)? {
-        let is_repo = !repo.is_worktree() && repo.workdir() == Some(holder.as_path());
-        let handle = if is_repo {
-            None
-        } else {
-            Some(refs::open(&holder)?)
-        };
-        let wt = handle.as_ref().unwrap_or(repo);
-        let files = {
-            let (old_tree, new_tree) = (checkout::tree_of(wt, tip)?, checkout::tree_of(wt, new)?);
-            checkout::dirty_files(wt, &old_tree, &new_tree)?
-        };
-        if !files.is_empty() {
-            return Err(GitError::DirtyCheckout {
-                branch: branch.to_string(),
-                path: holder,
-                files,
-            });
-        }
-        opened.push(handle);
-    }
-    let checkouts: Vec<&Repository> = opened.iter().map(|h| h.as_ref().unwrap_or(repo)).collect();
-    // Puts the checkouts already moved back (a failure of one or a lost compare-and-swap).
-    let undo = |moved: &[&Repository]| {
-        for wt in moved {
-            if let Ok(old_tree) = checkout::tree_of(wt, tip) {
-                let _ = checkout::switch_forced(wt, &old_tree);
-            }
-        }
-    };
-    for (i, wt) in checkouts.iter().enumerate() {
-        let moved = checkout::tree_of(wt, new).and_then(|tree| checkout::switch_safely(wt, &tree));
-        if let Err(e) = moved {
-            undo(&checkouts[..i]);
-            return Err(e);
-        }
-    }
-    let log = format!("orchestrator: {message}");
-    if let Err(e) =
-        refs::compare_and_swap(repo, branch, new, Some(tip), Some(&tip.to_string()), &log)
-    {
-        undo(&checkouts);
-        return Err(e);
-    }
-    Ok(())
-}
-
-/// Appends the patterns `.git/info/exclude` lacks.
-fn exclude(repo: &Repository, patterns: &[String]) -> Result<(), GitError> {
-    let file = repo.commondir().join("info").join("exclude");
-    let existing = match std::fs::read_to_string(&file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(error::io("exclude", &file, e)),
-    };
-    let mut present: BTreeSet<&str> = existing.lines().map(str::trim_end).collect();
-    let mut text = existing.clone();
-    for pattern in patterns {
-        if present.insert(pattern.as_str()) {
-            if !text.is_empty() && !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push_str(pattern);
-            text.push('\n');
-        }
-    }
-    if text == existing {
-        return Ok(());
-    }
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| error::io("exclude", dir, e))?;
-    }
-    paths::write_atomically(&file, text.as_bytes())
 }

@@ -1,0 +1,84 @@
+//! [`Git2OperationsBuilder`], the options of [`Git2Operations`], and the commit [`Identity`]
+//! they set.
+
+use std::path::PathBuf;
+
+use git2::Signature;
+use orchestrator_core::git::GitError;
+
+use crate::error::Context;
+use crate::ops::Git2Operations;
+
+/// A commit author and committer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Name, e.g. `Orchestrator`.
+    pub name: String,
+    /// E-mail address, e.g. `orchestrator@localhost`.
+    pub email: String,
+}
+
+impl Identity {
+    /// An identity from a name and an e-mail address.
+    pub fn new(name: impl Into<String>, email: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            email: email.into(),
+        }
+    }
+}
+
+impl Default for Identity {
+    /// `Orchestrator <orchestrator@localhost>`.
+    fn default() -> Self {
+        Self::new("Orchestrator", "orchestrator@localhost")
+    }
+}
+
+/// Options for [`Git2Operations`]; see [`Git2Operations::builder`].
+#[derive(Debug, Clone, Default)]
+pub struct Git2OperationsBuilder {
+    identity: Option<Identity>,
+    fallback: Identity,
+    roots: Vec<PathBuf>,
+}
+
+impl Git2OperationsBuilder {
+    /// Commits as `identity` always, whatever the repository's configuration says.
+    pub fn identity(mut self, identity: Identity) -> Self {
+        self.identity = Some(identity);
+        self
+    }
+
+    /// Commits as `identity` when the repository's configuration has no `user.name` /
+    /// `user.email` (default: [`Identity::default`]).
+    pub fn fallback_identity(mut self, identity: Identity) -> Self {
+        self.fallback = identity;
+        self
+    }
+
+    /// Also allows worktrees under `root` (by default only inside the repository's folder).
+    pub fn worktree_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.roots.push(root.into());
+        self
+    }
+
+    /// Checks the options and builds the operations.
+    pub fn build(self) -> Result<Git2Operations, GitError> {
+        for identity in self.identity.iter().chain([&self.fallback]) {
+            Signature::now(&identity.name, &identity.email).ctx("check identity")?;
+        }
+        if let Some(root) = self.roots.iter().find(|r| !r.is_absolute()) {
+            return Err(GitError::other(
+                "configure",
+                format!("worktree root {} is not an absolute path", root.display()),
+            ));
+        }
+        Ok(self.assemble())
+    }
+
+    /// The operations with these options, unchecked.
+    pub(crate) fn assemble(self) -> Git2Operations {
+        Git2Operations::with_options(self.identity, self.fallback, self.roots)
+    }
+}
