@@ -386,132 +386,34 @@ pub fn apply_edits(
     // producerIds removed by these edits: re-adding one would inherit the removed job's state.
     let mut removed: Vec<String> = Vec::new();
     for (index, edit) in edits.iter().enumerate() {
-        let fail = |job: Option<&str>, message: String| EditError {
+        let cx = EditContext {
             index,
             op: edit.op(),
-            job: job.map(str::to_owned),
-            message,
-        };
-        let position = |spec: &PlanSpec, job: &str| {
-            spec.jobs
-                .iter()
-                .position(|j| j.producer_id == job)
-                .ok_or_else(|| fail(Some(job), "no job has this producerId".into()))
-        };
-        // A job whose place in the graph (removal, dependencies) is about to change.
-        let movable = |job: &str, what: &str| match freedom(status_of(job)) {
-            Freedom::Open => Ok(()),
-            Freedom::Failed | Freedom::Fixed(_) => Err(fail(
-                Some(job),
-                format!(
-                    "cannot {what}: the job is {}; only pending, ready or blocked jobs can",
-                    status_of(job).map_or("new", NodeStatus::as_str)
-                ),
-            )),
-        };
-        let adding = |spec: &PlanSpec, job: &JobSpec| {
-            if spec.jobs.iter().any(|j| j.producer_id == job.producer_id) {
-                Err(fail(
-                    Some(&job.producer_id),
-                    "a job with this producerId already exists".into(),
-                ))
-            } else if removed.contains(&job.producer_id) {
-                Err(fail(
-                    Some(&job.producer_id),
-                    "this producerId was removed earlier in the same call; change the job with \
-                     update_job instead, or remove it and add the new one in separate calls"
-                        .into(),
-                ))
-            } else {
-                Ok(())
-            }
+            status_of: &status_of,
         };
         match edit {
             PlanEdit::AddJob { job } => {
-                adding(&out, job)?;
+                cx.adding(&out, &removed, job)?;
                 out.jobs.push((**job).clone());
             }
-            PlanEdit::RemoveJob { job } => {
-                let i = position(&out, job)?;
-                if let Freedom::Fixed(s) = freedom(status_of(job)) {
-                    return Err(fail(
-                        Some(job),
-                        format!(
-                            "cannot remove a job that is {s}; only pending, ready, blocked or \
-                             failed jobs can be removed"
-                        ),
-                    ));
-                }
-                let gone = out.jobs.remove(i);
-                for other in &mut out.jobs {
-                    if other.dependencies.contains(&gone.producer_id) {
-                        movable(&other.producer_id, "inherit the removed job's dependencies")?;
-                        let mut deps: Vec<String> = Vec::new();
-                        for d in &other.dependencies {
-                            if *d == gone.producer_id {
-                                deps.extend(gone.dependencies.iter().cloned());
-                            } else {
-                                deps.push(d.clone());
-                            }
-                        }
-                        other.dependencies = dedup(deps);
-                    }
-                }
-                removed.push(gone.producer_id);
-            }
+            PlanEdit::RemoveJob { job } => removed.push(cx.remove_job(&mut out, job)?),
             PlanEdit::UpdateDeps { job, dependencies } => {
-                let i = position(&out, job)?;
-                movable(job, "change its dependencies")?;
+                let i = cx.position(&out, job)?;
+                cx.movable(job, "change its dependencies")?;
                 out.jobs[i].dependencies = dependencies.clone();
             }
             PlanEdit::AddBefore { job, before } => {
-                adding(&out, job)?;
-                let i = position(&out, before)?;
-                movable(before, "insert a job before it")?;
-                let mut new = (**job).clone();
-                let mut deps = std::mem::take(&mut out.jobs[i].dependencies);
-                deps.append(&mut new.dependencies);
-                new.dependencies = dedup(deps);
-                out.jobs[i].dependencies = vec![new.producer_id.clone()];
-                out.jobs.push(new);
+                cx.adding(&out, &removed, job)?;
+                cx.add_before(&mut out, job, before)?;
             }
             PlanEdit::AddAfter { job, after } => {
-                adding(&out, job)?;
-                position(&out, after)?;
-                let mut new = (**job).clone();
-                for other in &mut out.jobs {
-                    if let Some(d) = other.dependencies.iter_mut().find(|d| *d == after) {
-                        movable(&other.producer_id, "depend on the inserted job instead")?;
-                        d.clone_from(&new.producer_id);
-                        other.dependencies = dedup(std::mem::take(&mut other.dependencies));
-                    }
-                }
-                new.dependencies.insert(0, after.clone());
-                new.dependencies = dedup(new.dependencies);
-                out.jobs.push(new);
+                cx.adding(&out, &removed, job)?;
+                cx.add_after(&mut out, job, after)?;
             }
-            PlanEdit::UpdateJob { job, update } => {
-                let i = position(&out, job)?;
-                if update.dependencies.is_some() {
-                    movable(job, "change its dependencies")?;
-                }
-                if let Freedom::Fixed(s) = freedom(status_of(job)) {
-                    if !update.is_cosmetic() {
-                        return Err(fail(
-                            Some(job),
-                            format!(
-                                "the job is {s}: only its name and group can change; work, \
-                                 checks and task can change on pending, ready, blocked or \
-                                 failed jobs"
-                            ),
-                        ));
-                    }
-                }
-                update.apply(&mut out.jobs[i]);
-            }
+            PlanEdit::UpdateJob { job, update } => cx.update_job(&mut out, job, update)?,
             PlanEdit::UpdatePlan { update } => {
                 if started && update.changes_branches() {
-                    return Err(fail(
+                    return Err(cx.fail(
                         None,
                         "baseBranch and targetBranch are pinned when the plan starts; they can \
                          change only before that"
@@ -523,6 +425,153 @@ pub fn apply_edits(
         }
     }
     Ok(out)
+}
+
+/// One edit of an [`apply_edits`] call: where it is in the list (for its errors) and the job
+/// statuses its checks read. Each edit kind that does more than one step has a method here.
+struct EditContext<'a> {
+    index: usize,
+    op: &'static str,
+    status_of: &'a dyn Fn(&str) -> Option<NodeStatus>,
+}
+
+impl EditContext<'_> {
+    fn fail(&self, job: Option<&str>, message: String) -> EditError {
+        EditError {
+            index: self.index,
+            op: self.op,
+            job: job.map(str::to_owned),
+            message,
+        }
+    }
+
+    fn position(&self, spec: &PlanSpec, job: &str) -> Result<usize, EditError> {
+        spec.jobs
+            .iter()
+            .position(|j| j.producer_id == job)
+            .ok_or_else(|| self.fail(Some(job), "no job has this producerId".into()))
+    }
+
+    /// Checks a job whose place in the graph (removal, dependencies) is about to change.
+    fn movable(&self, job: &str, what: &str) -> Result<(), EditError> {
+        match freedom((self.status_of)(job)) {
+            Freedom::Open => Ok(()),
+            Freedom::Failed | Freedom::Fixed(_) => Err(self.fail(
+                Some(job),
+                format!(
+                    "cannot {what}: the job is {}; only pending, ready or blocked jobs can",
+                    (self.status_of)(job).map_or("new", NodeStatus::as_str)
+                ),
+            )),
+        }
+    }
+
+    /// Checks a job about to be added: its producerId is new, and was not removed by an earlier
+    /// edit of the same call (`removed`).
+    fn adding(&self, spec: &PlanSpec, removed: &[String], job: &JobSpec) -> Result<(), EditError> {
+        if spec.jobs.iter().any(|j| j.producer_id == job.producer_id) {
+            Err(self.fail(
+                Some(&job.producer_id),
+                "a job with this producerId already exists".into(),
+            ))
+        } else if removed.contains(&job.producer_id) {
+            Err(self.fail(
+                Some(&job.producer_id),
+                "this producerId was removed earlier in the same call; change the job with \
+                 update_job instead, or remove it and add the new one in separate calls"
+                    .into(),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Removes `job`, its dependents inheriting its dependencies; returns its producerId.
+    fn remove_job(&self, out: &mut PlanSpec, job: &str) -> Result<String, EditError> {
+        let i = self.position(out, job)?;
+        if let Freedom::Fixed(s) = freedom((self.status_of)(job)) {
+            return Err(self.fail(
+                Some(job),
+                format!(
+                    "cannot remove a job that is {s}; only pending, ready, blocked or \
+                     failed jobs can be removed"
+                ),
+            ));
+        }
+        let gone = out.jobs.remove(i);
+        for other in &mut out.jobs {
+            if other.dependencies.contains(&gone.producer_id) {
+                self.movable(&other.producer_id, "inherit the removed job's dependencies")?;
+                let mut deps: Vec<String> = Vec::new();
+                for d in &other.dependencies {
+                    if *d == gone.producer_id {
+                        deps.extend(gone.dependencies.iter().cloned());
+                    } else {
+                        deps.push(d.clone());
+                    }
+                }
+                other.dependencies = dedup(deps);
+            }
+        }
+        Ok(gone.producer_id)
+    }
+
+    /// Adds `job` taking over `before`'s dependencies; `before` then waits for it alone.
+    fn add_before(&self, out: &mut PlanSpec, job: &JobSpec, before: &str) -> Result<(), EditError> {
+        let i = self.position(out, before)?;
+        self.movable(before, "insert a job before it")?;
+        let mut new = job.clone();
+        let mut deps = std::mem::take(&mut out.jobs[i].dependencies);
+        deps.append(&mut new.dependencies);
+        new.dependencies = dedup(deps);
+        out.jobs[i].dependencies = vec![new.producer_id.clone()];
+        out.jobs.push(new);
+        Ok(())
+    }
+
+    /// Adds `job` after `after`: `after`'s dependents depend on the new job instead.
+    fn add_after(&self, out: &mut PlanSpec, job: &JobSpec, after: &str) -> Result<(), EditError> {
+        self.position(out, after)?;
+        let mut new = job.clone();
+        for other in &mut out.jobs {
+            if let Some(d) = other.dependencies.iter_mut().find(|d| *d == after) {
+                self.movable(&other.producer_id, "depend on the inserted job instead")?;
+                d.clone_from(&new.producer_id);
+                other.dependencies = dedup(std::mem::take(&mut other.dependencies));
+            }
+        }
+        new.dependencies.insert(0, after.to_owned());
+        new.dependencies = dedup(new.dependencies);
+        out.jobs.push(new);
+        Ok(())
+    }
+
+    /// Changes `job`'s fields, as far as its status allows.
+    fn update_job(
+        &self,
+        out: &mut PlanSpec,
+        job: &str,
+        update: &JobUpdate,
+    ) -> Result<(), EditError> {
+        let i = self.position(out, job)?;
+        if update.dependencies.is_some() {
+            self.movable(job, "change its dependencies")?;
+        }
+        if let Freedom::Fixed(s) = freedom((self.status_of)(job)) {
+            if !update.is_cosmetic() {
+                return Err(self.fail(
+                    Some(job),
+                    format!(
+                        "the job is {s}: only its name and group can change; work, \
+                         checks and task can change on pending, ready, blocked or \
+                         failed jobs"
+                    ),
+                ));
+            }
+        }
+        update.apply(&mut out.jobs[i]);
+        Ok(())
+    }
 }
 
 /// Where each node of `new`'s graph was in `old`'s (by producerId; the snapshot node, last in
@@ -556,200 +605,4 @@ fn dedup(items: Vec<String>) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn job(id: &str, deps: &[&str]) -> JobSpec {
-        JobSpec::new(id, id, WorkSpec::shell("true")).depends_on(deps.iter().copied())
-    }
-
-    fn plan() -> PlanSpec {
-        PlanSpec::new("p")
-            .job(job("aaa", &[]))
-            .job(job("bbb", &["aaa"]))
-            .job(job("ccc", &["bbb"]))
-    }
-
-    fn deps(spec: &PlanSpec) -> Vec<(String, Vec<String>)> {
-        spec.jobs
-            .iter()
-            .map(|j| (j.producer_id.clone(), j.dependencies.clone()))
-            .collect()
-    }
-
-    fn pending(_: &str) -> Option<NodeStatus> {
-        Some(NodeStatus::Pending)
-    }
-
-    fn owned(v: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
-        v.iter()
-            .map(|(j, d)| (j.to_string(), d.iter().map(|s| s.to_string()).collect()))
-            .collect()
-    }
-
-    #[test]
-    fn remove_bridges_dependents() {
-        let out = apply_edits(
-            &plan(),
-            &[PlanEdit::RemoveJob { job: "bbb".into() }],
-            pending,
-            false,
-        )
-        .expect("edit");
-        assert_eq!(deps(&out), owned(&[("aaa", &[]), ("ccc", &["aaa"])]));
-    }
-
-    #[test]
-    fn add_before_and_after_rewire() {
-        let out = apply_edits(
-            &plan(),
-            &[
-                PlanEdit::AddBefore {
-                    job: Box::new(job("pre", &[])),
-                    before: "bbb".into(),
-                },
-                PlanEdit::AddAfter {
-                    job: Box::new(job("post", &[])),
-                    after: "bbb".into(),
-                },
-            ],
-            pending,
-            false,
-        )
-        .expect("edit");
-        assert_eq!(
-            deps(&out),
-            owned(&[
-                ("aaa", &[]),
-                ("bbb", &["pre"]),
-                ("ccc", &["post"]),
-                ("pre", &["aaa"]),
-                ("post", &["bbb"]),
-            ])
-        );
-    }
-
-    #[test]
-    fn started_jobs_keep_their_place() {
-        let status = |p: &str| {
-            Some(match p {
-                "aaa" => NodeStatus::Succeeded,
-                "bbb" => NodeStatus::Running,
-                _ => NodeStatus::Failed,
-            })
-        };
-        let refused = |edit: PlanEdit| {
-            apply_edits(&plan(), &[edit], status, true)
-                .expect_err("refused")
-                .to_string()
-        };
-        assert!(refused(PlanEdit::RemoveJob { job: "bbb".into() }).contains("running"));
-        assert!(refused(PlanEdit::UpdateDeps {
-            job: "ccc".into(),
-            dependencies: vec![]
-        })
-        .contains("failed"));
-        assert!(refused(PlanEdit::AddBefore {
-            job: Box::new(job("new", &[])),
-            before: "bbb".into()
-        })
-        .contains("running"));
-        let work = JobUpdate {
-            work: Some(WorkSpec::shell("x")),
-            ..JobUpdate::default()
-        };
-        assert!(refused(PlanEdit::UpdateJob {
-            job: "aaa".into(),
-            update: Box::new(work.clone())
-        })
-        .contains("succeeded"));
-        // A failed job's work can change, and it can be removed.
-        let ok = apply_edits(
-            &plan(),
-            &[
-                PlanEdit::UpdateJob {
-                    job: "ccc".into(),
-                    update: Box::new(work),
-                },
-                PlanEdit::RemoveJob { job: "ccc".into() },
-            ],
-            status,
-            true,
-        );
-        assert!(ok.is_ok(), "{ok:?}");
-        // Cosmetic changes are always fine; branches are pinned once started.
-        let name = JobUpdate {
-            name: Some("Nice".into()),
-            ..JobUpdate::default()
-        };
-        assert!(apply_edits(
-            &plan(),
-            &[PlanEdit::UpdateJob {
-                job: "bbb".into(),
-                update: Box::new(name)
-            }],
-            status,
-            true
-        )
-        .is_ok());
-        let branch = PlanUpdate {
-            target_branch: Some("x".into()),
-            ..PlanUpdate::default()
-        };
-        assert!(refused(PlanEdit::UpdatePlan {
-            update: Box::new(branch)
-        })
-        .contains("pinned"));
-    }
-
-    #[test]
-    fn a_job_cannot_be_removed_and_added_again_in_one_call() {
-        let e = apply_edits(
-            &plan(),
-            &[
-                PlanEdit::RemoveJob { job: "ccc".into() },
-                PlanEdit::AddJob {
-                    job: Box::new(job("ccc", &["aaa"])),
-                },
-            ],
-            pending,
-            false,
-        )
-        .expect_err("would inherit the removed job's state");
-        assert_eq!((e.index, e.job.as_deref()), (1, Some("ccc")));
-        assert!(e.message.contains("separate calls"), "{e}");
-    }
-
-    #[test]
-    fn errors_name_the_edit_and_job() {
-        let e = apply_edits(
-            &plan(),
-            &[
-                PlanEdit::AddJob {
-                    job: Box::new(job("ddd", &[])),
-                },
-                PlanEdit::AddJob {
-                    job: Box::new(job("ddd", &[])),
-                },
-            ],
-            pending,
-            false,
-        )
-        .expect_err("duplicate");
-        assert_eq!(
-            (e.index, e.op, e.job.as_deref()),
-            (1, "add_job", Some("ddd"))
-        );
-        let e = apply_edits(
-            &plan(),
-            &[PlanEdit::RemoveJob { job: "zzz".into() }],
-            pending,
-            false,
-        )
-        .expect_err("unknown");
-        assert_eq!(
-            e.to_string(),
-            "edit #0 (remove_job `zzz`): no job has this producerId"
-        );
-    }
-}
+mod tests;
