@@ -1,5 +1,8 @@
 //! Test utilities for the orchestrator.
 //!
+//! [`fixtures`] holds the helpers the integration tests of the workspace share: temporary git
+//! repositories made with the `git` CLI, checks against it, processes and waits.
+//!
 //! [`ModelServer`] is a scripted model endpoint on 127.0.0.1 that the real agent CLIs (Claude
 //! Code, Codex, Copilot CLI, Gemini CLI) talk to instead of a provider. It speaks the wire
 //! formats exactly — Anthropic Messages, OpenAI Responses, OpenAI Chat Completions and Gemini
@@ -21,6 +24,7 @@
 //! ```
 
 pub mod conversation;
+pub mod fixtures;
 pub mod http;
 pub mod script;
 mod server;
