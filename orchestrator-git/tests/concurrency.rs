@@ -5,16 +5,16 @@ mod common;
 
 use std::sync::Arc;
 
-use common::git;
 use orchestrator_core::conformance::git::write_files;
 use orchestrator_core::git::{GitOperations, MergeStyle};
 use orchestrator_git::Git2Operations;
+use orchestrator_testkit::fixtures::{self, git};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixteen_jobs_at_once_lose_no_merge() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let repo = common::init_repo(dir.path());
-    let _guard = common::Checked {
+    let repo = common::fixture_repo(dir.path());
+    let _guard = fixtures::Checked {
         repo: repo.clone(),
         dir,
     };
@@ -86,7 +86,7 @@ async fn sixteen_jobs_at_once_lose_no_merge() {
         "16"
     );
     assert!(
-        common::cli_linked_worktrees(&repo).is_empty(),
+        fixtures::cli_linked_worktrees(&repo).is_empty(),
         "all worktrees removed"
     );
     assert!(ops.list_worktrees(&repo).await.expect("list").is_empty());

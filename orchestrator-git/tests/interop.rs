@@ -9,16 +9,16 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use async_trait::async_trait;
-use common::{git, git_cmd, git_output, Rng};
 use orchestrator_core::conformance::git::write_files;
 use orchestrator_core::git::{ConflictResolver, GitError, GitOperations, MergeStyle};
 use orchestrator_git::{Git2Operations, Identity};
+use orchestrator_testkit::fixtures::{self, git, git_cmd, git_output, Rng};
 
-fn setup() -> (common::Checked, PathBuf) {
+fn setup() -> (fixtures::Checked, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let repo = common::init_repo(dir.path());
+    let repo = common::fixture_repo(dir.path());
     (
-        common::Checked {
+        fixtures::Checked {
             repo: repo.clone(),
             dir,
         },
@@ -58,12 +58,12 @@ async fn worktrees_are_visible_to_and_usable_by_the_git_cli() {
     ops.remove_worktree(&repo, &wts[1]).await.expect("remove");
     let live = vec![wts[0].clone(), wts[2].clone()];
     assert_eq!(
-        common::cli_linked_worktrees(&repo),
+        fixtures::cli_linked_worktrees(&repo),
         live,
         "git worktree list shows exactly the live worktrees"
     );
     assert_eq!(ops.list_worktrees(&repo).await.expect("list"), live);
-    for (path, info) in common::cli_worktrees(&repo).into_iter().skip(1) {
+    for (path, info) in fixtures::cli_worktrees(&repo).into_iter().skip(1) {
         assert!(info.contains("detached"), "{path:?} is detached: {info}");
         assert!(
             info.contains(&format!("HEAD {base}")),
@@ -120,7 +120,7 @@ async fn worktrees_are_visible_to_and_usable_by_the_git_cli() {
     ops.remove_worktree(&repo, &cli_wt)
         .await
         .expect("remove git's worktree");
-    assert_eq!(common::cli_linked_worktrees(&repo), live);
+    assert_eq!(fixtures::cli_linked_worktrees(&repo), live);
 }
 
 #[tokio::test]
@@ -150,7 +150,10 @@ async fn prune_and_orphan_cleanup() {
     assert_eq!(removed, vec![root.join("orphan")]);
     assert!(root.join("keep/README.md").exists(), "live worktree kept");
     assert!(root.join("plain/data.txt").exists(), "plain folder kept");
-    assert_eq!(common::cli_linked_worktrees(&repo), vec![root.join("keep")]);
+    assert_eq!(
+        fixtures::cli_linked_worktrees(&repo),
+        vec![root.join("keep")]
+    );
     let outside = tempfile::tempdir().expect("tempdir");
     let e = ops
         .remove_orphaned_worktrees(&repo, outside.path(), &[])
@@ -187,7 +190,7 @@ async fn create_recovers_from_an_interrupted_attempt() {
     ops.create_worktree(&repo, &wt, &base)
         .await
         .expect("retry without folder");
-    assert_eq!(common::cli_linked_worktrees(&repo), vec![wt.clone()]);
+    assert_eq!(fixtures::cli_linked_worktrees(&repo), vec![wt.clone()]);
     assert_eq!(git(&wt, &["rev-parse", "HEAD"]), base);
 }
 
@@ -424,7 +427,7 @@ async fn the_user_checkout_is_untouched_by_work_on_other_branches() {
         ],
     )
     .expect("write");
-    let before = common::snapshot_checkout(&repo);
+    let before = fixtures::snapshot_checkout(&repo);
 
     let snap = "orchestrator/snapshot/untouched";
     ops.update_branch(&repo, snap, &base, None)
@@ -470,7 +473,7 @@ async fn the_user_checkout_is_untouched_by_work_on_other_branches() {
         ops.remove_worktree(&repo, &wt).await.expect("remove");
     }
     assert_eq!(
-        common::snapshot_checkout(&repo),
+        fixtures::snapshot_checkout(&repo),
         before,
         "the user's checkout changed"
     );
@@ -491,7 +494,7 @@ async fn the_user_checkout_is_untouched_by_work_on_other_branches() {
         other => panic!("expected DirtyCheckout, got {other:?}"),
     }
     assert_eq!(
-        common::snapshot_checkout(&repo),
+        fixtures::snapshot_checkout(&repo),
         before,
         "a refused merge changed the checkout"
     );
@@ -505,7 +508,7 @@ async fn staged_changes_alone_make_the_checkout_dirty() {
     let a = commit_in(&ops, &repo, "a", &base, &[("a.txt", "a\n")]).await;
     write_files(&repo, &[("staged.txt", "new file\n")]).expect("write");
     git(&repo, &["add", "staged.txt"]);
-    let before = common::snapshot_checkout(&repo);
+    let before = fixtures::snapshot_checkout(&repo);
     let e = ops
         .merge_into_branch(&repo, "main", &a, "land", MergeStyle::MergeCommit)
         .await
@@ -514,7 +517,7 @@ async fn staged_changes_alone_make_the_checkout_dirty() {
         matches!(&e, GitError::DirtyCheckout { files, .. } if files == &["staged.txt".to_string()]),
         "{e:?}"
     );
-    assert_eq!(common::snapshot_checkout(&repo), before);
+    assert_eq!(fixtures::snapshot_checkout(&repo), before);
     assert_eq!(git(&repo, &["rev-parse", "main"]), base);
 }
 
@@ -632,7 +635,7 @@ async fn identity_and_worktree_root_options() {
         "Bot <bot@example.com>|Bot <bot@example.com>"
     );
     assert_eq!(
-        common::cli_linked_worktrees(&repo),
+        fixtures::cli_linked_worktrees(&repo),
         vec![std::fs::canonicalize(&wt).expect("canonical")]
     );
     ops.remove_worktree(&repo, &wt).await.expect("remove");

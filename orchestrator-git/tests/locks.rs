@@ -3,14 +3,15 @@
 
 mod common;
 
-use common::{git, git_output, init_repo};
+use common::fixture_repo;
 use orchestrator_core::GitOperations;
 use orchestrator_git::Git2Operations;
+use orchestrator_testkit::fixtures::{git, git_output};
 
 #[tokio::test]
 async fn stale_locks_of_the_plans_worktrees_and_branches_are_removed() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let repo = init_repo(tmp.path());
+    let repo = fixture_repo(tmp.path());
     let ops = Git2Operations::new();
     let base = ops.resolve(&repo, "HEAD").await.expect("head");
     let wt = repo.join(".worktrees").join("job1");
