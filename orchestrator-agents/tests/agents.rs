@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{alive, ctx, read_pid};
+use common::ctx;
 use orchestrator_agents::agent::{
     AgentHealer, AgentUsage, AgentWorkRunner, ClaudeCode, CodexCli, CopilotCli, GeminiCli,
     GenericAgent, ModelEndpoint, ProviderKind, RetryPolicy,
@@ -22,6 +22,7 @@ use orchestrator_core::plan::{AgentSpec, Effort, Isolation, JobSpec, PlanSpec, W
 use orchestrator_core::runner::{WorkOutput, WorkRunner};
 use orchestrator_core::state::FailureReason;
 use orchestrator_core::{NodeStatus, Orchestrator, PlanStatus};
+use orchestrator_testkit::fixtures::{alive, dies_within, read_pid};
 
 /// A fake CLI: a script that counts its calls and records argv (one per line) and env.
 struct Fake {
@@ -689,7 +690,7 @@ async fn a_timeout_kills_the_whole_tree_and_is_not_retried() {
     assert!(started.elapsed() < Duration::from_secs(10));
     let grandchild = read_pid(&pid_file).await;
     assert!(
-        common::dies_within(grandchild, Duration::from_secs(5)).await,
+        dies_within(grandchild, Duration::from_secs(5)).await,
         "grandchild {grandchild} survived"
     );
     assert!(!alive(grandchild));

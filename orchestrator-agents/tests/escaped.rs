@@ -10,12 +10,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{alive, dies_within, node, read_pid, unreaped_child_of_ours};
+use common::node;
 use orchestrator_agents::{stop_leftovers, Ending, Invocation, ShellRunner, Supervisor};
 use orchestrator_core::plan::{Isolation, JobSpec, PlanSpec, WorkSpec};
 use orchestrator_core::runner::{Leftover, LogSink, JOB_TOKEN_VAR};
 use orchestrator_core::state::FailureReason;
 use orchestrator_core::{NodeStatus, Orchestrator, PlanStatus};
+use orchestrator_testkit::fixtures::{self, alive, dies_within, read_pid, unreaped_child_of_ours};
 use tokio_util::sync::CancellationToken;
 
 /// Starts a grandchild in a session of its own that writes its pid to `escaped.pid` and sleeps.
@@ -26,7 +27,7 @@ fn sh(dir: &Path, script: &str) -> Invocation {
 }
 
 fn have_setsid() -> bool {
-    let found = common::on_path("setsid");
+    let found = fixtures::on_path("setsid");
     if !found {
         println!("skipped: `setsid` is not installed, so no process can leave its group");
     }
@@ -57,7 +58,7 @@ async fn assert_gone(dir: &Path) {
     let pid = read_pid(&dir.join("escaped.pid")).await;
     let gone = dies_within(pid, Duration::from_secs(3)).await;
     if !gone {
-        common::kill(pid);
+        fixtures::kill(pid);
     }
     assert!(gone, "the escaped process {pid} outlived its run");
     // Reaped by the run's end (it was ours as the subreaper); a moment for the last SIGKILL.
@@ -263,7 +264,7 @@ async fn the_crash_reaper_stops_processes_by_their_job_token() {
     assert_eq!(stopped, vec![999_999]);
     assert!(dies_within(escaped, Duration::from_secs(3)).await);
     let other_alive = alive(other);
-    common::kill(other);
+    fixtures::kill(other);
     assert!(other_alive, "a process of another job was stopped");
 }
 

@@ -6,11 +6,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{alive, ctx, on_path, read_pid};
+use common::ctx;
 use orchestrator_agents::{ProcessRunner, ShellRunner};
 use orchestrator_core::plan::{ProcessSpec, ShellKind, ShellSpec, WorkSpec};
 use orchestrator_core::runner::{WorkFailure, WorkRunner};
 use orchestrator_core::state::FailureReason;
+use orchestrator_testkit::fixtures::{alive, on_path, read_pid};
 
 fn shell_spec(command: &str) -> ShellSpec {
     ShellSpec {

@@ -7,10 +7,13 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{alive, dies_within, on_path, read_pid, stdout_lines, unreaped_child_of_ours};
+use common::stdout_lines;
 use orchestrator_agents::{Ending, Error, Invocation, Outcome, Supervisor, SupervisorOptions};
 use orchestrator_core::runner::{LogSink, LogStream};
 use orchestrator_core::OrchestratorEvent;
+use orchestrator_testkit::fixtures::{
+    self, alive, dies_within, on_path, read_pid, unreaped_child_of_ours,
+};
 use tokio_util::sync::CancellationToken;
 
 fn sh(dir: &std::path::Path, script: &str) -> Invocation {
@@ -243,7 +246,7 @@ async fn a_daemon_holding_the_output_open_does_not_hang_the_run() {
     let took = start.elapsed();
     let daemon = read_pid(&dir.path().join("daemon.pid")).await;
     let daemon_was_alive = alive(daemon);
-    common::kill(daemon);
+    fixtures::kill(daemon);
     assert!(outcome.success(), "{outcome:?}");
     assert!(outcome.output_abandoned);
     assert!(
@@ -272,7 +275,7 @@ async fn leftovers_may_be_kept_and_are_then_only_detached_from() {
     let outcome = run(&sup, &inv, &log).await;
     let grandchild = read_pid(&dir.path().join("grandchild.pid")).await;
     let was_alive = alive(grandchild);
-    common::kill(grandchild);
+    fixtures::kill(grandchild);
     assert!(outcome.success() && outcome.output_abandoned);
     assert!(was_alive);
 }
