@@ -6,14 +6,15 @@ mod common;
 #[path = "../../orchestrator-cli/tests/mcp_client/mod.rs"]
 mod mcp_client;
 
-use common::{connect, Repo};
+use common::connect;
 use mcp_client::{call, ok, wait_for};
 use orchestrator_mcp::TOOL_NAMES;
+use orchestrator_testkit::fixtures::TempRepo;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_embedded_server_lists_the_tools_and_runs_a_plan() {
-    let repo = Repo::new();
+    let repo = TempRepo::new();
     let client = connect(&repo.dir).await;
     let tools = client.list_all_tools().await.expect("tools");
     let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
