@@ -9,7 +9,8 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use common::{Repo, Run};
+use common::Repo;
+use orchestrator_testkit::fixtures::Run;
 use serde_json::{json, Value};
 
 /// A `claude` that writes `agent.txt` and `fixed.txt` in its working directory and prints an

@@ -6,7 +6,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{job, wait_child, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::{job, wait_child};
 use serde_json::json;
 
 /// Milliseconds since the epoch written by `date +%s%3N` into `path`.

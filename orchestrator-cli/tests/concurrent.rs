@@ -6,7 +6,8 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{job, wait_child, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::{job, wait_child};
 use serde_json::json;
 
 #[test]

@@ -11,7 +11,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{copy_repo, crash_seed, job, run_and_kill, Lcg, Repo};
+use common::{run_and_kill, Repo};
+use orchestrator_testkit::fixtures::{copy_repo, job, seed_from_env, Rng};
 use serde_json::{json, Value};
 
 const JOBS: usize = 30;
@@ -69,8 +70,8 @@ fn check(repo: &Repo, reference: &str, label: &str) {
 
 #[test]
 fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
-    let seed = crash_seed();
-    let mut rng = Lcg(seed);
+    let seed = seed_from_env("CRASH_SEED");
+    let mut rng = Rng::new(seed);
 
     let pristine = Repo::new();
     let plan_file = pristine.plan("crash.json", &plan());
@@ -93,8 +94,8 @@ fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
     let moments: Vec<(Duration, Duration)> = (0..TRIALS)
         .map(|_| {
             (
-                Duration::from_millis(rng.below(window)),
-                Duration::from_millis(rng.below(window)),
+                Duration::from_millis(rng.below_u64(window)),
+                Duration::from_millis(rng.below_u64(window)),
             )
         })
         .collect();

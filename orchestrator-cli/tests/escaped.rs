@@ -8,7 +8,8 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{job, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::job;
 use serde_json::json;
 
 fn have_setsid() -> bool {

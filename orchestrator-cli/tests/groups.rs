@@ -5,8 +5,9 @@
 mod common;
 mod mcp_client;
 
-use common::{job_doc, Repo};
+use common::Repo;
 use mcp_client::{call, failed, ok, text, wait_for};
+use orchestrator_testkit::fixtures::job_doc;
 use serde_json::{json, Value};
 
 /// A job in the reference's spelling (`producer_id`) that appends its qualified id to the

@@ -7,7 +7,8 @@ mod common;
 
 use std::process::Command;
 
-use common::{job, Repo, BIN};
+use common::{Repo, BIN};
+use orchestrator_testkit::fixtures::job;
 use serde_json::json;
 
 /// `orchestrator ARGS` without a repository; exit code and stdout.

@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{job, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::{job, Run};
 use serde_json::json;
 
 #[test]
@@ -229,7 +230,7 @@ fn a_bare_repository_is_named_as_such() {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
         .expect("run");
-    let run = common::Run::from(out);
+    let run = Run::from(out);
     run.expect_code(2);
     assert!(
         run.stderr.contains("is a bare git repository"),

@@ -5,7 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{job, job_doc, wait_child, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::{job, job_doc, terminate, wait_child};
 use serde_json::{json, Value};
 
 /// A chain `first -> slow -> last`: `slow` sleeps long on its first attempt only (a marker
@@ -143,7 +144,7 @@ fn sigterm_pauses_cleanly_and_resume_continues() {
     let child = repo.spawn(&["run", plan.to_str().expect("utf-8")]);
     let doc = repo.wait_for("slow to run", slow_is_running);
     let id = doc["planId"].as_str().expect("id").to_owned();
-    common::terminate(child.id());
+    terminate(child.id());
     let run = wait_child(child, Duration::from_secs(20));
     run.expect_code(1);
     assert!(

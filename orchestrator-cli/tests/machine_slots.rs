@@ -7,7 +7,8 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{job, wait_child, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::{job, wait_child};
 use serde_json::json;
 
 /// A job that counts itself in `scratch/count` while it runs (under `flock` on

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{tool_call, RawMcp, Repo};
+use orchestrator_testkit::fixtures::job;
 use serde_json::{json, Value};
 
 #[test]
@@ -85,7 +86,7 @@ fn engine_errors_keep_their_kind() {
     let repo = Repo::new();
     let mut server = RawMcp::start(&repo);
     server.initialize();
-    let plan = json!({"name": "kinds", "jobs": [common::job("only", "echo x > x.txt", &[])]});
+    let plan = json!({"name": "kinds", "jobs": [job("only", "echo x > x.txt", &[])]});
     let (_, created) = server.ask("create", &tool_call(2, "create_copilot_plan", plan));
     let id = created["result"]["structuredContent"]["planId"]
         .as_str()

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{job, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::job;
 use serde_json::{json, Value};
 
 /// The goal is 150 MB for any output size; a streamed run needs a few tens of MB.

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{job, job_doc, job_statuses, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::{job, job_doc, job_statuses};
 use serde_json::{json, Value};
 
 fn diamond() -> Value {

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{job, job_doc, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::{job, job_doc};
 use serde_json::{json, Value};
 
 /// A plan whose `flaky` job fails its first attempt (and is retried to success), so the

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{wait_child, Repo, BIN};
+use common::{Repo, BIN};
+use orchestrator_testkit::fixtures::wait_child;
 use serde_json::Value;
 
 /// Whether `python` runs and can import `mcp`; returns the package's version.

@@ -7,7 +7,8 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{copy_repo, tool_call, wait_child, RawMcp, Repo};
+use common::{tool_call, RawMcp, Repo};
+use orchestrator_testkit::fixtures::{copy_repo, wait_child};
 use serde_json::{json, Value};
 
 const TARGET: &str = "orchestrator/repairs";

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{copy_repo, crash_seed, run_and_kill, wait_child, Lcg, Repo};
+use common::{run_and_kill, Repo};
+use orchestrator_testkit::fixtures::{copy_repo, seed_from_env, wait_child, Rng};
 use serde_json::{json, Value};
 
 /// A marker file outside the repository: the first run of a phase creates it and then hangs
@@ -239,8 +240,8 @@ fn tree(repo: &Repo) -> Vec<(String, String)> {
 
 #[test]
 fn kill_9_at_random_moments_of_appending_jobs_gives_the_uninterrupted_tree() {
-    let seed = crash_seed();
-    let mut rng = Lcg(seed);
+    let seed = seed_from_env("CRASH_SEED");
+    let mut rng = Rng::new(seed);
     let pristine = Repo::new();
     let plan_file = pristine.plan("appending.json", &appending_plan());
     let plan_arg = plan_file.to_str().expect("utf-8").to_owned();
@@ -263,7 +264,7 @@ fn kill_9_at_random_moments_of_appending_jobs_gives_the_uninterrupted_tree() {
 
     let window = full.as_millis() as u64;
     let moments: Vec<Duration> = (0..TRIALS)
-        .map(|_| Duration::from_millis(rng.below(window)))
+        .map(|_| Duration::from_millis(rng.below_u64(window)))
         .collect();
     let trial = |n: usize| -> bool {
         let repo = Repo::copy_of(&template);

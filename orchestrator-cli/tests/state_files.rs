@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{job, wait_child, Repo, Run};
+use common::Repo;
+use orchestrator_testkit::fixtures::{job, wait_child, Run};
 use serde_json::json;
 
 /// The journal of a stored plan (the one file `journal-<generation>.log` in its folder).

@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::{job, Repo};
+use common::Repo;
+use orchestrator_testkit::fixtures::job;
 use serde_json::json;
 
 #[test]

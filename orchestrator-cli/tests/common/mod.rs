@@ -1,68 +1,47 @@
-//! Test helpers: temporary repositories made with the `git` CLI, and the built `orchestrator`
-//! binary run on them. Every command gets its own HOME and git identity, so no global
-//! configuration leaks in.
+//! Helpers of the CLI's tests: the built `orchestrator` binary run on a temporary repository,
+//! and `orchestrator mcp` spoken to line by line. Every command gets its own HOME and git
+//! identity, so no global configuration leaks in. The repository, git, process and plan JSON
+//! helpers are shared: `orchestrator_testkit::fixtures`.
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::ops::Deref;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use orchestrator_testkit::fixtures::{copy_repo, isolate, wait_child, Run, TempRepo};
 use serde_json::Value;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_orchestrator");
 
-/// A temporary repository on `main` with one commit, plus a scratch folder outside it.
-pub struct Repo {
-    _tmp: tempfile::TempDir,
-    /// The repository.
-    pub dir: PathBuf,
-    /// HOME of every command (empty: no global git configuration).
-    pub home: PathBuf,
-    /// A folder outside the repository (plan files, counters, markers).
-    pub scratch: PathBuf,
+/// A temporary repository on `main` with one commit, plus a scratch folder outside it, that
+/// the orchestrator commands work on. Derefs to the shared [`TempRepo`] (folders, files, git).
+pub struct Repo(TempRepo);
+
+impl Deref for Repo {
+    type Target = TempRepo;
+
+    fn deref(&self) -> &TempRepo {
+        &self.0
+    }
 }
 
+/// Isolates an orchestrator command: git as in the fixtures, HOME the empty `home`, no stdin.
 fn hermetic(cmd: &mut Command, home: &Path) {
-    cmd.env("HOME", home)
+    isolate(cmd)
+        .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Test User")
-        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-        .env("GIT_COMMITTER_NAME", "Test User")
-        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
         .stdin(Stdio::null());
 }
 
 impl Repo {
     /// A repository holding `files` in one commit on `main`.
     pub fn with_files(files: &[(&str, &str)]) -> Repo {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("repo");
-        let home = tmp.path().join("home");
-        let scratch = tmp.path().join("scratch");
-        for d in [&dir, &home, &scratch] {
-            std::fs::create_dir_all(d).expect("mkdir");
-        }
-        let repo = Repo {
-            _tmp: tmp,
-            dir,
-            home,
-            scratch,
-        };
-        repo.git(&["init", "-q", "-b", "main"]);
-        for (name, text) in files {
-            repo.write(name, text);
-        }
-        repo.git(&["add", "-A"]);
-        repo.git(&["commit", "-q", "-m", "initial"]);
-        repo
+        Repo(TempRepo::with_files(files))
     }
 
     /// A repository with a README and `shared.txt`.
@@ -71,46 +50,6 @@ impl Repo {
             ("README.md", "hello\n"),
             ("shared.txt", "one\ntwo\nthree\n"),
         ])
-    }
-
-    /// Writes a file of the checkout.
-    pub fn write(&self, name: &str, text: &str) {
-        let path = self.dir.join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(path, text).expect("write");
-    }
-
-    /// Reads a file of the checkout.
-    pub fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.dir.join(name)).expect("read")
-    }
-
-    /// Runs git in the repository; panics unless it succeeds; returns stdout.
-    pub fn git(&self, args: &[&str]) -> String {
-        let out = self.git_output(args);
-        assert!(
-            out.status.success(),
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Runs git in the repository.
-    pub fn git_output(&self, args: &[&str]) -> Output {
-        let mut cmd = Command::new("git");
-        cmd.arg("-C").arg(&self.dir).args(args);
-        hermetic(&mut cmd, &self.home);
-        cmd.output().expect("run git")
-    }
-
-    /// A plan file (outside the repository) with this JSON text.
-    pub fn plan(&self, name: &str, json: &Value) -> PathBuf {
-        let path = self.scratch.join(name);
-        std::fs::write(&path, serde_json::to_string_pretty(json).expect("json")).expect("write");
-        path
     }
 
     /// The orchestrator command with `args`, working on this repository.
@@ -180,254 +119,6 @@ impl Repo {
         }
     }
 
-    /// `git worktree list --porcelain` entries other than the main checkout.
-    pub fn extra_worktrees(&self) -> Vec<String> {
-        self.git(&["worktree", "list", "--porcelain"])
-            .lines()
-            .filter_map(|l| l.strip_prefix("worktree "))
-            .filter(|p| Path::new(p) != self.dir.canonicalize().expect("canonical"))
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// Local branches.
-    pub fn branches(&self) -> Vec<String> {
-        self.git(&["branch", "--format=%(refname:short)"])
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// Files of a revision, sorted.
-    pub fn files_at(&self, rev: &str) -> Vec<String> {
-        self.git(&["ls-tree", "-r", "--name-only", rev])
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// A file of a revision.
-    pub fn show(&self, rev: &str, file: &str) -> String {
-        self.git(&["show", &format!("{rev}:{file}")])
-    }
-
-    /// What the user sees of their checkout: HEAD, branch, status and file contents.
-    pub fn checkout_state(&self) -> (String, String, String, Vec<(String, String)>) {
-        let head = self.git(&["rev-parse", "HEAD"]);
-        let branch = self.git(&["symbolic-ref", "--short", "HEAD"]);
-        let status = self.git(&["status", "--porcelain"]);
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(&self.dir).expect("read dir") {
-            let entry = entry.expect("entry");
-            if entry.path().is_file() {
-                files.push((
-                    entry.file_name().to_string_lossy().into_owned(),
-                    std::fs::read_to_string(entry.path()).unwrap_or_default(),
-                ));
-            }
-        }
-        files.sort();
-        (head, branch, status, files)
-    }
-}
-
-/// The outcome of one orchestrator command.
-#[derive(Debug)]
-pub struct Run {
-    /// Exit code (-1 when killed by a signal).
-    pub code: i32,
-    /// Standard output.
-    pub stdout: String,
-    /// Standard error.
-    pub stderr: String,
-}
-
-impl From<Output> for Run {
-    fn from(out: Output) -> Run {
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-}
-
-impl Run {
-    /// Stdout as the JSON document it must be (nothing else on stdout).
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not one JSON document ({e}):\n{}\nstderr:\n{}",
-                self.stdout, self.stderr
-            )
-        })
-    }
-
-    /// Asserts the exit code, showing the output when it differs.
-    pub fn expect_code(&self, code: i32) -> &Run {
-        assert_eq!(
-            self.code, code,
-            "unexpected exit code\nstdout:\n{}\nstderr:\n{}",
-            self.stdout, self.stderr
-        );
-        self
-    }
-}
-
-/// A job of a plan.
-pub fn job(id: &str, work: &str, deps: &[&str]) -> Value {
-    serde_json::json!({
-        "producerId": id,
-        "task": format!("task {id}"),
-        "work": work,
-        "dependencies": deps,
-    })
-}
-
-/// A job's entry in a status document.
-pub fn job_doc<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["jobs"]
-        .as_array()
-        .expect("jobs")
-        .iter()
-        .find(|j| j["producerId"] == id)
-        .unwrap_or_else(|| panic!("no job {id} in {doc:#}"))
-}
-
-/// The status of each job, in plan order.
-pub fn job_statuses(doc: &Value) -> Vec<(String, String)> {
-    doc["jobs"]
-        .as_array()
-        .expect("jobs")
-        .iter()
-        .map(|j| {
-            (
-                j["producerId"].as_str().expect("id").to_owned(),
-                j["status"].as_str().expect("status").to_owned(),
-            )
-        })
-        .collect()
-}
-
-/// Waits for a child, at most `limit`, collecting its output meanwhile.
-pub fn wait_child(mut child: Child, limit: Duration) -> Run {
-    use std::io::Read;
-    let pid = child.id();
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait().expect("try_wait") {
-            Some(status) => break status,
-            None if start.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "process {pid} did not exit within {limit:?}\nstderr:\n{}",
-                    err.join().unwrap_or_default()
-                );
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    };
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
-}
-
-/// Sends SIGTERM to a process.
-pub fn terminate(pid: u32) {
-    let status = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
-}
-
-/// A small deterministic generator (no dependency needed for test randomness): crash trials
-/// draw their moments from a printed seed, so a seed replays a run.
-pub struct Lcg(pub u64);
-
-impl Lcg {
-    /// The next value.
-    pub fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-
-    /// A value in `0..n`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-/// Copies a folder with everything in it (`cp -a`).
-pub fn copy_repo(from: &Path, to: &Path) {
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .status()
-        .expect("cp");
-    assert!(status.success());
-}
-
-/// Runs `args` and kills it with SIGKILL after `after`, unless it ended first.
-pub fn run_and_kill(repo: &Repo, args: &[&str], after: Duration) -> Option<Run> {
-    let mut child = repo.spawn(args);
-    let start = Instant::now();
-    while start.elapsed() < after {
-        if child.try_wait().expect("try_wait").is_some() {
-            return Some(wait_child(child, Duration::from_secs(1)));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    child.kill().expect("kill -9");
-    let _ = child.wait();
-    None
-}
-
-/// The seed of a crash trial: `CRASH_SEED` when set (to replay a run), else the clock. It is
-/// printed, so a failing run can be replayed.
-pub fn crash_seed() -> u64 {
-    let seed = std::env::var("CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    eprintln!("CRASH_SEED={seed}");
-    seed
-}
-
-impl Repo {
     /// The id of the most recent plan, if one was stored.
     pub fn latest_plan(&self) -> Option<String> {
         let list = self.run(&["list", "--json"]);
@@ -444,6 +135,21 @@ impl Repo {
         copy_repo(template, &repo.dir);
         repo
     }
+}
+
+/// Runs `args` and kills it with SIGKILL after `after`, unless it ended first.
+pub fn run_and_kill(repo: &Repo, args: &[&str], after: Duration) -> Option<Run> {
+    let mut child = repo.spawn(args);
+    let start = Instant::now();
+    while start.elapsed() < after {
+        if child.try_wait().expect("try_wait").is_some() {
+            return Some(wait_child(child, Duration::from_secs(1)));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    None
 }
 
 /// The server, spoken to line by line.
