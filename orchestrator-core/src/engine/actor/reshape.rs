@@ -14,7 +14,9 @@ use super::PlanActor;
 use crate::engine::queue::ReadyQueue;
 use crate::error::{Error, Result};
 use crate::ids::NodeIndex;
-use crate::plan::{apply_edits, layout, validate, PlanEdit, ValidationContext};
+use crate::plan::{
+    apply_edits, layout, validate, PlanEdit, PlanGraph, PlanSpec, ValidationContext,
+};
 use crate::state::{NodeStatus, Phase, PlanStatus, StateChange};
 
 /// Whether a node's work is under way or done, so its commit is (or will be) final.
@@ -36,14 +38,46 @@ impl PlanActor {
         // Changes recorded earlier in this turn name nodes by their current indices: hand them
         // (and their events) over before the indices change.
         self.flush();
+        self.check_editable()?;
+        let old_graph = self.machine.graph().clone();
+        let was_started = self.machine.record().state.started_at.is_some();
+        let (spec, graph) = self.edited_spec(edits, was_started)?;
+        let from = layout(&self.machine.record().spec, &spec);
+        self.check_no_started_leaf(&old_graph, &graph, &spec, &from)?;
+        let dropped = self.dropped_worktrees(&from);
+        let moved = from
+            .iter()
+            .enumerate()
+            .any(|(i, f)| f.is_some_and(|o| o != i && self.running[o].is_some()));
+        let old_len = self.machine.record().state.nodes.len();
+
+        self.machine
+            .reshape(
+                edits.to_vec(),
+                was_started,
+                Arc::new(graph),
+                &from,
+                self.clock,
+            )
+            .map_err(|e| self.transition_error(e))?;
+        self.carry_running(&from, moved, old_len);
+        self.spec = self.machine.record().spec.clone();
+        self.max_parallel = super::max_parallel_of(&self.spec);
+        self.rewind_changed_specs(edits)?;
+        self.refill_queue();
+        self.remove_worktrees(dropped);
+        Ok(())
+    }
+
+    /// Refuses edits to a plan that is over, or already delivering its result.
+    fn check_editable(&self) -> Result<()> {
         let record = self.machine.record();
         let state = &record.state;
         let status = record.status();
         if state.archived || state.canceled || status == PlanStatus::Succeeded {
             return Err(self.invalid(format!("a {status} plan cannot be changed")));
         }
-        let old_graph = self.machine.graph().clone();
-        if let Some(s) = old_graph.snapshot() {
+        if let Some(s) = self.machine.graph().snapshot() {
             if started(state.nodes[s].status) {
                 return Err(self.invalid(
                     "the plan is delivering its result to the target branch; it can no longer \
@@ -51,6 +85,13 @@ impl PlanActor {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The spec with `edits` applied, and its graph once it validates like a new plan.
+    fn edited_spec(&self, edits: &[PlanEdit], was_started: bool) -> Result<(PlanSpec, PlanGraph)> {
+        let record = self.machine.record();
+        let state = &record.state;
         let index: HashMap<&str, NodeIndex> = record
             .spec
             .jobs
@@ -58,7 +99,6 @@ impl PlanActor {
             .enumerate()
             .map(|(i, j)| (j.producer_id.as_str(), i))
             .collect();
-        let was_started = state.started_at.is_some();
         let spec = apply_edits(
             &record.spec,
             edits,
@@ -76,9 +116,19 @@ impl PlanActor {
                 scaffolding: state.scaffolding,
             },
         )?;
-        let from = layout(&record.spec, &spec);
-        // A job that merges into the snapshot only as a leaf must not become one after its
-        // pipeline decided to skip that merge.
+        Ok((spec, graph))
+    }
+
+    /// A job that merges into the snapshot only as a leaf must not become one after its
+    /// pipeline decided to skip that merge. `from` is the new layout's origin in the old one.
+    fn check_no_started_leaf(
+        &self,
+        old_graph: &PlanGraph,
+        graph: &PlanGraph,
+        spec: &PlanSpec,
+        from: &[Option<NodeIndex>],
+    ) -> Result<()> {
+        let state = &self.machine.record().state;
         for (i, f) in from.iter().enumerate() {
             let Some(o) = *f else { continue };
             if old_graph.snapshot().is_none() {
@@ -95,32 +145,28 @@ impl PlanActor {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// The worktrees of the nodes the new layout `from` no longer has.
+    fn dropped_worktrees(&self, from: &[Option<NodeIndex>]) -> Vec<PathBuf> {
+        let state = &self.machine.record().state;
         let mut kept = vec![false; state.nodes.len()];
         for &o in from.iter().flatten() {
             kept[o] = true;
         }
-        let dropped: Vec<PathBuf> = state
+        state
             .nodes
             .iter()
             .zip(&kept)
             .filter(|(_, &k)| !k)
             .filter_map(|(n, _)| n.worktree.clone())
-            .collect();
-        let moved = from
-            .iter()
-            .enumerate()
-            .any(|(i, f)| f.is_some_and(|o| o != i && self.running[o].is_some()));
-        let old_len = state.nodes.len();
+            .collect()
+    }
 
-        self.machine
-            .reshape(
-                edits.to_vec(),
-                was_started,
-                Arc::new(graph),
-                &from,
-                self.clock,
-            )
-            .map_err(|e| self.transition_error(e))?;
+    /// Moves the running tasks to their nodes' new indices; when one `moved`, records the
+    /// re-indexing from the `old_len` nodes, so that its progress messages can be translated.
+    fn carry_running(&mut self, from: &[Option<NodeIndex>], moved: bool, old_len: usize) {
         self.running = from
             .iter()
             .map(|f| f.and_then(|o| self.running[o].take()))
@@ -134,16 +180,15 @@ impl PlanActor {
             }
             self.remaps.push(map);
         }
-        self.spec = self.machine.record().spec.clone();
-        self.max_parallel = super::max_parallel_of(&self.spec);
-        self.rewind_changed_specs(edits)?;
+    }
+
+    /// Rebuilds the ready queue from the reshaped graph.
+    fn refill_queue(&mut self) {
         self.queue = ReadyQueue::default();
         let graph = self.machine.graph().clone();
         for n in self.machine.ready_nodes() {
             self.queue.push(&graph, n);
         }
-        self.remove_worktrees(dropped);
-        Ok(())
     }
 
     /// A job whose work or checks changed resumes no later than the first changed phase: a
