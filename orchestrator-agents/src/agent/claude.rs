@@ -32,6 +32,11 @@ use super::{
 /// result whose `result` is `API Error: <status> <message>` and whose `api_error_status` is
 /// the HTTP status (exit code 1); the status decides whether the work runner retries.
 ///
+/// Reply ([`Transcript::reply`]): the successful `result` event's `result` text; until it
+/// comes (a run cut short has none), the text blocks of the main agent's last `assistant`
+/// event (not a subagent's, whose events carry a `parent_tool_use_id`, nor the synthetic
+/// message of a failed API call). An error result's `result` is its error, not a reply.
+///
 /// Tiers: `fast` = `haiku`, `standard` = `sonnet`, `premium` = `opus` (Claude Code's aliases).
 ///
 /// ```
@@ -112,6 +117,11 @@ impl AgentRunner for ClaudeCode {
                 // category (often just "unknown"), the text holds "API Error: <status> ...".
                 if let Some(error) = text(&event, "error") {
                     t.error(message_text(&event).unwrap_or(error));
+                } else if is_main_agent(&event) {
+                    // The reply until the result event says it (a run may end without one).
+                    if let Some(reply) = message_text(&event) {
+                        t.set_reply(reply);
+                    }
                 }
             }
             Some("result") => {
@@ -135,9 +145,14 @@ impl AgentRunner for ClaudeCode {
                     u.cached_tokens = read;
                     u.output_tokens = count(usage, "output_tokens");
                 }
+                let result = text(&event, "result").filter(|r| !r.is_empty());
+                if !is_error {
+                    if let Some(reply) = &result {
+                        t.set_reply(reply.as_str());
+                    }
+                }
                 let error = is_error.then(|| {
-                    text(&event, "result")
-                        .filter(|r| !r.is_empty())
+                    result
                         .or_else(|| text(&event, "subtype"))
                         .unwrap_or_else(|| "the result reports an error".into())
                 });
@@ -161,6 +176,12 @@ fn run_cost(result: &Value) -> Option<f64> {
         .filter_map(|m| m.get("costUSD").and_then(Value::as_f64))
         .collect();
     (!costs.is_empty()).then(|| costs.iter().sum())
+}
+
+/// Whether an event is the main agent's, not a subagent's (whose events name the `Task`
+/// tool call they run under in `parent_tool_use_id`).
+fn is_main_agent(event: &Value) -> bool {
+    event.get("parent_tool_use_id").is_none_or(Value::is_null)
 }
 
 /// The text blocks of an assistant event's message, joined.
@@ -235,10 +256,57 @@ mod tests {
             ["API Error: 500 boom", "API error status 500"]
         );
         assert_eq!(t.usage.session_id.as_deref(), Some("s-2"));
+        assert_eq!(t.reply, None, "an API error is no reply");
         assert_eq!(
             ClaudeCode::new().classify(Some(1), &t),
             crate::agent::FailureClass::Transient
         );
+    }
+
+    /// A run as Claude Code 2.1 prints it (fields trimmed): a preface, a tool call, the
+    /// final message, the result.
+    #[test]
+    fn the_reply_is_the_results_text() {
+        let t = parse(&[
+            r#"{"type":"system","subtype":"init","cwd":"/wt","session_id":"s-3","model":"claude-opus-5-5"}"#,
+            r#"{"type":"assistant","message":{"content":[{"text":"I'll create the file.","type":"text"}],"id":"msg_1","model":"claude-opus-5-5","role":"assistant","type":"message"},"parent_tool_use_id":null,"session_id":"s-3"}"#,
+            r#"{"type":"assistant","message":{"content":[{"id":"call_1","input":{"file_path":"/wt/notes.txt","content":"hello\n"},"name":"Write","type":"tool_use"}],"id":"msg_1","role":"assistant","type":"message"},"parent_tool_use_id":null,"session_id":"s-3"}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"call_1","type":"tool_result","content":"File created successfully at: /wt/notes.txt"}]},"parent_tool_use_id":null,"session_id":"s-3"}"#,
+            r#"{"type":"assistant","message":{"content":[{"text":"Created notes.txt.\n\nIt holds one line: `hello`.","type":"text"}],"id":"msg_2","role":"assistant","type":"message"},"parent_tool_use_id":null,"session_id":"s-3"}"#,
+            r#"{"duration_api_ms":85,"stop_reason":"end_turn","session_id":"s-3","total_cost_usd":0.1,"is_error":false,"num_turns":2,"subtype":"success","api_error_status":null,"result":"Created notes.txt.\n\nIt holds one line: `hello`.","type":"result","duration_ms":450}"#,
+        ]);
+        assert!(t.finished && t.result_error.is_none());
+        assert_eq!(
+            t.reply.as_deref(),
+            Some("Created notes.txt.\n\nIt holds one line: `hello`.")
+        );
+    }
+
+    #[test]
+    fn without_a_result_the_reply_is_the_main_agents_last_text() {
+        let t = parse(&[
+            r#"{"type":"assistant","message":{"content":[{"text":"First.","type":"text"}],"id":"msg_1","role":"assistant"},"parent_tool_use_id":null,"session_id":"s-4"}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hmm"},{"text":"Part one.","type":"text"},{"text":"Part two.","type":"text"}],"id":"msg_2","role":"assistant"},"parent_tool_use_id":null,"session_id":"s-4"}"#,
+            r#"{"type":"assistant","message":{"content":[{"id":"call_2","name":"Bash","input":{"command":"ls"},"type":"tool_use"}],"id":"msg_2","role":"assistant"},"parent_tool_use_id":null,"session_id":"s-4"}"#,
+            r#"{"type":"assistant","message":{"content":[{"text":"A subagent's answer.","type":"text"}],"id":"msg_3","role":"assistant"},"parent_tool_use_id":"call_task","session_id":"s-4"}"#,
+        ]);
+        assert!(!t.finished);
+        assert_eq!(t.reply.as_deref(), Some("Part one.\nPart two."));
+    }
+
+    #[test]
+    fn an_error_run_keeps_what_the_agent_said_before_it() {
+        let t = parse(&[
+            r#"{"type":"assistant","message":{"content":[{"text":"Writing the notes now.","type":"text"}],"id":"msg_1","role":"assistant"},"parent_tool_use_id":null,"session_id":"s-5"}"#,
+            r#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 overloaded"}]},"error":"unknown","session_id":"s-5"}"#,
+            r#"{"session_id":"s-5","is_error":true,"num_turns":2,"subtype":"success","api_error_status":529,"result":"API Error: 529 overloaded","type":"result"}"#,
+        ]);
+        assert_eq!(t.result_error.as_deref(), Some("API Error: 529 overloaded"));
+        assert_eq!(t.reply.as_deref(), Some("Writing the notes now."));
+        let t = parse(&[
+            r#"{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s"}"#,
+        ]);
+        assert_eq!(t.reply, None);
     }
 
     #[test]

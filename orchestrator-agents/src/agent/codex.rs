@@ -37,6 +37,9 @@ const KEY_VAR: &str = "ORCHESTRATOR_CODEX_API_KEY";
 /// adds its `usage` (`input_tokens` include `cached_input_tokens`) and a turn, and ends the
 /// run; `turn.failed` and `error` events carry error messages (a 5xx becomes "We're currently
 /// experiencing high demand", which [`classify`](super::classify) counts as transient).
+/// Reply ([`Transcript::reply`]): the `text` of the last `item.completed` whose item is an
+/// `agent_message` (`item_type` `assistant_message` in the format's first releases); each arrives
+/// whole, and reasoning, commands and file changes are other item types.
 ///
 /// `maxTurns` has no Codex option (noted in the log); `allowedUrls` is not enforced.
 ///
@@ -165,10 +168,21 @@ impl AgentRunner for CodexCli {
             }
             Some("item.completed") => {
                 let item = event.get("item").unwrap_or(&Value::Null);
-                if event_type(item) == Some("error") {
-                    if let Some(message) = text(item, "message") {
-                        t.error(message);
+                // The first releases of this format (autumn 2025) tagged items `item_type` and
+                // named messages `assistant_message`.
+                let kind = event_type(item).or_else(|| item.get("item_type")?.as_str());
+                match kind {
+                    Some("error") => {
+                        if let Some(message) = text(item, "message") {
+                            t.error(message);
+                        }
                     }
+                    Some("agent_message" | "assistant_message") => {
+                        if let Some(reply) = text(item, "text") {
+                            t.set_reply(reply);
+                        }
+                    }
+                    _ => {}
                 }
             }
             _ => {}
@@ -197,6 +211,7 @@ mod tests {
             ],
         );
         assert!(t.finished && t.result_error.is_none());
+        assert_eq!(t.reply.as_deref(), Some("ok"));
         let u = &t.usage;
         assert_eq!(u.session_id.as_deref(), Some("th-9"));
         assert_eq!(
@@ -214,6 +229,63 @@ mod tests {
             t.result_error.as_deref(),
             Some("stream error: 429 Too Many Requests")
         );
+    }
+
+    /// A run as `codex exec --json` prints it: a preface, reasoning, a file change, the final
+    /// message.
+    #[test]
+    fn the_reply_is_the_last_agent_message() {
+        let t = transcript_of(
+            &CodexCli::new(),
+            &[
+                r#"{"type":"thread.started","thread_id":"01a23160-5a77-7b60-9a54-c4934485edbe"}"#,
+                r#"{"type":"turn.started"}"#,
+                r#"{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"I'll add the file."}}"#,
+                r#"{"type":"item.completed","item":{"id":"item_1","type":"reasoning","text":"**Writing notes**"}}"#,
+                r#"{"type":"item.started","item":{"id":"item_2","type":"file_change","changes":[{"path":"/wt/notes.txt","kind":"add"}],"status":"in_progress"}}"#,
+                r#"{"type":"item.completed","item":{"id":"item_2","type":"file_change","changes":[{"path":"/wt/notes.txt","kind":"add"}],"status":"completed"}}"#,
+                r#"{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Created notes.txt.\n\nIt holds one line: `hello`."}}"#,
+                r#"{"type":"turn.completed","usage":{"input_tokens":19240,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":27,"reasoning_output_tokens":0}}"#,
+            ],
+        );
+        assert!(t.finished);
+        assert_eq!(
+            t.reply.as_deref(),
+            Some("Created notes.txt.\n\nIt holds one line: `hello`.")
+        );
+
+        // The format's first releases: `item_type`, `assistant_message`.
+        let t = transcript_of(
+            &CodexCli::new(),
+            &[
+                r#"{"type":"item.completed","item":{"id":"item_0","item_type":"reasoning","text":"**Planning**"}}"#,
+                r#"{"type":"item.completed","item":{"id":"item_1","item_type":"assistant_message","text":"Done."}}"#,
+            ],
+        );
+        assert_eq!(t.reply.as_deref(), Some("Done."));
+    }
+
+    #[test]
+    fn a_failed_turn_keeps_the_messages_before_it() {
+        let t = transcript_of(
+            &CodexCli::new(),
+            &[
+                r#"{"type":"thread.started","thread_id":"th-1"}"#,
+                r#"{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Looking at the tests first."}}"#,
+                r#"{"type":"error","message":"stream disconnected before completion"}"#,
+                r#"{"type":"item.completed","item":{"id":"item_1","type":"error","message":"reconnecting"}}"#,
+                r#"{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}"#,
+            ],
+        );
+        assert!(t.result_error.is_some());
+        assert_eq!(t.reply.as_deref(), Some("Looking at the tests first."));
+        let t = transcript_of(
+            &CodexCli::new(),
+            &[
+                r#"{"type":"turn.failed","error":{"message":"We're currently experiencing high demand"}}"#,
+            ],
+        );
+        assert_eq!(t.reply, None);
     }
 
     #[test]

@@ -45,6 +45,12 @@ use super::{
 /// and premium requests are the difference between the `accountingSnapshot`s of this run's
 /// `session.shutdown` and the previous one, and the duration is measured instead.
 ///
+/// Reply ([`Transcript::reply`]): the `content` of the last `assistant.message` with text
+/// (not a subagent's, which names its `parentToolCallId`). A model call's answer split into
+/// several messages (`chunkIndex` of `chunkCount`, at reasoning boundaries) shares one
+/// `apiCallId`; those pieces are joined. Each message arrives whole after its
+/// `assistant.message_delta` chunks, so the deltas are not read.
+///
 /// `maxTurns` has no Copilot option (noted in the log). No tier models by default.
 ///
 /// ```
@@ -162,6 +168,23 @@ impl AgentRunner for CopilotCli {
                         .unwrap_or_else(|| format!("the result reports exit code {exit}"))
                 });
                 t.finish(error);
+            }
+            Some("assistant.message") => {
+                let data = event.get("data").unwrap_or(&Value::Null);
+                if data.get("parentToolCallId").is_some_and(|p| !p.is_null()) {
+                    return; // a subagent's message
+                }
+                let content = data.get("content").and_then(Value::as_str).unwrap_or("");
+                // The pieces of one model call's answer (split at reasoning boundaries) share
+                // its `apiCallId`; a message without one is whole.
+                let call = data
+                    .get("apiCallId")
+                    .or_else(|| data.get("messageId"))
+                    .and_then(Value::as_str);
+                match call {
+                    Some(call) => t.reply_part(Some(call), content),
+                    None => t.set_reply(content),
+                }
             }
             Some("session.error" | "error") => {
                 let data = event.get("data").unwrap_or(&event);
@@ -331,6 +354,47 @@ mod tests {
         assert_eq!((u.lines_added, u.duration_ms), (Some(5), Some(900)));
     }
 
+    /// A run as Copilot CLI 1.0 prints it (fields trimmed): a tool call's message without
+    /// text, then the final message after its streamed delta.
+    #[test]
+    fn the_reply_is_the_last_assistant_message() {
+        let t = parse(&[
+            r#"{"type":"user.message","data":{"content":"Read the file /wt/.orchestrator/agent/work-1/instructions.md","messageId":"u-1","turnId":"0"},"id":"e-1"}"#,
+            r#"{"type":"assistant.turn_start","data":{"turnId":"0"},"id":"e-2"}"#,
+            r#"{"type":"assistant.tool_call_delta","data":{"toolCallId":"call_1","toolName":"apply_patch","inputDelta":"*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** End Patch\n"},"ephemeral":true,"id":"e-3"}"#,
+            r#"{"type":"assistant.message","data":{"messageId":"m-1","model":"gpt-5.5","content":"","toolRequests":[{"toolCallId":"call_1","name":"apply_patch","type":"custom"}],"turnId":"0","apiCallId":"chatcmpl-1"},"id":"e-4"}"#,
+            r#"{"type":"tool.execution_complete","data":{"toolCallId":"call_1","success":true,"result":{"content":"Added 1 file(s): /wt/notes.txt"}},"id":"e-5"}"#,
+            r#"{"type":"assistant.turn_end","data":{"turnId":"0"},"id":"e-6"}"#,
+            r#"{"type":"assistant.message_start","data":{"messageId":"m-2"},"ephemeral":true,"id":"e-7"}"#,
+            r#"{"type":"assistant.message_delta","data":{"messageId":"m-2","deltaContent":"Created notes.txt.\n\n"},"ephemeral":true,"id":"e-8"}"#,
+            r#"{"type":"assistant.message_delta","data":{"messageId":"m-2","deltaContent":"It holds one line: `hello`."},"ephemeral":true,"id":"e-9"}"#,
+            r#"{"type":"assistant.message","data":{"messageId":"m-2","model":"gpt-5.5","content":"Created notes.txt.\n\nIt holds one line: `hello`.","toolRequests":[],"turnId":"1","apiCallId":"chatcmpl-2"},"id":"e-10"}"#,
+            r#"{"type":"assistant.turn_end","data":{"turnId":"1"},"id":"e-11"}"#,
+            RESULT,
+        ]);
+        assert!(t.finished && t.result_error.is_none());
+        assert_eq!(
+            t.reply.as_deref(),
+            Some("Created notes.txt.\n\nIt holds one line: `hello`.")
+        );
+    }
+
+    #[test]
+    fn pieces_of_one_answer_are_joined_and_subagents_left_out() {
+        let t = parse(&[
+            r#"{"type":"assistant.message","data":{"messageId":"m-1","content":"An earlier answer.","apiCallId":"call-a"}}"#,
+            r#"{"type":"assistant.message","data":{"messageId":"m-2","content":"The tests pass. ","chunkIndex":0,"chunkCount":2,"apiCallId":"call-b"}}"#,
+            r#"{"type":"assistant.message","data":{"messageId":"m-3","content":"Nothing else changed.","chunkIndex":1,"chunkCount":2,"apiCallId":"call-b"}}"#,
+            r#"{"type":"assistant.message","data":{"messageId":"m-4","content":"A subagent's summary.","apiCallId":"call-c","parentToolCallId":"call_task"}}"#,
+            r#"{"type":"assistant.message","data":{"messageId":"m-5","content":"","toolRequests":[{"toolCallId":"t","name":"bash"}],"apiCallId":"call-d"}}"#,
+            RESULT,
+        ]);
+        assert_eq!(
+            t.reply.as_deref(),
+            Some("The tests pass. Nothing else changed.")
+        );
+    }
+
     #[test]
     fn a_resumed_session_counts_only_this_run() {
         let mut t = parse(&[RESULT]);
@@ -368,6 +432,14 @@ mod tests {
             t.result_error.as_deref(),
             Some("Failed to get response from the AI model; retried 5 times Last error: 503 unavailable")
         );
+        assert_eq!(t.reply, None, "an error is no reply");
+        let t = parse(&[
+            r#"{"type":"assistant.message","data":{"messageId":"m-1","content":"Running the build.","toolRequests":[{"toolCallId":"t","name":"bash"}],"apiCallId":"call-a"}}"#,
+            r#"{"type":"session.error","data":{"errorType":"query","message":"Failed to get response from the AI model; retried 5 times Last error: 503 unavailable","statusCode":503}}"#,
+            r#"{"type":"result","sessionId":"s","exitCode":1}"#,
+        ]);
+        assert!(t.result_error.is_some());
+        assert_eq!(t.reply.as_deref(), Some("Running the build."));
         let t = parse(&[
             r#"{"type":"session.error","data":{"message":"bad request","statusCode":400}}"#,
             r#"{"type":"result","sessionId":"s","exitCode":1}"#,

@@ -2,7 +2,7 @@
 
 use orchestrator_core::plan::Env;
 use orchestrator_core::runner::{LogStream, WorkFailure};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::cli::{cli_builder, CliSettings};
 use super::usage::{count, find_text, text};
@@ -35,6 +35,12 @@ const EXIT_SERVER_ERROR: i32 = 244;
 /// ends the run (`status` other than `success` is a failure, its `error.message` the reason)
 /// and its `stats` give `input_tokens`, `output_tokens`, `cached` and `duration_ms`. Exit code 244 (the API answered
 /// 5xx) is transient, 144 (4xx) only when it was a rate limit (429).
+///
+/// Reply ([`Transcript::reply`]): the model's text arrives as assistant `message` events with
+/// `delta: true`, one chunk each; the chunks in a row make one message, and any other event
+/// (a `tool_use`, its `tool_result`, an `error`) ends it; the reply is the last such message,
+/// its chunks joined. The `result` event carries no text (in `--output-format json` its
+/// `response` does; it is taken when present).
 ///
 /// `effort` has no Gemini option (noted in the log); `allowedUrls` is not enforced.
 /// Tiers: `fast` = `gemini-2.5-flash`, `standard` and `premium` = `gemini-2.5-pro`.
@@ -115,7 +121,19 @@ impl AgentRunner for GeminiCli {
             return;
         };
         t.session(text(&event, "session_id"));
-        match event_type(&event) {
+        let kind = event_type(&event);
+        if kind == Some("message") && text(&event, "role").as_deref() == Some("assistant") {
+            let content = text(&event, "content").unwrap_or_default();
+            if event.get("delta").and_then(Value::as_bool) == Some(true) {
+                t.reply_part(None, &content);
+            } else {
+                t.set_reply(content);
+            }
+            return;
+        }
+        // Anything else (a tool call, its result, an error) ends the message streamed so far.
+        t.end_reply();
+        match kind {
             Some("init") => t.usage.model = text(&event, "model"),
             Some("error") => {
                 if let Some(message) = find_text(&event, &["message"]) {
@@ -131,6 +149,12 @@ impl AgentRunner for GeminiCli {
                     u.duration_ms = count(stats, "duration_ms");
                 }
                 let ok = text(&event, "status").is_none_or(|s| s == "success");
+                if ok {
+                    // Only `--output-format json` prints the reply in the result; harmless here.
+                    if let Some(reply) = text(&event, "response") {
+                        t.set_reply(reply);
+                    }
+                }
                 let error = (!ok).then(|| {
                     find_text(&event, &["message"])
                         .unwrap_or_else(|| "the result reports an error".into())
@@ -181,6 +205,7 @@ mod tests {
             ],
         );
         assert!(t.finished && t.result_error.is_none());
+        assert_eq!(t.reply.as_deref(), Some("done"));
         let u = &t.usage;
         assert_eq!(u.session_id.as_deref(), Some("g-1"));
         assert_eq!(
@@ -211,6 +236,50 @@ mod tests {
             Some(r#"[API Error: {"error":{"code":500,"message":"boom"}}]"#)
         );
         assert_eq!(g.classify(Some(244), &t), FailureClass::Transient);
+        assert_eq!(t.reply, None, "an error is no reply");
+    }
+
+    /// A run as Gemini CLI prints it: text before a tool call, the tool call and its result,
+    /// the final message in delta chunks.
+    #[test]
+    fn the_reply_is_the_last_message_its_chunks_joined() {
+        let t = transcript_of(
+            &GeminiCli::new(),
+            &[
+                r#"{"type":"init","timestamp":"2026-12-01T11:32:14.875Z","session_id":"g-3","model":"gemini-2.5-pro"}"#,
+                r#"{"type":"message","timestamp":"2026-12-01T11:32:14.879Z","role":"user","content":"Read the file /wt/.orchestrator/agent/work-1/instructions.md"}"#,
+                r#"{"type":"message","timestamp":"x","role":"assistant","content":"I will write","delta":true}"#,
+                r#"{"type":"message","timestamp":"x","role":"assistant","content":" the file.","delta":true}"#,
+                r#"{"type":"tool_use","timestamp":"2026-12-01T11:32:15.145Z","tool_name":"write_file","tool_id":"write_file_1","parameters":{"content":"hello\n","file_path":"/wt/notes.txt"}}"#,
+                r#"{"type":"tool_result","timestamp":"2026-12-01T11:32:15.341Z","tool_id":"write_file_1","status":"success"}"#,
+                r#"{"type":"message","timestamp":"x","role":"assistant","content":"Created notes.txt.\n\n","delta":true}"#,
+                r#"{"type":"message","timestamp":"x","role":"assistant","content":"","delta":true}"#,
+                r#"{"type":"message","timestamp":"x","role":"assistant","content":"It holds one line: `hello`.","delta":true}"#,
+                r#"{"type":"result","timestamp":"2026-12-01T11:32:15.424Z","status":"success","stats":{"total_tokens":24254,"input_tokens":24228,"output_tokens":26,"cached":0,"input":24228,"duration_ms":550,"tool_calls":1}}"#,
+            ],
+        );
+        assert!(t.finished);
+        assert_eq!(
+            t.reply.as_deref(),
+            Some("Created notes.txt.\n\nIt holds one line: `hello`.")
+        );
+    }
+
+    #[test]
+    fn a_failed_run_keeps_the_text_before_the_error() {
+        let t = transcript_of(
+            &GeminiCli::new(),
+            &[
+                r#"{"type":"message","timestamp":"x","role":"assistant","content":"Checking the ","delta":true}"#,
+                r#"{"type":"message","timestamp":"x","role":"assistant","content":"tests.","delta":true}"#,
+                r#"{"type":"tool_use","timestamp":"x","tool_name":"run_shell_command","tool_id":"sh_1","parameters":{"command":"make test"}}"#,
+                r#"{"type":"tool_result","timestamp":"x","tool_id":"sh_1","status":"success"}"#,
+                r#"{"type":"error","timestamp":"x","severity":"error","message":"Maximum session turns exceeded"}"#,
+                r#"{"type":"result","timestamp":"x","status":"error","error":{"type":"FatalTurnLimitedError","message":"Reached max session turns for this session."},"stats":{"total_tokens":0,"input_tokens":0,"output_tokens":0,"cached":0,"input":0,"duration_ms":0,"tool_calls":1}}"#,
+            ],
+        );
+        assert!(t.result_error.is_some());
+        assert_eq!(t.reply.as_deref(), Some("Checking the tests."));
     }
 
     #[test]

@@ -5,7 +5,9 @@ use orchestrator_core::runner::{LogStream, WorkFailure};
 use orchestrator_core::state::FailureReason;
 
 use super::usage::{find_count, find_number, find_text};
-use super::{event_type, stdout_event, AgentCommand, AgentRequest, AgentRunner, Transcript};
+use serde_json::Value;
+
+use super::{event_type, json_event, AgentCommand, AgentRequest, AgentRunner, Transcript};
 
 /// One piece of the template: arguments always passed, or a group dropped when one of its
 /// placeholders has no value.
@@ -37,6 +39,14 @@ enum Part {
 /// session; token counts (`input_tokens`/`inputTokens`, `output_tokens`/`outputTokens`,
 /// `cached_tokens`/`cachedTokens`), `cost_usd`/`total_cost_usd` and `num_turns`/`turns` are
 /// taken from a `{"type":"result"}` line, which also ends the run (`is_error: true` fails it).
+///
+/// Reply ([`Transcript::reply`]): the last JSON line's `reply`, `result` or `message` text
+/// (a string, or a `message` object's `content`: a string or text blocks), leaving out lines
+/// that report an error (`is_error: true`, an `error`, or a `type`/`subtype`/`status`
+/// naming an error or failure), log records (with a `level`) and other roles' messages.
+/// A CLI that prints no such line replies in plain text: the reply is then its stdout lines
+/// that are not JSON, newline-joined (the last
+/// [`Transcript::PLAIN_REPLY_MAX`] bytes; stderr is left out).
 ///
 /// ```
 /// use orchestrator_agents::agent::{AgentRequest, AgentRunner, GenericAgent};
@@ -166,10 +176,17 @@ impl AgentRunner for GenericAgent {
     }
 
     fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
-        let Some(event) = stdout_event(stream, line) else {
+        if stream != LogStream::Stdout {
+            return;
+        }
+        let Some(event) = json_event(line) else {
+            t.reply_line(line);
             return;
         };
         t.session(find_text(&event, &["session_id", "sessionId", "thread_id"]));
+        if let Some(reply) = reply_text(&event) {
+            t.set_reply(reply);
+        }
         if event_type(&event) == Some("result") {
             let u = &mut t.usage;
             u.input_tokens = find_count(&event, &["input_tokens", "inputTokens"]);
@@ -178,7 +195,7 @@ impl AgentRunner for GenericAgent {
             u.cost_usd = find_number(&event, &["cost_usd", "total_cost_usd", "costUsd"]);
             u.turns =
                 find_count(&event, &["num_turns", "turns"]).and_then(|n| u32::try_from(n).ok());
-            let failed = event.get("is_error").and_then(serde_json::Value::as_bool) == Some(true);
+            let failed = event.get("is_error").and_then(Value::as_bool) == Some(true);
             let error = failed.then(|| {
                 find_text(&event, &["result", "message", "error"])
                     .unwrap_or_else(|| "the result reports an error".into())
@@ -192,9 +209,132 @@ impl AgentRunner for GenericAgent {
     }
 }
 
+/// The reply text of a JSON line: its `reply`, `result` or `message` string (or the text of a
+/// `message` object's `content`), unless the line reports an error, is a log record (has a
+/// `level`) or is not the assistant's (a `role` other than `assistant`).
+fn reply_text(event: &Value) -> Option<String> {
+    let says = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    let erroneous = ["type", "subtype", "status"].iter().any(|key| {
+        says(event, key).is_some_and(|s| {
+            let s = s.to_ascii_lowercase();
+            s.contains("error") || s.contains("fail")
+        })
+    });
+    let not_assistant = |v: &Value| says(v, "role").is_some_and(|r| r != "assistant");
+    if erroneous
+        || event.get("is_error").and_then(Value::as_bool) == Some(true)
+        || event.get("error").is_some_and(|e| !e.is_null())
+        || event.get("level").is_some()
+        || not_assistant(event)
+    {
+        return None;
+    }
+    if let Some(text) = says(event, "reply").or_else(|| says(event, "result")) {
+        return Some(text);
+    }
+    let message = event.get("message")?;
+    if let Some(text) = message.as_str() {
+        return Some(text.to_owned());
+    }
+    if not_assistant(message) {
+        return None;
+    }
+    match message.get("content")? {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(lines: &[(LogStream, &str)]) -> Transcript {
+        let agent = GenericAgent::new("my-agent");
+        let mut t = Transcript::default();
+        for (stream, line) in lines {
+            agent.parse_line(*stream, line, &mut t);
+        }
+        t
+    }
+
+    #[test]
+    fn a_json_reply_result_or_message() {
+        use LogStream::Stdout;
+        let t = parse(&[
+            (Stdout, "thinking..."),
+            (Stdout, r#"{"type":"message","message":"First."}"#),
+            (
+                Stdout,
+                r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Second,"},{"type":"tool_use","name":"x"},{"type":"text","text":"in two blocks."}]}}"#,
+            ),
+            (Stdout, r#"{"level":"info","message":"wrote 2 files"}"#),
+            (
+                Stdout,
+                r#"{"type":"user","message":{"role":"user","content":"a tool result"}}"#,
+            ),
+            (Stdout, r#"{"type":"error","message":"retrying after 429"}"#),
+            (Stdout, "plain text after a JSON reply"),
+        ]);
+        assert_eq!(t.reply.as_deref(), Some("Second,\nin two blocks."));
+        let t = parse(&[
+            (Stdout, r#"{"reply":"The whole\nreply."}"#),
+            (
+                Stdout,
+                r#"{"type":"result","result":"All done.","session_id":"s-1","num_turns":2}"#,
+            ),
+        ]);
+        assert!(t.finished);
+        assert_eq!(t.reply.as_deref(), Some("All done."));
+        let t = parse(&[(Stdout, r#"{"reply":"The whole\nreply."}"#)]);
+        assert_eq!(t.reply.as_deref(), Some("The whole\nreply."));
+    }
+
+    #[test]
+    fn an_error_result_is_no_reply() {
+        use LogStream::Stdout;
+        let t = parse(&[
+            (Stdout, r#"{"type":"message","message":"Starting on it."}"#),
+            (
+                Stdout,
+                r#"{"type":"result","is_error":true,"result":"API error 500"}"#,
+            ),
+        ]);
+        assert_eq!(t.result_error.as_deref(), Some("API error 500"));
+        assert_eq!(t.reply.as_deref(), Some("Starting on it."));
+        let t = parse(&[(
+            Stdout,
+            r#"{"type":"result","status":"failed","message":"boom"}"#,
+        )]);
+        assert_eq!(t.reply, None);
+    }
+
+    #[test]
+    fn a_plain_text_cli_replies_with_its_stdout() {
+        use LogStream::{Stderr, Stdout};
+        let t = parse(&[
+            (Stdout, ""),
+            (Stdout, "Reading the instructions."),
+            (Stderr, "warning: no config"),
+            (Stdout, ""),
+            (Stdout, "Created notes.txt."),
+            (Stdout, "[1, 2]"),
+            (Stdout, ""),
+        ]);
+        assert_eq!(
+            t.reply.as_deref(),
+            Some("Reading the instructions.\n\nCreated notes.txt.\n[1, 2]")
+        );
+        let t = parse(&[(Stderr, "only stderr")]);
+        assert_eq!(t.reply, None);
+    }
 
     #[test]
     fn placeholders() {

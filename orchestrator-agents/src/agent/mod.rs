@@ -2,7 +2,8 @@
 //!
 //! - [`AgentRunner`]: one agent CLI — how to start it for an [`AgentRequest`]
 //!   ([`AgentCommand`]), how to read its output into a [`Transcript`] (usage, session id,
-//!   final result, errors) and how to classify a failure ([`FailureClass`]). Built in:
+//!   final result, errors, the agent's final reply) and how to classify a failure
+//!   ([`FailureClass`]). Built in:
 //!   [`CopilotCli`], [`ClaudeCode`], [`CodexCli`], [`GeminiCli`]; [`GenericAgent`] runs a
 //!   host-configured command template.
 //! - [`AgentWorkRunner`]: the `agent` [`WorkRunner`](orchestrator_core::runner::WorkRunner):
@@ -98,8 +99,11 @@ pub trait AgentRunner: Send + Sync + Debug + 'static {
     fn command(&self, request: &AgentRequest) -> Result<AgentCommand, WorkFailure>;
 
     /// Reads one output line (already redacted) into `transcript`: usage, session id, the
-    /// final result ([`Transcript::finish`]), error messages. Called for every line, in order
-    /// per stream; lines that are not JSON are also kept by the caller for classification.
+    /// final result ([`Transcript::finish`]), error messages and the agent's last assistant
+    /// text ([`Transcript::reply`], through [`Transcript::set_reply`],
+    /// [`Transcript::reply_part`] or [`Transcript::reply_line`]). Called for every line, in
+    /// order per stream; lines that are not JSON are also kept by the caller for
+    /// classification.
     fn parse_line(&self, stream: LogStream, line: &str, transcript: &mut Transcript);
 
     /// Extra environment for the CLI, over the host's and under the plan/job/spec `env`.

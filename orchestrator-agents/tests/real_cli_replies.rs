@@ -1,0 +1,257 @@
+//! The final reply of the real agent CLIs — Copilot CLI, Claude Code, Codex, Gemini CLI — as
+//! their parsers read it: each CLI is run by the `agent` work runner against
+//! `orchestrator-testkit`'s scripted model server, every output line it printed is captured
+//! from the phase log's events (stream and text, exactly as the runner's parser saw them) and
+//! fed to the CLI's parser again; the [`Transcript::reply`] must be the script's final text.
+//!
+//! The CLIs are found in `$AGENT_CLIS_BIN` or `<workspace>/.agent-clis/bin` (installed by
+//! `scripts/install-agent-clis.sh`); a test whose CLI is missing says so on stderr and passes.
+//! Everything is offline: the CLIs only talk to the server on 127.0.0.1.
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use orchestrator_agents::agent::{
+    AgentRunner, AgentWorkRunner, ClaudeCode, CodexCli, CopilotCli, GeminiCli, ModelEndpoint,
+    ProviderKind, RetryPolicy, Transcript,
+};
+use orchestrator_core::events::EventBus;
+use orchestrator_core::plan::{AgentSpec, WorkSpec};
+use orchestrator_core::runner::{LogSink, LogStream};
+use orchestrator_core::{OrchestratorEvent, Phase, PlanId, WorkContext, WorkRunner};
+use orchestrator_testkit::{ModelServer, Script};
+
+/// The real CLIs are heavy (Node.js, a few hundred MB of memory each): one test at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The API key every CLI sends to the model server.
+const KEY: &str = "testkit-key";
+/// Longest a run may take.
+const AGENT_TIMEOUT_MS: u64 = 90_000;
+
+/// Where the CLIs are installed.
+fn bin_dir() -> PathBuf {
+    std::env::var_os("AGENT_CLIS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join(".agent-clis").join("bin"))
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The CLI's executable, or `None` (after saying so) when it is not installed.
+fn installed(cli: &str) -> Option<PathBuf> {
+    let program = bin_dir().join(cli);
+    if program.is_file() {
+        Some(program)
+    } else {
+        eprintln!("skipped: {cli} not installed (run scripts/install-agent-clis.sh)");
+        None
+    }
+}
+
+/// The cache Copilot unpacks itself into once.
+fn copilot_cache() -> PathBuf {
+    std::env::var_os("AGENT_CLIS_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join(".agent-clis").join("cache"))
+}
+
+/// The runner for `cli`, its program at `program`, talking to `server`.
+fn runner_for(cli: &str, program: &Path, server: &ModelServer) -> Arc<dyn AgentRunner> {
+    let host = std::env::var("PATH").unwrap_or_default();
+    let path = format!("{}:{host}", bin_dir().display());
+    let program = program.display().to_string();
+    match cli {
+        "claude" => Arc::new(
+            ClaudeCode::new()
+                .program(program)
+                .env("PATH", path)
+                .endpoint(ModelEndpoint::new(server.url(), ProviderKind::Anthropic).api_key(KEY)),
+        ),
+        "codex" => Arc::new(CodexCli::new().program(program).env("PATH", path).endpoint(
+            ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY),
+        )),
+        "copilot" => Arc::new(
+            CopilotCli::new()
+                .program(program)
+                .env("PATH", path)
+                .shared_cache(copilot_cache())
+                .endpoint(
+                    ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY),
+                ),
+        ),
+        "gemini" => Arc::new(
+            GeminiCli::new()
+                .program(program)
+                .env("PATH", path)
+                .endpoint(
+                    ModelEndpoint::new(server.url(), ProviderKind::Gemini)
+                        .api_key(KEY)
+                        .model("gemini-2.5-pro"),
+                ),
+        ),
+        other => panic!("no runner for {other}"),
+    }
+}
+
+/// What one real run printed, line by line with its stream, and how it ended.
+struct Run {
+    /// The directory it ran in (removed when the run is dropped).
+    dir: tempfile::TempDir,
+    /// Its stdout and stderr lines, redacted as the runner's parser saw them.
+    lines: Vec<(LogStream, String)>,
+    /// Whether the work runner reported success.
+    ok: bool,
+    /// The phase log, for failure messages.
+    log: String,
+}
+
+/// Runs `cli` once in a fresh directory through the `agent` work runner (no retries).
+async fn run_once(cli: &str, runner: Arc<dyn AgentRunner>) -> Run {
+    let agents = AgentWorkRunner::empty()
+        .register_arc(cli, runner)
+        .default_agent(cli)
+        .retry(RetryPolicy::new(1, Duration::from_millis(100)));
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let bus = EventBus::with_callbacks(
+        16,
+        vec![Arc::new({
+            let lines = lines.clone();
+            move |event: &OrchestratorEvent| {
+                if let OrchestratorEvent::Log { stream, line, .. } = event {
+                    if matches!(stream, LogStream::Stdout | LogStream::Stderr) {
+                        let mut lines = lines.lock().unwrap_or_else(|e| e.into_inner());
+                        lines.push((*stream, line.clone()));
+                    }
+                }
+            }
+        })],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut ctx = WorkContext::detached(dir.path());
+    ctx.task = "Create the notes".into();
+    ctx.log = LogSink::new(PlanId::from("replies"), 0, Phase::Work, 1, bus);
+    let spec = WorkSpec::Agent(AgentSpec {
+        agent: Some(cli.into()),
+        instructions: Some("Create notes.txt containing the line `hello`.".into()),
+        timeout: Some(AGENT_TIMEOUT_MS),
+        ..AgentSpec::default()
+    });
+    let result = agents.run(&spec, &ctx).await;
+    let log = ctx.log.take();
+    let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(|e| e.into_inner()));
+    Run {
+        dir,
+        lines,
+        ok: result.is_ok(),
+        log,
+    }
+}
+
+/// The transcript `runner`'s parser reads from `run`'s lines.
+fn parse(runner: &dyn AgentRunner, run: &Run) -> Transcript {
+    let mut t = Transcript::default();
+    for (stream, line) in &run.lines {
+        runner.parse_line(*stream, line, &mut t);
+    }
+    t
+}
+
+/// The final text the scripted model answers with once the file is written: two paragraphs
+/// and a code span, so a reply cut at a line or re-joined wrongly shows.
+const FINAL_TEXT: &str = "Created notes.txt.\n\nIt holds one line: `hello`.";
+
+/// `cli` writes a file with its own tool and answers [`FINAL_TEXT`]: its parser's reply is
+/// that text, whole.
+async fn replies_with_the_final_text(cli: &str) {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(program) = installed(cli) else {
+        return;
+    };
+    let server = ModelServer::start(
+        Script::new()
+            .write_file("notes.txt", "hello\n")
+            .final_text(FINAL_TEXT),
+    )
+    .await
+    .expect("model server");
+    let runner = runner_for(cli, &program, &server);
+    let run = run_once(cli, runner.clone()).await;
+    assert!(run.ok, "{cli}: the run failed\n{}", run.log);
+    assert_eq!(
+        std::fs::read_to_string(run.dir.path().join("notes.txt")).unwrap_or_default(),
+        "hello\n",
+        "{cli} wrote the file with its tool\n{}",
+        run.log
+    );
+    let t = parse(runner.as_ref(), &run);
+    assert!(t.finished, "{cli}: no final result\n{}", run.log);
+    assert_eq!(t.reply.as_deref(), Some(FINAL_TEXT), "{cli}\n{}", run.log);
+    eprintln!("{cli}: replied {:?}", t.reply.unwrap_or_default());
+}
+
+/// Every model call of `cli` fails with HTTP 400: the run fails and the error it reports is
+/// not taken for a reply.
+async fn a_failed_run_has_no_reply(cli: &str) {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(program) = installed(cli) else {
+        return;
+    };
+    let server = ModelServer::start(Script::new().fail_with_status(400))
+        .await
+        .expect("model server");
+    let runner = runner_for(cli, &program, &server);
+    let run = run_once(cli, runner.clone()).await;
+    assert!(!run.ok, "{cli}: the run should fail\n{}", run.log);
+    let t = parse(runner.as_ref(), &run);
+    assert_eq!(t.reply, None, "{cli}\n{}", run.log);
+    assert!(
+        t.said().next().is_some(),
+        "{cli} reported an error\n{}",
+        run.log
+    );
+}
+
+#[tokio::test]
+async fn claude_code_replies_with_the_final_text() {
+    replies_with_the_final_text("claude").await;
+}
+
+#[tokio::test]
+async fn codex_replies_with_the_final_text() {
+    replies_with_the_final_text("codex").await;
+}
+
+#[tokio::test]
+async fn copilot_replies_with_the_final_text() {
+    replies_with_the_final_text("copilot").await;
+}
+
+#[tokio::test]
+async fn gemini_replies_with_the_final_text() {
+    replies_with_the_final_text("gemini").await;
+}
+
+#[tokio::test]
+async fn claude_code_failed_run_has_no_reply() {
+    a_failed_run_has_no_reply("claude").await;
+}
+
+#[tokio::test]
+async fn codex_failed_run_has_no_reply() {
+    a_failed_run_has_no_reply("codex").await;
+}
+
+#[tokio::test]
+async fn copilot_failed_run_has_no_reply() {
+    a_failed_run_has_no_reply("copilot").await;
+}
+
+#[tokio::test]
+async fn gemini_failed_run_has_no_reply() {
+    a_failed_run_has_no_reply("gemini").await;
+}
