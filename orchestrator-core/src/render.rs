@@ -93,42 +93,55 @@ pub fn dot(record: &PlanRecord, graph: &PlanGraph) -> String {
     let mut clusters = 0;
     tree.write(&mut out, 1, &mut |out, event, indent| match event {
         TreeEvent::Open(group) => {
-            let color = GROUP_COLORS
-                .iter()
-                .find(|(s, _)| *s == group.status.as_str())
-                .map_or("#9e9e9e", |c| c.1);
-            let _ = writeln!(
-                out,
-                "{indent}subgraph cluster_{clusters} {{\n{indent}  label=\"{}\\n{}\";\n\
-                 {indent}  color=\"{color}\";",
-                escape(group.name),
-                group.status
-            );
+            dot_cluster(out, indent, clusters, &group);
             clusters += 1;
         }
-        TreeEvent::Node(n) => {
-            let status = status_of(record, n);
-            let color = COLORS
-                .iter()
-                .find(|(s, _)| *s == status.as_str())
-                .map_or("#ffffff", |c| c.1);
-            let _ = writeln!(
-                out,
-                "{indent}n{n} [label=\"{}\\n{status}\", fillcolor=\"{color}\"];",
-                escape(node_label(record, n))
-            );
-        }
+        TreeEvent::Node(n) => dot_node(out, indent, record, n),
         TreeEvent::Close => {
             let _ = writeln!(out, "{indent}}}");
         }
     });
+    dot_edges(&mut out, graph);
+    out.push_str("}\n");
+    out
+}
+
+/// Opens DOT cluster number `id` for `group`: its label, bordered by its status colour.
+fn dot_cluster(out: &mut String, indent: &str, id: usize, group: &GroupLabel<'_>) {
+    let color = GROUP_COLORS
+        .iter()
+        .find(|(s, _)| *s == group.status.as_str())
+        .map_or("#9e9e9e", |c| c.1);
+    let _ = writeln!(
+        out,
+        "{indent}subgraph cluster_{id} {{\n{indent}  label=\"{}\\n{}\";\n\
+         {indent}  color=\"{color}\";",
+        escape(group.name),
+        group.status
+    );
+}
+
+/// Writes node `n` as a DOT box labelled with its name and status, filled by the status colour.
+fn dot_node(out: &mut String, indent: &str, record: &PlanRecord, n: usize) {
+    let status = status_of(record, n);
+    let color = COLORS
+        .iter()
+        .find(|(s, _)| *s == status.as_str())
+        .map_or("#ffffff", |c| c.1);
+    let _ = writeln!(
+        out,
+        "{indent}n{n} [label=\"{}\\n{status}\", fillcolor=\"{color}\"];",
+        escape(node_label(record, n))
+    );
+}
+
+/// Writes an edge from every node to each of its dependents.
+fn dot_edges(out: &mut String, graph: &PlanGraph) {
     for n in 0..graph.node_count() {
         for d in graph.dependents(n) {
             let _ = writeln!(out, "  n{n} -> n{d};");
         }
     }
-    out.push_str("}\n");
-    out
 }
 
 fn status_of(record: &PlanRecord, n: usize) -> NodeStatus {
