@@ -17,6 +17,7 @@ use orchestrator_core::ids::PlanId;
 use orchestrator_core::state::StateChange;
 use orchestrator_core::{PlanRepository, StoreError};
 use orchestrator_storage::{Compaction, Durability, FsOptions, FsPlanRepository};
+use orchestrator_testkit::fixtures::Rng;
 
 const CHILD: &str = "ORCH_STORAGE_TEST_CHILD";
 const ROOT: &str = "ORCH_STORAGE_TEST_ROOT";
@@ -140,18 +141,6 @@ fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
     rx
 }
 
-/// xorshift64*: reproducible randomness without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
-    }
-}
-
 fn generation(root: &Path, plan: &PlanId) -> u64 {
     let path = root.join("plans").join(plan.as_str()).join("plan.json");
     let v: serde_json::Value =
@@ -176,7 +165,7 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
                 | 1
         });
     eprintln!("crash test seed {seed} (set ORCH_CRASH_SEED to replay)");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let root = tempfile::tempdir().expect("tempdir");
     let rt = runtime();
     let record = plan(3);
@@ -192,12 +181,12 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
         let mut child = spawn_child("append", root.path(), &id, applied, trial % 2 == 1);
         let acks = lines_of(&mut child);
         let mut acked = applied;
-        if rng.below(4) == 0 {
+        if rng.below_u64(4) == 0 {
             // Anywhere, startup included.
-            std::thread::sleep(Duration::from_micros(rng.below(15_000)));
+            std::thread::sleep(Duration::from_micros(rng.below_u64(15_000)));
         } else {
             // After a random number of acknowledged appends, plus a little.
-            let want = rng.below(40);
+            let want = rng.below_u64(40);
             let deadline = Instant::now() + Duration::from_secs(5);
             let mut seen = 0;
             while seen < want && Instant::now() < deadline {
@@ -208,7 +197,7 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
                     }
                 }
             }
-            std::thread::sleep(Duration::from_micros(rng.below(400)));
+            std::thread::sleep(Duration::from_micros(rng.below_u64(400)));
         }
         child.kill().expect("kill");
         child.wait().expect("wait");
