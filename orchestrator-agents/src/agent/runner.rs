@@ -17,8 +17,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::{
-    AgentRequest, AgentRunner, AgentUsage, ClaudeCode, CodexCli, CopilotCli, FailureClass,
-    GeminiCli, Redactor, RetryPolicy, Transcript,
+    AgentCommand, AgentRequest, AgentRunner, AgentUsage, ClaudeCode, CodexCli, CopilotCli,
+    FailureClass, GeminiCli, Redactor, RetryPolicy, Transcript,
 };
 use crate::env::ChildEnv;
 use crate::error::Error;
@@ -241,6 +241,7 @@ impl WorkRunner for AgentWorkRunner {
 }
 
 impl AgentWorkRunner {
+    /// One run of the CLI: its command prepared, supervised to its end, and judged.
     async fn try_once(
         &self,
         runner: &Arc<dyn AgentRunner>,
@@ -253,29 +254,10 @@ impl AgentWorkRunner {
             usage: AgentUsage::default(),
             lost_session: false,
         };
-        let command = match runner.command(request) {
-            Ok(c) => c,
+        let (command, env, redactor) = match start_command(runner.as_ref(), request, ctx) {
+            Ok(parts) => parts,
             Err(f) => return failed(f),
         };
-        if let Err(f) = materialize(&command.dirs, &command.files) {
-            return failed(f);
-        }
-        let mut env = request.env.clone();
-        for (name, value) in &command.env {
-            env.set(name, value);
-        }
-        let redactor = Redactor::from_env(&env);
-        for note in &command.notes {
-            ctx.log.line(LogStream::System, note);
-        }
-        let shown: Vec<String> = std::iter::once(command.program.to_string_lossy().into_owned())
-            .chain(command.args_lossy())
-            .map(|a| redactor.redact(&a))
-            .collect();
-        ctx.log.line(
-            LogStream::System,
-            &format!("starting agent `{}`: {}", request.agent, shown.join(" ")),
-        );
 
         let transcript = Arc::new(Mutex::new(Transcript::default()));
         let finished = Arc::new(Notify::new());
@@ -286,23 +268,25 @@ impl AgentWorkRunner {
             .timeout(timeout)
             .job_token_prefix(ctx.job_token_prefix())
             .rewrite(move |line| redactor.redact(&line))
-            .observe({
-                let transcript = transcript.clone();
-                let finished = finished.clone();
-                let runner = runner.clone();
-                move |stream, line| {
-                    let mut t = transcript.lock().unwrap_or_else(|e| e.into_inner());
-                    let was_finished = t.finished;
-                    if stream != LogStream::Stdout || !super::is_json_event(line) {
-                        t.plain_line(line);
-                    }
-                    runner.parse_line(stream, line, &mut t);
-                    if t.finished && !was_finished {
-                        finished.notify_one();
-                    }
-                }
-            });
+            .observe(observer(runner, &transcript, &finished));
 
+        let (outcome, hung) = self.supervise(&invocation, ctx, &finished).await;
+        let t = std::mem::take(&mut *transcript.lock().unwrap_or_else(|e| e.into_inner()));
+        match outcome {
+            Ok(outcome) => conclude(runner.as_ref(), request, ctx, &outcome, t, hung),
+            Err(e) => failed(start_failure(e, &request.agent)),
+        }
+    }
+
+    /// Runs `invocation` under the supervisor; once the CLI reported its final result
+    /// (`finished`), gives it [`AgentWorkRunner::result_grace`] to exit, then stops it. Returns
+    /// the supervisor's answer and whether the CLI had to be stopped that way (hung).
+    async fn supervise(
+        &self,
+        invocation: &Invocation,
+        ctx: &WorkContext,
+        finished: &Notify,
+    ) -> (Result<Outcome, Error>, bool) {
         let stop = ctx.cancel.child_token();
         let hung = AtomicBool::new(false);
         let guard = async {
@@ -321,32 +305,86 @@ impl AgentWorkRunner {
             std::future::pending::<Result<Outcome, Error>>().await
         };
         let outcome = tokio::select! {
-            outcome = self.supervisor.run(&invocation, &stop, &ctx.log) => outcome,
+            outcome = self.supervisor.run(invocation, &stop, &ctx.log) => outcome,
             never = guard => never,
         };
-        let mut t = std::mem::take(&mut *transcript.lock().unwrap_or_else(|e| e.into_inner()));
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => return failed(start_failure(e, &request.agent)),
-        };
-        runner.after_exit(request, &mut t);
-        if t.usage.duration_ms.is_none() {
-            t.usage.duration_ms = u64::try_from(outcome.elapsed.as_millis()).ok();
+        (outcome, hung.load(Ordering::SeqCst))
+    }
+}
+
+/// The runner's command for `request`, its folders and files created, with the environment it
+/// runs in and a redactor for that environment's secrets; logs its notes and the command line
+/// (redacted).
+fn start_command(
+    runner: &dyn AgentRunner,
+    request: &AgentRequest,
+    ctx: &WorkContext,
+) -> Result<(AgentCommand, ChildEnv, Redactor), WorkFailure> {
+    let command = runner.command(request)?;
+    materialize(&command.dirs, &command.files)?;
+    let mut env = request.env.clone();
+    for (name, value) in &command.env {
+        env.set(name, value);
+    }
+    let redactor = Redactor::from_env(&env);
+    for note in &command.notes {
+        ctx.log.line(LogStream::System, note);
+    }
+    let shown: Vec<String> = std::iter::once(command.program.to_string_lossy().into_owned())
+        .chain(command.args_lossy())
+        .map(|a| redactor.redact(&a))
+        .collect();
+    ctx.log.line(
+        LogStream::System,
+        &format!("starting agent `{}`: {}", request.agent, shown.join(" ")),
+    );
+    Ok((command, env, redactor))
+}
+
+/// The line observer of a run: feeds each output line to the runner's parser (and plain
+/// lines to the transcript), and notifies `finished` when the transcript first says the CLI
+/// reported its final result.
+fn observer(
+    runner: &Arc<dyn AgentRunner>,
+    transcript: &Arc<Mutex<Transcript>>,
+    finished: &Arc<Notify>,
+) -> impl Fn(LogStream, &str) + Send + Sync + 'static {
+    let transcript = transcript.clone();
+    let finished = finished.clone();
+    let runner = runner.clone();
+    move |stream, line| {
+        let mut t = transcript.lock().unwrap_or_else(|e| e.into_inner());
+        let was_finished = t.finished;
+        if stream != LogStream::Stdout || !super::is_json_event(line) {
+            t.plain_line(line);
         }
-        let result = judge(
-            runner.as_ref(),
-            &outcome,
-            &t,
-            hung.load(Ordering::SeqCst),
-            ctx,
-            &request.agent,
-        );
-        let lost_session = result.is_err() && request.resume.is_some() && runner.session_lost(&t);
-        Tried {
-            result,
-            usage: t.usage,
-            lost_session,
+        runner.parse_line(stream, line, &mut t);
+        if t.finished && !was_finished {
+            finished.notify_one();
         }
+    }
+}
+
+/// The try's result from the process's `outcome` and transcript `t` (completed by the runner's
+/// `after_exit`), and whether it failed because its session to resume is lost.
+fn conclude(
+    runner: &dyn AgentRunner,
+    request: &AgentRequest,
+    ctx: &WorkContext,
+    outcome: &Outcome,
+    mut t: Transcript,
+    hung: bool,
+) -> Tried {
+    runner.after_exit(request, &mut t);
+    if t.usage.duration_ms.is_none() {
+        t.usage.duration_ms = u64::try_from(outcome.elapsed.as_millis()).ok();
+    }
+    let result = judge(runner, outcome, &t, hung, ctx, &request.agent);
+    let lost_session = result.is_err() && request.resume.is_some() && runner.session_lost(&t);
+    Tried {
+        result,
+        usage: t.usage,
+        lost_session,
     }
 }
 
