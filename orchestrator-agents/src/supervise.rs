@@ -433,13 +433,7 @@ impl Supervisor {
         log: &LogSink,
     ) -> Result<Outcome, Error> {
         let o = &self.options;
-        if let Err(source) = std::fs::metadata(&invocation.dir).and_then(require_dir) {
-            return Err(Error::CwdMissing {
-                cwd: invocation.dir.display().to_string(),
-                path: invocation.dir.clone(),
-                source,
-            });
-        }
+        check_cwd(invocation)?;
         // Before the child exists, so that none of its orphans can miss us.
         tree::become_subreaper();
         let token = Tree::token(invocation.token_prefix.as_deref());
@@ -472,23 +466,7 @@ impl Supervisor {
                     source,
                 })?;
                 if o.kill_leftovers {
-                    let escaped = tree.processes();
-                    if group.is_alive() {
-                        log.line(
-                            LogStream::System,
-                            "stopping processes the command left running in its process group",
-                        );
-                    }
-                    if !escaped.is_empty() {
-                        log.line(
-                            LogStream::System,
-                            &format!(
-                                "stopping {} process(es) the command left running outside its process group",
-                                escaped.len()
-                            ),
-                        );
-                    }
-                    self.stop_group(group, &tree, escaped).await;
+                    self.stop_leftovers(group, &tree, log).await;
                 }
                 (status, None)
             }
@@ -510,16 +488,7 @@ impl Supervisor {
             log.process_ended(pgid);
         }
 
-        let output_abandoned = !readers.drain(o.drain_timeout).await;
-        if output_abandoned {
-            log.line(
-                LogStream::System,
-                &format!(
-                    "stopped reading output {} after the command ended: a background process still holds it open",
-                    human_duration(o.drain_timeout)
-                ),
-            );
-        }
+        let output_abandoned = self.finish_reading(&mut readers, log).await;
         let ending = match stop {
             Some(Stop::TimedOut(after)) => Ending::TimedOut(after),
             Some(Stop::Canceled) => Ending::Canceled,
@@ -531,6 +500,45 @@ impl Supervisor {
             stderr_tail: tail.snapshot(),
             output_abandoned,
         })
+    }
+
+    /// Stops the processes a command that exited left running, in its group or outside it
+    /// (`kill_leftovers`), saying so in `log`.
+    async fn stop_leftovers(&self, group: Group, tree: &Tree, log: &LogSink) {
+        let escaped = tree.processes();
+        if group.is_alive() {
+            log.line(
+                LogStream::System,
+                "stopping processes the command left running in its process group",
+            );
+        }
+        if !escaped.is_empty() {
+            log.line(
+                LogStream::System,
+                &format!(
+                    "stopping {} process(es) the command left running outside its process group",
+                    escaped.len()
+                ),
+            );
+        }
+        self.stop_group(group, tree, escaped).await;
+    }
+
+    /// Reads the rest of the output, up to the drain timeout; returns whether it was abandoned
+    /// (a background process still holds the pipes open), which `log` is told.
+    async fn finish_reading(&self, readers: &mut Readers, log: &LogSink) -> bool {
+        let drain_timeout = self.options.drain_timeout;
+        let output_abandoned = !readers.drain(drain_timeout).await;
+        if output_abandoned {
+            log.line(
+                LogStream::System,
+                &format!(
+                    "stopped reading output {} after the command ended: a background process still holds it open",
+                    human_duration(drain_timeout)
+                ),
+            );
+        }
+        output_abandoned
     }
 
     fn stop_note(&self, stop: Stop) -> String {
@@ -594,6 +602,19 @@ impl Supervisor {
             group.kill();
         }
     }
+}
+
+/// Refuses an invocation whose working directory is missing (or not a directory) before
+/// anything is spawned, so the error names the directory rather than the program.
+fn check_cwd(invocation: &Invocation) -> Result<(), Error> {
+    if let Err(source) = std::fs::metadata(&invocation.dir).and_then(require_dir) {
+        return Err(Error::CwdMissing {
+            cwd: invocation.dir.display().to_string(),
+            path: invocation.dir.clone(),
+            source,
+        });
+    }
+    Ok(())
 }
 
 fn require_dir(meta: std::fs::Metadata) -> io::Result<()> {
