@@ -59,13 +59,26 @@ pub enum CapacityError {
 }
 
 /// The right to run one job, freed when dropped.
-pub struct Slot(#[allow(dead_code)] Box<dyn Send + Sync>);
+pub struct Slot(#[allow(dead_code)] Guard);
+
+/// What frees a [`Slot`]. A [`ProcessSlots`] permit is a case of its own, not boxed: every
+/// job takes one, and this keeps taking it to no allocation.
+// Held only to be dropped.
+#[allow(dead_code)]
+enum Guard {
+    Permit(tokio::sync::OwnedSemaphorePermit),
+    Other(Box<dyn Send + Sync>),
+}
 
 impl Slot {
     /// Wraps whatever frees the slot on drop (a semaphore permit, a locked file, a pair of
     /// slots...).
     pub fn new(guard: impl Send + Sync + 'static) -> Self {
-        Slot(Box::new(guard))
+        Slot(Guard::Other(Box::new(guard)))
+    }
+
+    fn permit(permit: tokio::sync::OwnedSemaphorePermit) -> Self {
+        Slot(Guard::Permit(permit))
     }
 }
 
@@ -131,7 +144,7 @@ impl ProcessSlots {
 impl Capacity for ProcessSlots {
     fn try_acquire(&self) -> Result<Option<Slot>, CapacityError> {
         match self.semaphore.clone().try_acquire_owned() {
-            Ok(permit) => Ok(Some(Slot::new(permit))),
+            Ok(permit) => Ok(Some(Slot::permit(permit))),
             Err(tokio::sync::TryAcquireError::NoPermits) => Ok(None),
             Err(tokio::sync::TryAcquireError::Closed) => Err(CapacityError::Closed {
                 what: "process slots".into(),
@@ -141,7 +154,7 @@ impl Capacity for ProcessSlots {
 
     async fn acquire(&self) -> Result<Slot, CapacityError> {
         match self.semaphore.clone().acquire_owned().await {
-            Ok(permit) => Ok(Slot::new(permit)),
+            Ok(permit) => Ok(Slot::permit(permit)),
             Err(_) => Err(CapacityError::Closed {
                 what: "process slots".into(),
             }),

@@ -317,29 +317,34 @@ pub fn redact_env_json(doc: &mut Value, names: &SecretNames) {
 
 /// The redactor of one job's phases: `base` (the host's secrets) plus the secret values of the
 /// plan's `env`, the job's `env`, and the `env` of every spec the job or the plan may run for
-/// it (work, checks, `worktreeInit`, `verifyRi`).
+/// it (work, checks, `worktreeInit`, `verifyRi`); `None` when those hold no secret, so that the
+/// caller goes on with `base` itself.
 pub(crate) fn job_redactor(
     base: &Redactor,
     spec: &crate::plan::PlanSpec,
     job: Option<&crate::plan::JobSpec>,
     names: &SecretNames,
-) -> Redactor {
-    let mut envs: Vec<&crate::plan::Env> = vec![&spec.env];
-    envs.extend(spec.worktree_init.iter().map(|w| w.env()));
-    envs.extend(spec.verify_ri.iter().map(|w| w.env()));
+) -> Option<Redactor> {
+    // Most jobs have no secret of their own: they share `base`, and this runs once a phase, so
+    // it is plain loops that allocate nothing (nor clone `base`) unless there is one.
+    let mut secrets = Vec::new();
+    let mut add = |env: &crate::plan::Env| {
+        for (name, value) in env {
+            if names.is_secret_var(name, value) {
+                secrets.push(value.clone());
+            }
+        }
+    };
+    add(&spec.env);
+    spec.worktree_init.iter().for_each(|w| add(w.env()));
+    spec.verify_ri.iter().for_each(|w| add(w.env()));
     if let Some(job) = job {
-        envs.push(&job.env);
-        envs.push(job.work.env());
-        envs.extend(job.prechecks.iter().map(|w| w.env()));
-        envs.extend(job.postchecks.iter().map(|w| w.env()));
+        add(&job.env);
+        add(job.work.env());
+        job.prechecks.iter().for_each(|w| add(w.env()));
+        job.postchecks.iter().for_each(|w| add(w.env()));
     }
-    let vars = envs
-        .into_iter()
-        .flat_map(|env| env.iter())
-        .filter(|(name, value)| names.is_secret_var(name, value));
-    // Names were checked above (with the values' shapes): every one left is a secret.
-    base.clone()
-        .with_values(vars.map(|(_, value)| value.clone()))
+    (!secrets.is_empty()).then(|| base.clone().with_values(secrets))
 }
 
 #[cfg(test)]
@@ -467,7 +472,8 @@ mod tests {
             s.env.insert("DEPLOY_HOOK".into(), "hook-secret".into());
         }
         let names = SecretNames::new().with("DEPLOY_HOOK");
-        let r = job_redactor(&Redactor::new(), &spec, Some(&job), &names);
+        let r = job_redactor(&Redactor::new(), &spec, Some(&job), &names).expect("job secrets");
+        assert!(job_redactor(&Redactor::new(), &PlanSpec::new("p"), None, &names).is_none());
         assert_eq!(
             r.redact("plan-secret job-secret hook-secret not-a-secret"),
             "[REDACTED] [REDACTED] [REDACTED] not-a-secret"

@@ -294,14 +294,37 @@ struct LogInner {
     buffer: Mutex<String>,
     events: EventBus,
     processes: Option<ProcessHook>,
-    writer: std::sync::OnceLock<LogWriter>,
+    writer: std::sync::OnceLock<Writer>,
     /// Held while a chunk is taken and written, so chunks reach the writer in order even when
     /// stdout and stderr readers flush at the same time.
     writing: tokio::sync::Mutex<()>,
+    /// Set before the first chunk is taken: from then on [`LogSink::flush`] always takes
+    /// `writing`, so it waits for a chunk another reader is writing.
+    flushing: std::sync::atomic::AtomicBool,
 }
 
 /// Writes one chunk of a phase log (whole lines, each ending in `\n`) to where the log is kept.
 pub type LogWriter = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// Where a sink writes its buffer out. The store is a case of its own, not a [`LogWriter`]
+/// closure: every phase of every job has a sink, and this keeps its set-up to no allocation.
+enum Writer {
+    Store(Arc<dyn crate::PlanRepository>, LogKey),
+    Custom(LogWriter),
+}
+
+impl Writer {
+    async fn write(&self, text: String) {
+        match self {
+            Writer::Store(repository, key) => {
+                if let Err(e) = repository.append_log(key, &text).await {
+                    tracing::warn!(error = %e, "could not store the phase log");
+                }
+            }
+            Writer::Custom(writer) => writer(text).await,
+        }
+    }
+}
 
 /// Receives the process groups a runner starts (`true`) and sees end (`false`).
 pub type ProcessHook = Arc<dyn Fn(u32, bool) + Send + Sync>;
@@ -337,6 +360,7 @@ impl LogSink {
                 processes: None,
                 writer: std::sync::OnceLock::new(),
                 writing: tokio::sync::Mutex::new(()),
+                flushing: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -357,6 +381,34 @@ impl LogSink {
             inner.processes = Some(hook);
         }
         sink
+    }
+
+    /// The sink of one phase as the engine sets it up: [`LogSink::with_process_hook`],
+    /// [`LogSink::stored_in`] and [`LogSink::redacting`] in one, each set as the sink is made
+    /// (every phase of every job has one: no cell is set after the fact).
+    pub(crate) fn for_phase(
+        key: LogKey,
+        node: NodeIndex,
+        events: EventBus,
+        hook: ProcessHook,
+        repository: Arc<dyn crate::PlanRepository>,
+        redactor: Arc<crate::redact::Redactor>,
+    ) -> Self {
+        LogSink {
+            inner: Arc::new(LogInner {
+                plan: key.plan.clone(),
+                node,
+                phase: key.phase,
+                attempt: key.attempt,
+                redactor: std::sync::OnceLock::from(redactor),
+                buffer: Mutex::new(String::new()),
+                events,
+                processes: Some(hook),
+                writer: std::sync::OnceLock::from(Writer::Store(repository, key)),
+                writing: tokio::sync::Mutex::new(()),
+                flushing: std::sync::atomic::AtomicBool::new(false),
+            }),
+        }
     }
 
     /// This sink (and its clones), replacing the secrets `redactor` knows in every line (phase
@@ -429,22 +481,15 @@ impl LogSink {
     /// This sink, writing its buffer out through `writer` (see [`LogSink::write_line`] and
     /// [`LogSink::flush`]). A sink has at most one writer: a second call keeps the first.
     pub fn with_writer(self, writer: LogWriter) -> Self {
-        let _ = self.inner.writer.set(writer);
+        let _ = self.inner.writer.set(Writer::Custom(writer));
         self
     }
 
     /// This sink, writing its buffer out to `repository`'s log `key`. A chunk that cannot be
     /// stored is reported through `tracing` and dropped: a log must not fail the phase.
     pub fn stored_in(self, repository: Arc<dyn crate::PlanRepository>, key: LogKey) -> Self {
-        let key = Arc::new(key);
-        self.with_writer(Arc::new(move |text: String| {
-            let (repository, key) = (repository.clone(), key.clone());
-            Box::pin(async move {
-                if let Err(e) = repository.append_log(&key, &text).await {
-                    tracing::warn!(error = %e, "could not store the phase log");
-                }
-            })
-        }))
+        let _ = self.inner.writer.set(Writer::Store(repository, key));
+        self
     }
 
     /// Records one line like [`LogSink::line`]; then, if the sink has a writer and its buffer
@@ -464,10 +509,27 @@ impl LogSink {
         let Some(writer) = self.inner.writer.get() else {
             return;
         };
-        let _serial = self.inner.writing.lock().await;
+        // Nothing buffered and no chunk ever taken (so none in flight): nothing to wait for.
+        // Most phases print nothing; this spares them the lock.
+        if !self
+            .inner
+            .flushing
+            .load(std::sync::atomic::Ordering::Acquire)
+            && self.buffered() == 0
+        {
+            return;
+        }
+        self.inner
+            .flushing
+            .store(true, std::sync::atomic::Ordering::Release);
+        // Uncontended (no other reader is writing a chunk) is the common case: no lock future.
+        let _serial = match self.inner.writing.try_lock() {
+            Ok(serial) => serial,
+            Err(_) => self.inner.writing.lock().await,
+        };
         let text = self.take();
         if !text.is_empty() {
-            writer(text).await;
+            writer.write(text).await;
         }
     }
 

@@ -98,12 +98,10 @@ impl EngineCtx {
         spec: &crate::plan::PlanSpec,
         job: Option<&crate::plan::JobSpec>,
     ) -> Arc<crate::redact::Redactor> {
-        let r = crate::redact::job_redactor(&self.redactor, spec, job, &self.options.secret_env);
-        if r.value_count() == self.redactor.value_count() {
+        match crate::redact::job_redactor(&self.redactor, spec, job, &self.options.secret_env) {
+            Some(own) => Arc::new(own),
             // Nothing of the job's own: share the host's.
-            self.redactor.clone()
-        } else {
-            Arc::new(r)
+            None => self.redactor.clone(),
         }
     }
 }

@@ -212,38 +212,34 @@ impl NodeRun {
         // so the store knows them before the work gets far. Only starts: the attempt's end
         // clears them, which saves a message and a journal record per process.
         let (tx, gen, node) = (self.tx.clone(), self.gen, self.node);
-        let log = LogSink::with_process_hook(
-            self.plan.clone(),
-            self.node,
-            phase,
-            self.attempt,
-            self.ctx.events.clone(),
-            Arc::new(move |pgid, running| {
-                if running {
-                    let _ = tx.send(Message::Node(NodeProgress::Changes {
-                        gen,
-                        changes: vec![StateChange::Process {
-                            node,
-                            pgid,
-                            running,
-                        }],
-                    }));
-                }
-            }),
-        )
+        let hook: crate::runner::ProcessHook = Arc::new(move |pgid, running| {
+            if running {
+                let _ = tx.send(Message::Node(NodeProgress::Changes {
+                    gen,
+                    changes: vec![StateChange::Process {
+                        node,
+                        pgid,
+                        running,
+                    }],
+                }));
+            }
+        });
         // Output goes to the store in chunks as it comes, not held until the phase ends.
-        .stored_in(
-            self.ctx.repository.clone(),
+        // Secrets of the host and of the plan's, job's and specs' env never reach the log,
+        // the log events or the failure message.
+        let log = LogSink::for_phase(
             LogKey {
                 plan: self.plan.clone(),
                 node: self.node_id.clone(),
                 phase,
                 attempt: self.attempt,
             },
+            self.node,
+            self.ctx.events.clone(),
+            hook,
+            self.ctx.repository.clone(),
+            self.ctx.job_redactor(&self.spec, self.job()),
         );
-        // Secrets of the host and of the plan's, job's and specs' env never reach the log,
-        // the log events or the failure message.
-        let log = log.redacting(self.ctx.job_redactor(&self.spec, self.job()));
         // A phase that finishes on its first poll reports its start together with its end;
         // one that has to wait reports its start now, so observers (and crash recovery) know
         // which phase is running.
