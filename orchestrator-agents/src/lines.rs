@@ -49,15 +49,38 @@ impl LineOut {
 /// The last few lines of a stream, kept for failure messages.
 #[derive(Debug)]
 pub(crate) struct Tail {
-    lines: Mutex<VecDeque<String>>,
+    lines: Mutex<Kept>,
     capacity: usize,
+    /// Most bytes kept (lines with their newlines); older lines go first.
+    max_bytes: usize,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    lines: VecDeque<String>,
+    bytes: usize,
 }
 
 impl Tail {
+    /// The last `capacity` lines.
     pub(crate) fn new(capacity: usize) -> Self {
         Tail {
-            lines: Mutex::new(VecDeque::with_capacity(capacity)),
+            lines: Mutex::new(Kept {
+                lines: VecDeque::with_capacity(capacity.min(64)),
+                bytes: 0,
+            }),
             capacity,
+            max_bytes: usize::MAX,
+        }
+    }
+
+    /// The last lines that fit in `max_bytes` (a job's output: memory stays bounded however
+    /// much it prints).
+    pub(crate) fn of_bytes(max_bytes: usize) -> Self {
+        Tail {
+            lines: Mutex::new(Kept::default()),
+            capacity: usize::MAX,
+            max_bytes,
         }
     }
 
@@ -65,16 +88,31 @@ impl Tail {
         if self.capacity == 0 {
             return;
         }
-        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        if lines.len() == self.capacity {
-            lines.pop_front();
+        let mut kept = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        kept.bytes += line.len() + 1;
+        kept.lines.push_back(line);
+        while kept.lines.len() > self.capacity || kept.bytes > self.max_bytes {
+            match kept.lines.pop_front() {
+                Some(old) => kept.bytes -= old.len() + 1,
+                None => break,
+            }
         }
-        lines.push_back(line);
+    }
+
+    /// The kept lines joined, each ending in a newline.
+    pub(crate) fn text(&self) -> String {
+        let kept = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let mut text = String::with_capacity(kept.bytes);
+        for line in &kept.lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
     }
 
     pub(crate) fn snapshot(&self) -> Vec<String> {
-        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        lines.iter().cloned().collect()
+        let kept = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        kept.lines.iter().cloned().collect()
     }
 }
 

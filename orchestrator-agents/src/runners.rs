@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use orchestrator_core::plan::{Env, ShellKind, WorkSpec};
 use orchestrator_core::runner::{WorkContext, WorkFailure, WorkOutput, WorkResult, WorkRunner};
 use orchestrator_core::state::FailureReason;
+use orchestrator_core::Phase;
 
 use crate::env::ChildEnv;
 use crate::error::Error;
@@ -54,6 +55,7 @@ const LABEL_CHARS: usize = 80;
 ///     log: LogSink::detached(),
 ///     session_id: None,
 ///     continues_unfinished: false,
+///     inputs: None,
 /// };
 /// let runner = ShellRunner::new();
 /// runner.run(&WorkSpec::shell("echo hi $WHO"), &ctx).await.unwrap();
@@ -138,6 +140,7 @@ impl WorkRunner for ShellRunner {
 ///     log: LogSink::detached(),
 ///     session_id: None,
 ///     continues_unfinished: false,
+///     inputs: None,
 /// };
 /// // `$HOME; rm -rf x` is one literal argument: nothing expands or runs it.
 /// let spec = WorkSpec::process("printf", ["%s\n", "$HOME; rm -rf x"]);
@@ -225,10 +228,16 @@ fn prepare(program: &str, spec: &WorkSpec, ctx: &WorkContext) -> Result<Invocati
         .timeout_ms()
         .filter(|&ms| ms > 0)
         .map(Duration::from_millis);
-    Ok(Invocation::new(program, dir)
+    let invocation = Invocation::new(program, dir)
         .env(env)
         .timeout(timeout)
-        .job_token_prefix(ctx.job_token_prefix()))
+        .job_token_prefix(ctx.job_token_prefix());
+    // The work's stdout is the job's output (SPEC §12); checks and setup have none.
+    Ok(if ctx.phase == Phase::Work {
+        invocation.capture_stdout()
+    } else {
+        invocation
+    })
 }
 
 /// Names and values the operating system cannot pass on, caught before anything starts.
@@ -253,7 +262,10 @@ fn finish(
 ) -> WorkResult {
     match result {
         Ok(outcome) => match outcome.failure(label) {
-            None => Ok(WorkOutput::default()),
+            None => Ok(match outcome.stdout {
+                Some(text) if !text.is_empty() => WorkOutput::default().with_output(text),
+                _ => WorkOutput::default(),
+            }),
             Some(failure) => Err(failure),
         },
         Err(e) => Err(on_error(e)),

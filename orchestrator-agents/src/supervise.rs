@@ -112,6 +112,7 @@ pub struct Invocation {
     observer: Option<LineObserver>,
     rewrite: Option<LineRewrite>,
     token_prefix: Option<String>,
+    capture_stdout: bool,
 }
 
 impl fmt::Debug for Invocation {
@@ -125,6 +126,7 @@ impl fmt::Debug for Invocation {
             .field("observer", &self.observer.is_some())
             .field("rewrite", &self.rewrite.is_some())
             .field("token_prefix", &self.token_prefix)
+            .field("capture_stdout", &self.capture_stdout)
             .finish()
     }
 }
@@ -142,6 +144,7 @@ impl Invocation {
             observer: None,
             rewrite: None,
             token_prefix: None,
+            capture_stdout: false,
         }
     }
 
@@ -193,6 +196,14 @@ impl Invocation {
     /// quoted in failure messages (e.g. to redact secrets). Called from the reading tasks.
     pub fn rewrite(mut self, rewrite: impl Fn(String) -> String + Send + Sync + 'static) -> Self {
         self.rewrite = Some(Arc::new(rewrite));
+        self
+    }
+
+    /// Keeps the end of the command's stdout, at most
+    /// [`orchestrator_core::runner::MAX_OUTPUT_BYTES`] in whole lines, as
+    /// [`Outcome::stdout`] (the shell and process runners' job output, SPEC §12).
+    pub fn capture_stdout(mut self) -> Self {
+        self.capture_stdout = true;
         self
     }
 
@@ -339,6 +350,8 @@ pub struct Outcome {
     /// Output was still held open by a process outside the group when the drain timeout
     /// passed; the rest of it was not read.
     pub output_abandoned: bool,
+    /// The end of its stdout, when the invocation asked for it ([`Invocation::capture_stdout`]).
+    pub stdout: Option<String>,
 }
 
 impl Outcome {
@@ -450,7 +463,17 @@ impl Supervisor {
             log.process_started(pgid);
         }
         let tail = Arc::new(Tail::new(o.stderr_tail_lines));
-        let mut readers = Readers::start(&mut child, invocation, log, &tail, o.max_line_bytes);
+        let stdout = invocation
+            .capture_stdout
+            .then(|| Arc::new(Tail::of_bytes(orchestrator_core::runner::MAX_OUTPUT_BYTES)));
+        let mut readers = Readers::start(
+            &mut child,
+            invocation,
+            log,
+            &tail,
+            stdout.as_ref(),
+            o.max_line_bytes,
+        );
 
         let deadline = invocation.timeout.map(|t| started + t);
         let waited = tokio::select! {
@@ -499,6 +522,7 @@ impl Supervisor {
             elapsed: started.elapsed(),
             stderr_tail: tail.snapshot(),
             output_abandoned,
+            stdout: stdout.map(|s| s.text()),
         })
     }
 
@@ -668,7 +692,8 @@ impl Readers {
         child: &mut Child,
         invocation: &Invocation,
         log: &LogSink,
-        tail: &Arc<Tail>,
+        stderr_tail: &Arc<Tail>,
+        stdout_tail: Option<&Arc<Tail>>,
         max_line_bytes: usize,
     ) -> Self {
         let out = |stream, tail: Option<Arc<Tail>>| LineOut {
@@ -681,12 +706,15 @@ impl Readers {
         };
         let mut tasks = Vec::with_capacity(2);
         if let Some(stdout) = child.stdout.take() {
-            tasks.push(tokio::spawn(pump(stdout, out(LogStream::Stdout, None))));
+            tasks.push(tokio::spawn(pump(
+                stdout,
+                out(LogStream::Stdout, stdout_tail.cloned()),
+            )));
         }
         if let Some(stderr) = child.stderr.take() {
             tasks.push(tokio::spawn(pump(
                 stderr,
-                out(LogStream::Stderr, Some(tail.clone())),
+                out(LogStream::Stderr, Some(stderr_tail.clone())),
             )));
         }
         Readers { tasks }
@@ -746,6 +774,7 @@ mod tests {
             elapsed: Duration::ZERO,
             stderr_tail: vec!["a".into(), "b".into()],
             output_abandoned: false,
+            stdout: None,
         };
         let f = outcome.failure("make").expect("a failure");
         assert_eq!(

@@ -17,6 +17,7 @@ mod error;
 pub mod events;
 pub mod git;
 pub mod ids;
+pub mod inputs;
 pub mod plan;
 pub mod redact;
 pub mod render;

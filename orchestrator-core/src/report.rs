@@ -100,7 +100,8 @@ fn options_json(spec: &crate::plan::PlanSpec) -> Value {
 }
 
 /// One job of a plan: `{"producerId","name","status","attempts","commit","error"}` plus its
-/// node id, task, dependencies, group, failed phase and reason, worktree, and `blockedBy`.
+/// node id, task, dependencies, group, failed phase and reason, worktree, `output` (SPEC §12,
+/// `null` when it has none) and `blockedBy`.
 pub fn job_json(record: &PlanRecord, n: usize) -> Value {
     job_doc(record, n, &blocked_by(record, n))
 }
@@ -148,6 +149,7 @@ fn node_json(node: &NodeState) -> Value {
         "failedPhase": last.and_then(|a| a.failed_phase),
         "failureReason": last.and_then(|a| a.failure_reason),
         "worktree": node.worktree,
+        "output": node.output(),
     });
     // Runner metrics (agent usage: tokens, cost, turns, session): the last attempt's, and each
     // attempt's in order.

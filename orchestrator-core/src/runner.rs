@@ -47,6 +47,9 @@ pub struct WorkContext {
     /// and this run resumes its agent session on the worktree as that run left it: an agent
     /// runner tells the agent so, so that it continues rather than starts over.
     pub continues_unfinished: bool,
+    /// The results of the jobs this one depends on (their outputs and commits, and the file
+    /// [`crate::inputs::INPUTS_VAR`] names); `None` when none of them has one.
+    pub inputs: Option<Arc<crate::inputs::Inputs>>,
 }
 
 /// The environment variable every process a runner starts for a job carries (set by
@@ -94,6 +97,7 @@ impl WorkContext {
             log: LogSink::detached(),
             session_id: None,
             continues_unfinished: false,
+            inputs: None,
         }
     }
 }
@@ -109,6 +113,55 @@ pub struct WorkOutput {
     /// Usage or other metrics, stored on the attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<serde_json::Value>,
+    /// What the work produced for whoever reads its result (SPEC §12): an agent's final
+    /// reply, a shell or process job's stdout. Recorded on the attempt of a `work` phase
+    /// (the engine keeps its last [`MAX_OUTPUT_BYTES`]), shown as the job's `"output"` and
+    /// handed to the jobs that depend on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// The most of a work's output an attempt keeps (1 MiB): a longer one keeps its end, from a
+/// line start (the whole stream stays in the phase log).
+pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+
+impl WorkOutput {
+    /// This output with `text` as the work's output.
+    ///
+    /// ```
+    /// let out = orchestrator_core::WorkOutput::default().with_output("42 files counted");
+    /// assert_eq!(out.output.as_deref(), Some("42 files counted"));
+    /// ```
+    pub fn with_output(mut self, text: impl Into<String>) -> Self {
+        self.output = Some(text.into());
+        self
+    }
+}
+
+/// `text` cut to its last [`MAX_OUTPUT_BYTES`], starting at a line (or, for one long line, a
+/// character) boundary.
+///
+/// ```
+/// let long = "x".repeat(10) + "\n" + &"y".repeat(orchestrator_core::runner::MAX_OUTPUT_BYTES);
+/// assert_eq!(orchestrator_core::runner::output_tail(&long).len(), orchestrator_core::runner::MAX_OUTPUT_BYTES);
+/// assert_eq!(orchestrator_core::runner::output_tail("short"), "short");
+/// ```
+pub fn output_tail(text: &str) -> &str {
+    if text.len() <= MAX_OUTPUT_BYTES {
+        return text;
+    }
+    let mut start = text.len() - MAX_OUTPUT_BYTES;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let tail = &text[start..];
+    // From the first whole line, unless the tail is one line.
+    match tail.find('\n') {
+        Some(i) if i + 1 < tail.len() && start > 0 && !text[..start].ends_with('\n') => {
+            &tail[i + 1..]
+        }
+        _ => tail,
+    }
 }
 
 /// Why a run failed.

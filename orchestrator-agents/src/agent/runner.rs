@@ -161,6 +161,8 @@ impl AgentWorkRunner {
 struct Tried {
     result: Result<(), (WorkFailure, FailureClass)>,
     usage: AgentUsage,
+    /// The agent's final reply ([`Transcript::reply`]).
+    reply: Option<String>,
     /// The try failed because the session it was to resume does not exist.
     lost_session: bool,
 }
@@ -211,6 +213,7 @@ impl WorkRunner for AgentWorkRunner {
                     let mut output = WorkOutput::default();
                     output.session_id = session;
                     output.metrics = Some(total.to_json());
+                    output.output = tried.reply;
                     return Ok(output);
                 }
                 Err((failure, FailureClass::Transient)) if attempt < attempts => {
@@ -252,6 +255,7 @@ impl AgentWorkRunner {
         let failed = |failure: WorkFailure| Tried {
             result: Err((failure, FailureClass::Permanent)),
             usage: AgentUsage::default(),
+            reply: None,
             lost_session: false,
         };
         let (command, env, redactor) = match start_command(runner.as_ref(), request, ctx) {
@@ -384,6 +388,7 @@ fn conclude(
     Tried {
         result,
         usage: t.usage,
+        reply: t.reply,
         lost_session,
     }
 }
@@ -463,7 +468,11 @@ fn prepare(
     runner: &dyn AgentRunner,
     ctx: &WorkContext,
 ) -> Result<AgentRequest, WorkFailure> {
-    let instructions = instructions(spec, &ctx.dir)?;
+    let mut instructions = instructions(spec, &ctx.dir)?;
+    // What the jobs this one depends on produced (SPEC §12), after the job's own instructions.
+    if let Some(section) = ctx.inputs.as_ref().and_then(|i| i.section()) {
+        instructions = format!("{}\n\n{section}", instructions.trim_end());
+    }
     let base = ctx.dir.join(".orchestrator").join("agent");
     let run_dir =
         unique_run_dir(&base, &format!("{}-{}", ctx.phase, ctx.attempt)).map_err(|e| {

@@ -40,6 +40,7 @@ fn ctx_with_log(dir: &Path, log: LogSink) -> WorkContext {
         log,
         session_id: None,
         continues_unfinished: false,
+        inputs: None,
     }
 }
 

@@ -204,6 +204,7 @@ impl Harness {
             log,
             session_id: None,
             continues_unfinished: false,
+            inputs: None,
         };
         Harness {
             case,

@@ -15,10 +15,11 @@ use crate::engine::context::EngineCtx;
 use crate::engine::messages::{Message, NodeFailure, NodeProgress};
 use crate::git::{GitOperations, MergeStyle};
 use crate::ids::{now_millis, NodeId, NodeIndex, PlanId};
+use crate::inputs::{Inputs, JobInput, INPUTS_VAR};
 use crate::plan::{Env, Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
 use crate::repository::{AttemptSpecs, LogKey};
 use crate::runner::{
-    HealRequest, Healer, LogSink, LogStream, WorkContext, WorkFailure, WorkRunner,
+    output_tail, HealRequest, Healer, LogSink, LogStream, WorkContext, WorkFailure, WorkRunner,
 };
 use crate::state::{FailureReason, Heal, Phase, PhaseStatus, PlanMachine, StateChange};
 
@@ -54,6 +55,11 @@ pub(crate) struct NodeRun {
     tx: mpsc::UnboundedSender<Message>,
     /// Changes not yet sent to the actor: sent before anything slow starts, and with `Done`.
     pending: std::sync::Mutex<Vec<StateChange>>,
+    /// The results of the dependencies (SPEC §12), when one of them has an output or a
+    /// commit; their file is written under the work folder before the first runner starts.
+    inputs: Option<Inputs>,
+    /// `inputs` with its file written, shared by the attempt's runners.
+    inputs_written: std::sync::Mutex<Option<Arc<Inputs>>>,
     /// The job's capacity slot, freed when the run ends.
     _slot: Slot,
 }
@@ -86,7 +92,10 @@ impl NodeRun {
         } else {
             Vec::new()
         };
+        let inputs = dependency_inputs(&spec, &graph, state, node);
         NodeRun {
+            inputs,
+            inputs_written: std::sync::Mutex::new(None),
             plan: state.id.clone(),
             node_id: ns.id.clone(),
             attempt,
@@ -134,6 +143,35 @@ impl NodeRun {
 
     fn job(&self) -> Option<&JobSpec> {
         self.spec.jobs.get(self.node)
+    }
+
+    /// The dependencies' results for this attempt's runners, their file written under `dir`
+    /// the first time a runner needs it.
+    fn inputs_in(&self, dir: &Path, phase: Phase) -> PhaseResult<Option<Arc<Inputs>>> {
+        let Some(inputs) = &self.inputs else {
+            return Ok(None);
+        };
+        let mut written = self
+            .inputs_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(done) = &*written {
+            return Ok(Some(done.clone()));
+        }
+        let mut inputs = inputs.clone();
+        inputs.write(dir, self.node_id.as_str()).map_err(|e| {
+            NodeFailure::new(
+                phase,
+                FailureReason::StartupError,
+                format!(
+                    "cannot write the job's inputs file under {}: {e}",
+                    dir.join(".orchestrator").join("inputs").display()
+                ),
+            )
+        })?;
+        let done = Arc::new(inputs);
+        *written = Some(done.clone());
+        Ok(Some(done))
     }
 
     fn buffer(&self) -> std::sync::MutexGuard<'_, Vec<StateChange>> {
@@ -327,6 +365,11 @@ impl NodeRun {
     ) -> PhaseResult {
         let runner = self.runner_for(spec, phase)?;
         let job = self.job();
+        let inputs = self.inputs_in(dir, phase)?;
+        let mut env = self.env();
+        if let Some(file) = inputs.as_ref().and_then(|i| i.file.as_ref()) {
+            env.insert(INPUTS_VAR.to_owned(), file.to_string_lossy().into_owned());
+        }
         let ctx = WorkContext {
             plan_id: self.plan.clone(),
             node: self.node,
@@ -338,11 +381,12 @@ impl NodeRun {
             phase,
             attempt: self.attempt,
             dir: dir.to_owned(),
-            env: self.env(),
+            env,
             cancel: self.cancel.clone(),
             log,
             session_id: self.session_id.clone(),
             continues_unfinished: phase == Phase::Work && self.continues_agent_session(),
+            inputs,
         };
         self.heal_first(phase, spec, &ctx).await?;
         let result = runner.run(spec, &ctx).await;
@@ -358,6 +402,14 @@ impl NodeRun {
                     self.send(StateChange::Metrics {
                         node: self.node,
                         metrics,
+                    });
+                }
+                // The work's output is the job's result (checks and setup have none); it is
+                // journaled and shown, so redacted like the log.
+                if let (Phase::Work, Some(text)) = (phase, out.output) {
+                    self.send(StateChange::Output {
+                        node: self.node,
+                        text: ctx.log.redact(output_tail(&text)).into_owned(),
                     });
                 }
                 Ok(())
@@ -482,4 +534,37 @@ impl NodeRun {
         }
         Ok(())
     }
+}
+
+/// The results of `node`'s dependencies, in its dependency order; `None` when none of them
+/// has an output or a commit (most `isolation: none` plans: nothing is written then).
+fn dependency_inputs(
+    spec: &PlanSpec,
+    graph: &PlanGraph,
+    state: &crate::state::PlanState,
+    node: NodeIndex,
+) -> Option<Inputs> {
+    let has_result = |d: NodeIndex| {
+        let dep = &state.nodes[d];
+        dep.commit.is_some() || dep.output().is_some()
+    };
+    let deps = || graph.dependencies(node).filter(|&d| !graph.is_snapshot(d));
+    if !deps().any(has_result) {
+        return None;
+    }
+    let jobs = graph
+        .ordered_dependencies(spec, node)
+        .into_iter()
+        .filter(|&d| !graph.is_snapshot(d))
+        .filter_map(|d| {
+            let job = spec.jobs.get(d)?;
+            let dep = &state.nodes[d];
+            Some(JobInput {
+                producer_id: job.producer_id.clone(),
+                output: dep.output().map(str::to_owned),
+                commit: dep.commit.clone(),
+            })
+        })
+        .collect();
+    Some(Inputs { jobs, file: None })
 }

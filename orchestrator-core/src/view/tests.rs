@@ -176,6 +176,7 @@ fn attempt(number: u32, status: AttemptStatus, phases: Vec<PhaseRecord>) -> Atte
         failure_reason: None,
         failed_phase: None,
         metrics: None,
+        output: None,
         heal: None,
     }
 }

@@ -114,6 +114,7 @@ impl PlanRecord {
                 node_mut(&mut self.state, *node)?.session_id = Some(session_id.clone());
             }
             StateChange::Metrics { node, metrics } => self.state.add_metrics(*node, metrics)?,
+            StateChange::Output { node, text } => self.state.set_output(*node, text)?,
             StateChange::Process {
                 node,
                 pgid,

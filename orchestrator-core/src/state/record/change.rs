@@ -157,6 +157,13 @@ pub enum StateChange {
         /// Free-form metrics.
         metrics: serde_json::Value,
     },
+    /// The output of the current attempt's work (an agent's final reply, a job's stdout).
+    Output {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// The output, at most [`crate::runner::MAX_OUTPUT_BYTES`].
+        text: String,
+    },
     /// Retry requested: the next attempt resumes from `resume_from`.
     RetryRequested {
         /// The node, by its index in the plan's graph.
@@ -229,6 +236,7 @@ impl StateChange {
             | StateChange::Commit { node, .. }
             | StateChange::Session { node, .. }
             | StateChange::Metrics { node, .. }
+            | StateChange::Output { node, .. }
             | StateChange::RetryRequested { node, .. }
             | StateChange::HealScheduled { node, .. }
             | StateChange::Process { node, .. }

@@ -87,6 +87,17 @@ impl NodeState {
     pub fn last_attempt(&self) -> Option<&Attempt> {
         self.attempts.last()
     }
+
+    /// The output of the node's work as it stands (SPEC §12): that of the latest attempt that
+    /// ran the `work` phase (an attempt resumed past it keeps the earlier one's); `None` when
+    /// that attempt reported none.
+    pub fn output(&self) -> Option<&str> {
+        self.attempts
+            .iter()
+            .rev()
+            .find(|a| a.output.is_some() || a.phases.iter().any(|p| p.phase == Phase::Work))
+            .and_then(|a| a.output.as_deref())
+    }
 }
 
 /// Status of one attempt.
@@ -135,6 +146,11 @@ pub struct Attempt {
     /// Runner-reported metrics (agent usage, ...), free-form JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<serde_json::Value>,
+    /// What the attempt's work produced (SPEC §12: an agent's final reply, a shell or process
+    /// job's stdout), at most [`crate::runner::MAX_OUTPUT_BYTES`]; `None` before its work
+    /// ended or when it reported none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
     /// The auto-heal this attempt started with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<Box<Heal>>,

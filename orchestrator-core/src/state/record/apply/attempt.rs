@@ -55,6 +55,7 @@ impl PlanState {
             failure_reason: None,
             failed_phase: None,
             metrics: None,
+            output: None,
             heal: n.heal.take(),
         });
         n.resume_from = None;
@@ -168,6 +169,13 @@ impl PlanState {
         if running {
             n.processes.push(pgid);
         }
+        Ok(())
+    }
+
+    /// The output of the running attempt's work.
+    pub(super) fn set_output(&mut self, node: NodeIndex, text: &str) -> Result<(), ApplyError> {
+        let a = running_attempt(node_mut(self, node)?, node, "output")?;
+        a.output = Some(text.to_owned());
         Ok(())
     }
 
