@@ -2,7 +2,10 @@
 //! their parsers read it: each CLI is run by the `agent` work runner against
 //! `orchestrator-testkit`'s scripted model server, every output line it printed is captured
 //! from the phase log's events (stream and text, exactly as the runner's parser saw them) and
-//! fed to the CLI's parser again; the [`Transcript::reply`] must be the script's final text.
+//! fed to the CLI's parser again; the [`Transcript::reply`] must be the script's final text,
+//! and so must the job's output the work runner returns (`WorkOutput.output`, SPEC §12). With
+//! the results of the jobs it depends on (`WorkContext.inputs`), the instructions the runner
+//! writes end with their section.
 //!
 //! The CLIs are found in `$AGENT_CLIS_BIN` or `<workspace>/.agent-clis/bin` (installed by
 //! `scripts/install-agent-clis.sh`); a test whose CLI is missing says so on stderr and passes.
@@ -18,6 +21,7 @@ use orchestrator_agents::agent::{
     ProviderKind, RetryPolicy, Transcript,
 };
 use orchestrator_core::events::EventBus;
+use orchestrator_core::inputs::{Inputs, JobInput, SECTION_HEADING};
 use orchestrator_core::plan::{AgentSpec, WorkSpec};
 use orchestrator_core::runner::{LogSink, LogStream};
 use orchestrator_core::{OrchestratorEvent, Phase, PlanId, WorkContext, WorkRunner};
@@ -106,12 +110,23 @@ struct Run {
     lines: Vec<(LogStream, String)>,
     /// Whether the work runner reported success.
     ok: bool,
+    /// The job's output it returned (`WorkOutput.output`), when it succeeded.
+    output: Option<String>,
     /// The phase log, for failure messages.
     log: String,
 }
 
 /// Runs `cli` once in a fresh directory through the `agent` work runner (no retries).
 async fn run_once(cli: &str, runner: Arc<dyn AgentRunner>) -> Run {
+    run_once_with(cli, runner, None).await
+}
+
+/// [`run_once`], the job handed `inputs` (the results of the jobs it depends on).
+async fn run_once_with(
+    cli: &str,
+    runner: Arc<dyn AgentRunner>,
+    inputs: Option<Arc<Inputs>>,
+) -> Run {
     let agents = AgentWorkRunner::empty()
         .register_arc(cli, runner)
         .default_agent(cli)
@@ -135,6 +150,7 @@ async fn run_once(cli: &str, runner: Arc<dyn AgentRunner>) -> Run {
     let mut ctx = WorkContext::detached(dir.path());
     ctx.task = "Create the notes".into();
     ctx.log = LogSink::new(PlanId::from("replies"), 0, Phase::Work, 1, bus);
+    ctx.inputs = inputs;
     let spec = WorkSpec::Agent(AgentSpec {
         agent: Some(cli.into()),
         instructions: Some("Create notes.txt containing the line `hello`.".into()),
@@ -148,6 +164,7 @@ async fn run_once(cli: &str, runner: Arc<dyn AgentRunner>) -> Run {
         dir,
         lines,
         ok: result.is_ok(),
+        output: result.ok().and_then(|o| o.output),
         log,
     }
 }
@@ -191,6 +208,12 @@ async fn replies_with_the_final_text(cli: &str) {
     let t = parse(runner.as_ref(), &run);
     assert!(t.finished, "{cli}: no final result\n{}", run.log);
     assert_eq!(t.reply.as_deref(), Some(FINAL_TEXT), "{cli}\n{}", run.log);
+    assert_eq!(
+        run.output.as_deref(),
+        Some(FINAL_TEXT),
+        "{cli}: the job's output is the final reply\n{}",
+        run.log
+    );
     eprintln!("{cli}: replied {:?}", t.reply.unwrap_or_default());
 }
 
@@ -207,12 +230,105 @@ async fn a_failed_run_has_no_reply(cli: &str) {
     let runner = runner_for(cli, &program, &server);
     let run = run_once(cli, runner.clone()).await;
     assert!(!run.ok, "{cli}: the run should fail\n{}", run.log);
+    assert_eq!(run.output, None, "{cli}");
     let t = parse(runner.as_ref(), &run);
     assert_eq!(t.reply, None, "{cli}\n{}", run.log);
     assert!(
         t.said().next().is_some(),
         "{cli} reported an error\n{}",
         run.log
+    );
+}
+
+/// The `instructions.md` files the runner wrote under `dir`, with their text.
+fn instructions_files(dir: &Path) -> Vec<(PathBuf, String)> {
+    let base = dir.join(".orchestrator").join("agent");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        let file = entry.path().join("instructions.md");
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            files.push((file, text));
+        }
+    }
+    files
+}
+
+/// Claude Code run with the results of a job it depends on: the instructions the runner wrote
+/// are the job's own followed by their section, the prompt the model got points at that
+/// file, and the run still replies with the final text.
+#[tokio::test]
+async fn claude_code_instructions_carry_the_inputs_section() {
+    let cli = "claude";
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(program) = installed(cli) else {
+        return;
+    };
+    let server = ModelServer::start(
+        Script::new()
+            .write_file("notes.txt", "hello\n")
+            .final_text(FINAL_TEXT),
+    )
+    .await
+    .expect("model server");
+    let runner = runner_for(cli, &program, &server);
+    let inputs_dir = tempfile::tempdir().expect("tempdir");
+    let inputs_file = inputs_dir.path().join("node.json");
+    let inputs = Inputs {
+        jobs: vec![JobInput {
+            producer_id: "count".into(),
+            output: Some("42 files".into()),
+            commit: Some("abc123".into()),
+        }],
+        file: Some(inputs_file.clone()),
+    };
+    let run = run_once_with(cli, runner, Some(Arc::new(inputs))).await;
+    assert!(run.ok, "{cli}: the run failed\n{}", run.log);
+    assert_eq!(
+        run.output.as_deref(),
+        Some(FINAL_TEXT),
+        "{cli}\n{}",
+        run.log
+    );
+
+    let files = instructions_files(run.dir.path());
+    assert_eq!(files.len(), 1, "one instructions file: {files:?}");
+    let (file, text) = &files[0];
+    assert!(
+        text.starts_with("Create notes.txt containing the line `hello`."),
+        "the job's own instructions come first:\n{text}"
+    );
+    let heading = text
+        .find(SECTION_HEADING)
+        .unwrap_or_else(|| panic!("no inputs section:\n{text}"));
+    assert!(
+        text.contains(&format!("{SECTION_HEADING}\n")),
+        "heading line:\n{text}"
+    );
+    let section = &text[heading..];
+    assert!(
+        section.contains("### `count` (commit abc123)"),
+        "the dependency and its commit:\n{text}"
+    );
+    assert!(section.contains("42 files"), "its output:\n{text}");
+    assert!(
+        section.contains(&inputs_file.display().to_string()),
+        "the inputs file is named:\n{text}"
+    );
+
+    // The model was asked to read that file.
+    let file = file.display().to_string();
+    let asked = server.requests().iter().any(|r| {
+        !r.answer.is_empty()
+            && serde_json::to_string(&r.body).is_ok_and(|body| body.contains(&file))
+    });
+    assert!(
+        asked,
+        "no model request mentions {file}: {:?}",
+        server
+            .requests()
+            .iter()
+            .map(|r| format!("{} {} -> {}", r.method, r.path, r.answer))
+            .collect::<Vec<_>>()
     );
 }
 
