@@ -8,6 +8,8 @@
 //! fake (`git::memory::MemoryGit`); enable it in the `[dev-dependencies]` of a crate whose tests
 //! use them.
 
+// The retry schedule of the retrying wrappers (git, store).
+mod backoff;
 pub mod capacity;
 // Test support for implementations and hosts; a default build of core leaves it out.
 #[cfg(feature = "testing")]

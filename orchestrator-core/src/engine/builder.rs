@@ -190,8 +190,10 @@ impl OrchestratorBuilder {
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
         let redactor = Arc::new(Redactor::new().with_vars(host_vars, &o.secret_env));
         Ok(Orchestrator::from_ctx(EngineCtx {
+            // A plugged store gets its transient errors retried where that is safe.
             repository: self
                 .repository
+                .map(|r| Arc::new(crate::repository::Retrying::new(r)) as Arc<dyn PlanRepository>)
                 .unwrap_or_else(|| Arc::new(InMemoryPlanRepository::new())),
             // Every plugged git layer gets its transient errors retried (lock contention).
             git: self

@@ -12,19 +12,14 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
+
+use crate::backoff;
 
 use super::{
     CommitId, ConflictResolver, DiffStats, GitError, GitOperations, JobBranch, MergeStyle,
 };
-
-/// Tries of one operation, the first included.
-const TRIES: u32 = 4;
-
-/// Wait before the first retry; each further one waits four times longer (25, 100, 400 ms).
-const FIRST_DELAY: Duration = Duration::from_millis(25);
 
 /// A git layer whose transient errors are retried (see the module docs).
 #[derive(Debug, Clone)]
@@ -47,25 +42,14 @@ impl Retrying {
     }
 }
 
-/// Runs `op` until it succeeds, fails permanently, or has been tried [`TRIES`] times.
-async fn again<T, F, Fut>(what: &str, moved_is_transient: bool, mut op: F) -> Result<T, GitError>
+/// Runs `op` until it succeeds, fails permanently, or has been tried
+/// [`TRIES`](crate::backoff::TRIES) times, on the shared [`backoff`] schedule.
+async fn again<T, F, Fut>(what: &str, moved_is_transient: bool, op: F) -> Result<T, GitError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, GitError>>,
 {
-    let mut delay = FIRST_DELAY;
-    let mut tried = 1;
-    loop {
-        match op().await {
-            Err(e) if tried < TRIES && transient(&e, moved_is_transient) => {
-                tracing::debug!(operation = what, error = %e, tried, "transient git error; trying again");
-                tokio::time::sleep(delay).await;
-                delay *= 4;
-                tried += 1;
-            }
-            result => return result,
-        }
-    }
+    backoff::retry("git", what, |e| transient(e, moved_is_transient), op).await
 }
 
 fn transient(e: &GitError, moved_is_transient: bool) -> bool {
@@ -256,6 +240,7 @@ impl GitOperations for Retrying {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backoff::TRIES;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     /// A git layer whose `head` fails `failures` times with `error`, then answers.

@@ -15,8 +15,10 @@ use crate::plan::WorkSpec;
 use crate::state::{Phase, PlanRecord, PlanStatus, StateChange};
 
 mod memory;
+mod retrying;
 
 pub use memory::InMemoryPlanRepository;
+pub use retrying::Retrying;
 
 /// Store failures, as data.
 #[derive(Debug, thiserror::Error)]
@@ -76,8 +78,30 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Whether trying again may help.
-    pub fn is_retryable(&self) -> bool {
+    /// Whether the failure is momentary, so that trying the same call again in a few
+    /// milliseconds may succeed: an I/O call that was interrupted (`EINTR`, or a read that
+    /// raced a compaction), would block (`EAGAIN`/`EWOULDBLOCK`) or timed out. [`Retrying`]
+    /// retries these with a short backoff.
+    ///
+    /// A plan [`Locked`](StoreError::Locked) by another owner is not transient: its lease is
+    /// held for as long as that owner runs the plan, so for the caller the answer stands
+    /// (see [`StoreError::is_retryable`]). Stores wait for their own short-lived locks (the file
+    /// store's journal lock) instead of failing.
+    ///
+    /// ```
+    /// use std::io;
+    /// use orchestrator_core::{PlanId, StoreError};
+    /// let io = |kind| StoreError::Io {
+    ///     operation: "read",
+    ///     path: "state.json".into(),
+    ///     source: io::Error::from(kind),
+    /// };
+    /// assert!(io(io::ErrorKind::Interrupted).is_transient());
+    /// assert!(!io(io::ErrorKind::PermissionDenied).is_transient());
+    /// let locked = StoreError::Locked { plan: PlanId::from("p"), owner: "process 42".into() };
+    /// assert!(!locked.is_transient() && locked.is_retryable());
+    /// ```
+    pub fn is_transient(&self) -> bool {
         match self {
             StoreError::Io { source, .. } => matches!(
                 source.kind(),
@@ -85,9 +109,15 @@ impl StoreError {
                     | std::io::ErrorKind::WouldBlock
                     | std::io::ErrorKind::TimedOut
             ),
-            StoreError::Locked { .. } => true,
             _ => false,
         }
+    }
+
+    /// Whether the same call may succeed when tried again later: a
+    /// [transient](StoreError::is_transient) failure, or a plan [`Locked`](StoreError::Locked)
+    /// by another owner, which it releases when it stops running the plan.
+    pub fn is_retryable(&self) -> bool {
+        self.is_transient() || matches!(self, StoreError::Locked { .. })
     }
 }
 
