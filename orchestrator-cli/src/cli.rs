@@ -12,7 +12,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// (every other command, whatever the plan's status); 1 the plan ended without succeeding
 /// (failed, canceled, blocked jobs) or stopped paused (Ctrl-C, SIGTERM, `orchestrator pause`),
 /// or `resume` was refused for a canceled or archived plan; 2 invalid input (a bad plan file or
-/// argument, an unknown plan id or job: the message names every problem); 3 any other error.
+/// argument, an unknown plan id or job, approving a job that does not wait for it: the message
+/// names every problem); 3 any other error; 4 `--until-waiting` was given and the plan waits for
+/// a person (a job waits for approval).
 ///
 /// State lives in `<repo>/.orchestrator`; worktrees in `<repo>/.worktrees` unless the plan's
 /// `worktreeRoot` (or `run --worktree-root`) names another folder. Every state change is flushed
@@ -91,6 +93,23 @@ pub enum Command {
     #[command(mut_arg("quiet", |a| a.hide(true)))]
     #[command(mut_arg("verbose", |a| a.hide(true)))]
     Archive(PlanArgs),
+    /// Approves a job waiting for approval (`"approval": "before"`): it starts when the plan runs.
+    ///
+    /// A plan another `orchestrator` process is running is told by that process, on request;
+    /// else the approval is stored and `orchestrator resume` runs the job. A job that does not
+    /// wait for approval: exit code 2, naming what it waits for.
+    #[command(mut_arg("quiet", |a| a.help("No note on stderr when another process runs the plan")))]
+    #[command(mut_arg("verbose", |a| a.hide(true)))]
+    Approve(JobArgs),
+    /// Rejects a job waiting for approval: it fails with reason `rejected` and the reason given,
+    /// and the jobs that depend on it are blocked (`retry` holds it for approval again).
+    #[command(mut_arg("quiet", |a| a.help("No note on stderr when another process runs the plan")))]
+    #[command(mut_arg("verbose", |a| a.hide(true)))]
+    Reject(RejectArgs),
+    /// Answers a job waiting for input (a question an agent asked).
+    #[command(mut_arg("quiet", |a| a.help("No note on stderr when another process runs the plan")))]
+    #[command(mut_arg("verbose", |a| a.hide(true)))]
+    Answer(AnswerArgs),
     /// Prints the plan's graph (Mermaid flowchart or Graphviz DOT) or its timeline (Mermaid gantt).
     Graph(GraphArgs),
     /// Serves the MCP plan and job tools (create_copilot_plan, ...) on stdin/stdout.
@@ -149,6 +168,8 @@ pub struct RunArgs {
     /// no machine-wide limit; 0 = none.
     #[arg(long, value_name = "N")]
     pub machine_slots: Option<usize>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -225,6 +246,8 @@ pub struct RetryArgs {
     #[arg(long, value_name = "N")]
     pub machine_slots: Option<usize>,
     #[command(flatten)]
+    pub wait: WaitArgs,
+    #[command(flatten)]
     pub repo: RepoArgs,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -242,11 +265,52 @@ pub struct PlanArgs {
     pub output: OutputArgs,
 }
 
+/// `approve`: a plan and one of its jobs.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    /// The job: producerId, node id (or its first 8 characters) or unique name.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+}
+
+/// `reject`.
+#[derive(Debug, Args)]
+pub struct RejectArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Why it is rejected (recorded as the job's error).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+}
+
+/// `answer`.
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// The answer.
+    #[arg(value_name = "TEXT")]
+    pub answer: String,
+}
+
+/// `--until-waiting` of `run`, `retry` and `resume`.
+#[derive(Debug, Clone, Args)]
+pub struct WaitArgs {
+    /// Return as soon as the plan waits for a person (a job waits for approval) and nothing
+    /// runs, with exit code 4; the plan stays as it is for `approve`/`reject` and `resume`.
+    #[arg(long)]
+    pub until_waiting: bool,
+}
+
 /// `resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
+    #[command(flatten)]
+    pub wait: WaitArgs,
     /// Jobs running at once across every orchestrator process of this machine that uses the
     /// same slot folder (ORCHESTRATOR_SLOTS_DIR); default: $ORCHESTRATOR_MACHINE_SLOTS, else
     /// no machine-wide limit; 0 = none.

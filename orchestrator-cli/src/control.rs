@@ -1,7 +1,7 @@
 //! Requests to the process that runs a plan, from another `orchestrator` process.
 //!
-//! A plan is run by one process at a time (it holds the plan's lease). `pause` and `cancel` from
-//! another process drop a small request file in `<store>/control/<planId>/<uuid>.json`
+//! A plan is run by one process at a time (it holds the plan's lease). `pause`, `cancel`,
+//! `approve`, `reject` and `answer` from another process drop a small request file in `<store>/control/<planId>/<uuid>.json`
 //! (written to a temporary name, then renamed, so it is never read half-written). The running
 //! process looks there every [`POLL`], applies the request, deletes it, and answers with
 //! `<uuid>.reply.json` once the effect is stored.
@@ -17,29 +17,62 @@ use serde::{Deserialize, Serialize};
 pub const POLL: Duration = Duration::from_millis(200);
 
 /// What another process asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     /// Pause the plan (running jobs finish, nothing new starts).
     Pause,
     /// Cancel the plan.
     Cancel,
+    /// Approve a job waiting for approval (SPEC §12).
+    Approve {
+        /// The job, as the user named it.
+        job: String,
+    },
+    /// Reject a job waiting for approval.
+    Reject {
+        /// The job, as the user named it.
+        job: String,
+        /// Why.
+        reason: String,
+    },
+    /// Answer a job waiting for input.
+    Answer {
+        /// The job, as the user named it.
+        job: String,
+        /// The answer.
+        answer: String,
+    },
 }
 
 impl Action {
     /// The command's name.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &'static str {
         match self {
             Action::Pause => "pause",
             Action::Cancel => "cancel",
+            Action::Approve { .. } => "approve",
+            Action::Reject { .. } => "reject",
+            Action::Answer { .. } => "answer",
         }
     }
 
+    /// Whether it is about one waiting job (and leaves the plan's pause state alone).
+    pub fn is_about_a_job(&self) -> bool {
+        matches!(
+            self,
+            Action::Approve { .. } | Action::Reject { .. } | Action::Answer { .. }
+        )
+    }
+
     /// Does it, on a plan `o` holds.
-    pub async fn apply(self, o: &Orchestrator, id: &PlanId) -> orchestrator_core::Result<()> {
+    pub async fn apply(&self, o: &Orchestrator, id: &PlanId) -> orchestrator_core::Result<()> {
         match self {
             Action::Pause => o.pause(id, false).await,
             Action::Cancel => o.cancel(id).await,
+            Action::Approve { job } => o.approve(id, job).await,
+            Action::Reject { job, reason } => o.reject(id, job, reason).await,
+            Action::Answer { job, answer } => o.answer(id, job, answer).await,
         }
     }
 }
@@ -66,6 +99,23 @@ pub struct Reply {
     pub ok: bool,
     /// Why not, or what happened.
     pub message: String,
+    /// The error's kind ([`orchestrator_core::Error::kind`]) when it was not applied, so that
+    /// the asking process exits as if it had tried itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}
+
+impl Reply {
+    /// The error of a reply that was not applied, with the exit code of that kind of error.
+    pub fn error(&self, owner: &str) -> crate::error::CliError {
+        let message = format!("{owner}: {}", self.message);
+        match self.kind.as_deref() {
+            Some("not_waiting" | "job_not_found" | "ambiguous") => {
+                crate::error::CliError::invalid(message)
+            }
+            _ => crate::error::CliError::other(message),
+        }
+    }
 }
 
 /// The control folder of a plan.
@@ -214,6 +264,7 @@ mod tests {
             &Reply {
                 ok: true,
                 message: "canceled".into(),
+                kind: None,
             },
         );
         let reply = sent.reply().expect("reply");

@@ -28,6 +28,7 @@ pub async fn run_to_end<F>(
     id: &PlanId,
     since: u64,
     output: &OutputArgs,
+    until_waiting: bool,
     kick: F,
 ) -> CliResult<Exit>
 where
@@ -59,10 +60,17 @@ where
         Inbox::new(ws.store.root(), id, since),
         &progress,
         signals,
+        until_waiting,
     )
     .await;
     progress.finish().await;
-    if let Err(e) = o.close(id).await {
+    // A plan left waiting stays as it is (not paused): `approve` and `resume` take it on.
+    let released = if matches!(stop, Ok(Stop::Ended(PlanStatus::Waiting))) {
+        o.release(id).await
+    } else {
+        o.close(id).await
+    };
+    if let Err(e) = released {
         eprintln!("warning: releasing plan {id}: {e}");
     }
     let stop = stop?;
@@ -84,6 +92,24 @@ where
         ),
         Stop::Ended(PlanStatus::Paused) => {
             eprintln!("plan {id} is paused.\ncontinue it with: orchestrator resume {id}{repo_arg}")
+        }
+        Stop::Ended(PlanStatus::Waiting) => {
+            let waiting: Vec<String> = record
+                .spec
+                .jobs
+                .iter()
+                .zip(&record.state.nodes)
+                .filter_map(|(job, node)| {
+                    let w = node.waiting.as_ref()?;
+                    Some(format!("{} ({})", job.producer_id, w.waiting_for))
+                })
+                .collect();
+            eprintln!(
+                "plan {id} is waiting: {}.\napprove with: orchestrator approve {id} JOB{repo_arg} \
+                 (or reject --reason TEXT), then: orchestrator resume {id}{repo_arg}",
+                waiting.join(", ")
+            );
+            return Ok(Exit::Waiting);
         }
         Stop::Ended(_) => {
             if let Some(hint) = report::hint(&record, &repo_arg) {
@@ -120,11 +146,18 @@ async fn watch(
     inbox: Inbox,
     progress: &Progress,
     mut signals: Signals,
+    until_waiting: bool,
 ) -> CliResult<Stop> {
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut interrupted = false;
-    let wait = o.wait(id);
+    let wait = async {
+        if until_waiting {
+            o.wait_or_waiting(id).await
+        } else {
+            o.wait(id).await
+        }
+    };
     tokio::pin!(wait);
     loop {
         tokio::select! {
@@ -160,9 +193,9 @@ async fn watch(
                                 request.action.as_str(),
                                 request.pid
                             ));
-                            Reply { ok: true, message: format!("{} applied", request.action.as_str()) }
+                            Reply { ok: true, message: format!("{} applied", request.action.as_str()), kind: None }
                         }
-                        Err(e) => Reply { ok: false, message: e.to_string() },
+                        Err(e) => Reply { ok: false, message: e.to_string(), kind: Some(e.kind().to_owned()) },
                     };
                     inbox.reply(&request, &reply);
                 }

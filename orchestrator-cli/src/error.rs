@@ -15,6 +15,8 @@ pub enum Exit {
     Invalid = 2,
     /// Anything else.
     Other = 3,
+    /// `--until-waiting`: the plan waits for a person (SPEC §12).
+    Waiting = 4,
 }
 
 impl Exit {
@@ -72,6 +74,7 @@ impl From<Error> for CliError {
             | Error::JobNotFound { .. }
             | Error::AmbiguousJob { .. }
             | Error::AmbiguousPlan { .. }
+            | Error::NotWaiting { .. }
             | Error::Store(StoreError::NotFound(_))
             | Error::Git(GitError::ProtectedBranch { .. }) => Exit::Invalid,
             _ => Exit::Other,

@@ -170,7 +170,7 @@ fn the_exit_codes_listed_are_the_ones_returned() {
     let (_, top) = help(&["--help"]);
     let listed = listed_exit_codes(&top);
     let codes: Vec<i32> = listed.iter().map(|(code, _)| *code).collect();
-    assert_eq!(codes, [0, 1, 2, 3], "{top}");
+    assert_eq!(codes, [0, 1, 2, 3, 4], "{top}");
     let text = |code: i32| listed[code as usize].1.clone();
     assert!(
         text(1).contains("failed") && text(1).contains("paused"),
@@ -210,4 +210,19 @@ fn the_exit_codes_listed_are_the_ones_returned() {
     let list = damaged.run(&["list"]);
     list.expect_code(3);
     assert!(list.stderr.contains(".orchestrator"), "{}", list.stderr);
+    // 4: `--until-waiting` and a job waiting for approval.
+    let gated = repo.plan(
+        "gated.json",
+        &json!({"name": "gated", "jobs": [
+            {"producerId": "one", "task": "t", "work": "true", "dependencies": [],
+             "approval": "before", "expectsNoChanges": true},
+        ]}),
+    );
+    repo.run(&[
+        "run",
+        gated.to_str().expect("utf-8"),
+        "-q",
+        "--until-waiting",
+    ])
+    .expect_code(4);
 }

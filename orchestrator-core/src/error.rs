@@ -87,6 +87,22 @@ pub enum Error {
         /// What is not allowed, and why.
         message: String,
     },
+    /// `approve`, `reject` or `answer` of a job that does not wait for that (SPEC §12).
+    #[error("plan {plan}: job `{job}` {}; only a job waiting for {wanted} can be {verb}", waits_for(.status, .waiting_for))]
+    NotWaiting {
+        /// Plan.
+        plan: PlanId,
+        /// The job's producerId.
+        job: String,
+        /// Its status.
+        status: crate::state::NodeStatus,
+        /// What it waits for, when it waits.
+        waiting_for: Option<crate::state::WaitingFor>,
+        /// What the call needs it to wait for.
+        wanted: crate::state::WaitingFor,
+        /// The call: `approved`, `rejected` or `answered`.
+        verb: &'static str,
+    },
     /// An edit of a plan (scaffolding, reshape, update) was refused.
     #[error("plan {plan}: {source}")]
     Edit {
@@ -150,6 +166,7 @@ impl Error {
             Error::AmbiguousJob { .. } | Error::AmbiguousPlan { .. } => "ambiguous",
             Error::DamagedGraph { .. } => "damaged",
             Error::InvalidState { .. } => "invalid_state",
+            Error::NotWaiting { .. } => "not_waiting",
             Error::Edit { .. } => "edit",
             Error::Transition { .. } => "transition",
             Error::Store(StoreError::Locked { .. }) => "locked",
@@ -192,3 +209,14 @@ fn joined(ids: &[PlanId]) -> String {
 
 /// Result alias.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// "waits for approval", "waits for nothing (it is running)".
+fn waits_for(
+    status: &crate::state::NodeStatus,
+    waiting_for: &Option<crate::state::WaitingFor>,
+) -> String {
+    match waiting_for {
+        Some(w) => format!("waits for {w}"),
+        None => format!("waits for nothing (it is {status})"),
+    }
+}

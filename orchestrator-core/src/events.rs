@@ -100,6 +100,19 @@ pub enum OrchestratorEvent {
         /// The metrics.
         metrics: serde_json::Value,
     },
+    /// A job started waiting for a person or a condition (SPEC §12): a host tells someone.
+    AttentionNeeded {
+        /// Plan.
+        plan: PlanId,
+        /// Node.
+        node: NodeIndex,
+        /// Node id.
+        node_id: NodeId,
+        /// The job's producerId.
+        producer_id: String,
+        /// What it waits for (and since when, a deadline, a question).
+        waiting: crate::state::Waiting,
+    },
 }
 
 impl OrchestratorEvent {
@@ -113,7 +126,8 @@ impl OrchestratorEvent {
             | OrchestratorEvent::PhaseStarted { plan, .. }
             | OrchestratorEvent::PhaseEnded { plan, .. }
             | OrchestratorEvent::Log { plan, .. }
-            | OrchestratorEvent::Metrics { plan, .. } => plan,
+            | OrchestratorEvent::Metrics { plan, .. }
+            | OrchestratorEvent::AttentionNeeded { plan, .. } => plan,
         }
     }
 }

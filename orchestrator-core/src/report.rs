@@ -150,7 +150,11 @@ fn node_json(node: &NodeState) -> Value {
         "failureReason": last.and_then(|a| a.failure_reason),
         "worktree": node.worktree,
         "output": node.output(),
+        "waitingFor": node.waiting.as_ref().map(|w| w.waiting_for.as_str()),
     });
+    if let Some(waiting) = &node.waiting {
+        doc["waiting"] = json!(waiting);
+    }
     // Runner metrics (agent usage: tokens, cost, turns, session): the last attempt's, and each
     // attempt's in order.
     if let Some(latest) = usage.last() {

@@ -316,6 +316,27 @@ pub struct JobArgs {
     pub producer_id: Option<String>,
 }
 
+/// A job waiting for a person, and what the person says: `reason` (reject) or `answer`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecisionArgs {
+    /// The plan's id (or a unique prefix).
+    #[serde(alias = "plan_id")]
+    pub plan_id: String,
+    /// The job's node id, or its producerId or unique name.
+    #[serde(default, alias = "job_id", alias = "nodeId", alias = "node_id")]
+    pub job_id: Option<String>,
+    /// The job's producerId (as written in the plan). Use this or `jobId`.
+    #[serde(default, alias = "producer_id")]
+    pub producer_id: Option<String>,
+    /// Why the job is rejected (`reject_copilot_job`; recorded as its error).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The answer to the job's question (`answer_copilot_job`).
+    #[serde(default)]
+    pub answer: Option<String>,
+}
+
 /// A job's logs.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

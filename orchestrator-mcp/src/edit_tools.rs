@@ -23,7 +23,7 @@ pub(crate) use apply::job_mapping;
 
 /// What a job argument accepts, as the errors about one say.
 const JOB_ALLOWED: &str = "a job object: producerId, task, work, dependencies (required), name, \
-     prechecks, postchecks, instructions, baseBranch, expectsNoChanges, autoHeal, group, env";
+     prechecks, postchecks, instructions, baseBranch, expectsNoChanges, autoHeal, group, env, approval";
 
 impl OrchestratorMcp {
     /// The router of every plan editing tool.

@@ -59,6 +59,7 @@ pub fn job_schema() -> Value {
             "baseBranch": {"type": "string", "description": "Branch a root job starts from (default: the plan's)."},
             "expectsNoChanges": {"type": "boolean", "description": "The job may commit nothing (checks, analysis). Default false: no changes fails the job."},
             "autoHeal": {"type": "boolean", "description": "Let an agent fix a failed shell/process phase (default true)."},
+            "approval": {"type": "string", "enum": ["before"], "description": "\"before\": the job waits for approve_copilot_job (or reject_copilot_job) before it starts."},
             "group": {"type": "string", "description": "Visual grouping path like `backend/api`; no effect on order."},
             "env": env()
         }

@@ -28,7 +28,7 @@ pub(crate) use retry::retry_and_continue;
 pub const MAX_JOBS_PER_CALL: usize = 500;
 
 /// The names of the tools this server offers, in the order they are listed.
-pub const TOOL_NAMES: [&str; 28] = [
+pub const TOOL_NAMES: [&str; 31] = [
     "create_copilot_plan",
     "scaffold_copilot_plan",
     "add_copilot_plan_job",
@@ -57,6 +57,9 @@ pub const TOOL_NAMES: [&str; 28] = [
     "update_copilot_plan_job",
     "bulk_update_copilot_plan_jobs",
     "run_copilot_integration_test",
+    "approve_copilot_job",
+    "reject_copilot_job",
+    "answer_copilot_job",
 ];
 
 /// The MCP server of one repository: the reference system's copilot tools over an

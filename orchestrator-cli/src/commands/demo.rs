@@ -164,6 +164,9 @@ pub async fn demo(args: DemoArgs) -> CliResult<Exit> {
         max_parallel: None,
         worktree_root: None,
         machine_slots: None,
+        wait: crate::cli::WaitArgs {
+            until_waiting: false,
+        },
         output: args.output.clone(),
     })
     .await?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use orchestrator_core::{Orchestrator, PlanId, PlanStatus};
 use tokio::time::Instant;
 
-use crate::cli::PlanArgs;
+use crate::cli::{AnswerArgs, JobArgs, PlanArgs, RejectArgs};
 use crate::control::{Action, Sent};
 use crate::drive::{open_owned, repo_arg};
 use crate::error::{CliError, CliResult, Exit};
@@ -30,6 +30,32 @@ pub async fn pause(args: PlanArgs) -> CliResult<Exit> {
 /// `cancel PLAN_ID`.
 pub async fn cancel(args: PlanArgs) -> CliResult<Exit> {
     steer(args, Action::Cancel).await
+}
+
+/// `approve PLAN_ID JOB`.
+pub async fn approve(args: JobArgs) -> CliResult<Exit> {
+    let action = Action::Approve {
+        job: args.job.clone(),
+    };
+    steer(args.plan, action).await
+}
+
+/// `reject PLAN_ID JOB --reason TEXT`.
+pub async fn reject(args: RejectArgs) -> CliResult<Exit> {
+    let action = Action::Reject {
+        job: args.job.job.clone(),
+        reason: args.reason.clone(),
+    };
+    steer(args.job.plan, action).await
+}
+
+/// `answer PLAN_ID JOB TEXT`.
+pub async fn answer(args: AnswerArgs) -> CliResult<Exit> {
+    let action = Action::Answer {
+        job: args.job.job.clone(),
+        answer: args.answer.clone(),
+    };
+    steer(args.job.plan, action).await
 }
 
 async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
@@ -54,7 +80,13 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
                     s.withdraw();
                 }
                 let result = action.apply(&o, &id).await;
-                let _ = o.close(&id).await;
+                // A job's approval or answer leaves the plan as it was (waiting, or runnable
+                // for whoever resumes it); pause and cancel are stored as they close it.
+                let _ = if action.is_about_a_job() {
+                    o.release(&id).await
+                } else {
+                    o.close(&id).await
+                };
                 result?;
                 break false;
             }
@@ -65,7 +97,7 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
                 let request = match &sent {
                     Some(s) => s,
                     None => {
-                        let s = Sent::send(ws.store.root(), &id, action).map_err(|e| {
+                        let s = Sent::send(ws.store.root(), &id, action.clone()).map_err(|e| {
                             CliError::other(format!(
                                 "cannot write the {} request: {e}",
                                 action.as_str()
@@ -82,7 +114,7 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
                 };
                 if let Some(reply) = request.reply() {
                     if !reply.ok {
-                        return Err(CliError::other(format!("{owner}: {}", reply.message)));
+                        return Err(reply.error(&owner));
                     }
                     break true;
                 }

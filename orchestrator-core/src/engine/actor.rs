@@ -34,6 +34,7 @@ use crate::view::resolve as resolve_job;
 
 mod lifecycle;
 mod reshape;
+mod waiting;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StopReason {
@@ -271,6 +272,18 @@ impl PlanActor {
             }
             HostRequest::ForceFail { job, reply } => {
                 let r = self.force_fail(&job);
+                self.reply_after_turn(reply, r);
+            }
+            HostRequest::Approve { job, reply } => {
+                let r = self.approve(&job);
+                self.reply_after_turn(reply, r);
+            }
+            HostRequest::Reject { job, reason, reply } => {
+                let r = self.reject(&job, reason);
+                self.reply_after_turn(reply, r);
+            }
+            HostRequest::Answer { job, answer, reply } => {
+                let r = self.answer(&job, answer);
                 self.reply_after_turn(reply, r);
             }
             HostRequest::Recover { reply } => {
@@ -550,6 +563,9 @@ impl PlanActor {
             if self.machine.status_of(n) != NodeStatus::Ready {
                 continue;
             }
+            if self.held_for_approval(n) {
+                continue;
+            }
             let slot = match spare.take() {
                 Some(slot) => slot,
                 None => match self.ctx.capacity.try_acquire() {
@@ -664,6 +680,18 @@ impl PlanActor {
             StateChange::Reshaped { .. } => OrchestratorEvent::PlanReshaped {
                 plan: plan(),
                 nodes: record.state.nodes.len(),
+            },
+            StateChange::WaitStarted { node, waiting } => OrchestratorEvent::AttentionNeeded {
+                plan: plan(),
+                node: *node,
+                node_id: record.state.nodes[*node].id.clone(),
+                producer_id: self
+                    .spec
+                    .jobs
+                    .get(*node)
+                    .map_or(crate::plan::SNAPSHOT_PRODUCER_ID, |j| &j.producer_id)
+                    .to_owned(),
+                waiting: waiting.clone(),
             },
             _ => return,
         };

@@ -50,6 +50,20 @@ pub(crate) enum HostRequest {
         job: String,
         reply: Reply<()>,
     },
+    Approve {
+        job: String,
+        reply: Reply<()>,
+    },
+    Reject {
+        job: String,
+        reason: String,
+        reply: Reply<()>,
+    },
+    Answer {
+        job: String,
+        answer: String,
+        reply: Reply<()>,
+    },
     Snapshot {
         reply: Reply<PlanRecord>,
     },

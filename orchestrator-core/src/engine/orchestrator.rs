@@ -291,6 +291,30 @@ impl Orchestrator {
             .await
     }
 
+    /// Approves a job waiting for approval (`approval: before`, SPEC §12): it becomes ready
+    /// and starts when the plan runs. A job that does not wait for approval:
+    /// [`Error::NotWaiting`](crate::Error::NotWaiting).
+    pub async fn approve(&self, id: &PlanId, job: &str) -> Result<()> {
+        let job = job.to_owned();
+        self.ask(id, |reply| HostRequest::Approve { job, reply })
+            .await
+    }
+
+    /// Rejects a job waiting for approval: it fails with reason `rejected` and `reason`, and
+    /// the jobs that depend on it are blocked (a `retry` holds it for approval again).
+    pub async fn reject(&self, id: &PlanId, job: &str, reason: &str) -> Result<()> {
+        let (job, reason) = (job.to_owned(), reason.to_owned());
+        self.ask(id, |reply| HostRequest::Reject { job, reason, reply })
+            .await
+    }
+
+    /// Answers a job waiting for input (a question an agent asked, SPEC §15).
+    pub async fn answer(&self, id: &PlanId, job: &str, answer: &str) -> Result<()> {
+        let (job, answer) = (job.to_owned(), answer.to_owned());
+        self.ask(id, |reply| HostRequest::Answer { job, answer, reply })
+            .await
+    }
+
     /// Recovers a failed or canceled plan (SPEC §3): the target branch exists again, worktrees
     /// of succeeded jobs still to be consumed are recreated at their commits, failed, blocked and
     /// canceled jobs are pending again, and the plan is left paused for [`Orchestrator::resume`].
@@ -365,6 +389,17 @@ impl Orchestrator {
         let mut rx = self.ctx.handle(id)?.status;
         let status = rx
             .wait_for(|s| s.is_terminal() || *s == PlanStatus::Paused)
+            .await
+            .map_err(|_| Error::Shutdown)?;
+        Ok(*status)
+    }
+
+    /// Waits like [`Orchestrator::wait`], but also returns as soon as the plan is
+    /// [`PlanStatus::Waiting`] (nothing runs, and a job waits for a person or a timer).
+    pub async fn wait_or_waiting(&self, id: &PlanId) -> Result<PlanStatus> {
+        let mut rx = self.ctx.handle(id)?.status;
+        let status = rx
+            .wait_for(|s| s.is_terminal() || matches!(*s, PlanStatus::Paused | PlanStatus::Waiting))
             .await
             .map_err(|_| Error::Shutdown)?;
         Ok(*status)

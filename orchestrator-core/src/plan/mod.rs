@@ -13,7 +13,7 @@ pub use graph::{PlanGraph, Priority, SNAPSHOT_PRODUCER_ID};
 pub use groups::{group_statuses, GroupStatus};
 pub use parse::{load_plan_file, parse_plan, parse_plan_with, PlanFormat};
 pub use spec::{
-    AgentSpec, Effort, Env, GroupSpec, Isolation, JobSpec, ModelTier, OnFailure, PlanSpec,
-    ProcessSpec, ShellKind, ShellSpec, WorkSpec,
+    AgentSpec, Approval, Effort, Env, GroupSpec, Isolation, JobSpec, ModelTier, OnFailure,
+    PlanSpec, ProcessSpec, ShellKind, ShellSpec, WorkSpec,
 };
 pub use validate::{validate, ValidationContext, ValidationError, ValidationErrors};

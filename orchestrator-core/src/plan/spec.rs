@@ -277,6 +277,21 @@ pub struct JobSpec {
     /// Environment for this job.
     #[serde(default, skip_serializing_if = "Env::is_empty")]
     pub env: Env,
+    /// Hold the job for a person's approval (SPEC §12): `before` it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+}
+
+/// When a job waits for a person's approval (SPEC §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Approval {
+    /// When it is ready, before anything of it runs.
+    Before,
+    /// After its phases passed, before its commit moves on (not built yet: refused by
+    /// validation).
+    After,
 }
 
 impl JobSpec {
@@ -296,7 +311,21 @@ impl JobSpec {
             auto_heal: None,
             group: None,
             env: Env::new(),
+            approval: None,
         }
+    }
+
+    /// This job, held for a person's approval as `approval` says.
+    ///
+    /// ```
+    /// use orchestrator_core::plan::{Approval, JobSpec, WorkSpec};
+    /// let job = JobSpec::new("deploy", "Deploy", WorkSpec::shell("make deploy"))
+    ///     .approval(Approval::Before);
+    /// assert_eq!(job.approval, Some(Approval::Before));
+    /// ```
+    pub fn approval(mut self, approval: Approval) -> Self {
+        self.approval = Some(approval);
+        self
     }
 
     /// Adds dependencies (producerIds).

@@ -10,7 +10,7 @@ use crate::ids::{Millis, NodeId, NodeIndex};
 use crate::plan::PlanGraph;
 use crate::state::{
     ApplyError, AttemptStatus, FailureReason, NodeStatus, Phase, PlanRecord, PlanStatus,
-    StateChange, StatusCounts,
+    StateChange, StatusCounts, Waiting,
 };
 
 /// A change with the node status it replaced (for `NodeTransition` events).
@@ -132,6 +132,7 @@ impl PlanMachine {
             NodeStatus::Failed => &mut c.failed,
             NodeStatus::Blocked => &mut c.blocked,
             NodeStatus::Canceled => &mut c.canceled,
+            NodeStatus::Waiting => &mut c.waiting,
         };
         *slot = slot.wrapping_add_signed(delta);
     }
@@ -280,12 +281,80 @@ impl PlanMachine {
         Ok(())
     }
 
-    /// Cancels the plan: every pending or ready node becomes canceled. Active nodes are left to
+    /// `ready -> waiting`: node `n` is held on `waiting` (SPEC §12) instead of starting.
+    pub fn wait(&mut self, n: NodeIndex, waiting: Waiting, at: Millis) -> Result<(), ApplyError> {
+        self.transition(n, NodeStatus::Waiting, at)?;
+        self.record_change(StateChange::WaitStarted { node: n, waiting })
+    }
+
+    /// `waiting -> ready` for a job a person approved; it is not held again until a retry.
+    pub fn approve(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        self.record_change(StateChange::Approved { node: n })?;
+        self.transition(n, NodeStatus::Ready, at)
+    }
+
+    /// `waiting -> ready` for a node whose wait is over (a timer fired).
+    pub fn end_wait(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        self.transition(n, NodeStatus::Ready, at)
+    }
+
+    /// `waiting -> failed` with reason `rejected` and the person's reason; every descendant
+    /// not yet terminal becomes blocked.
+    pub fn reject(&mut self, n: NodeIndex, reason: String, at: Millis) -> Result<(), ApplyError> {
+        self.fail_waiting(
+            n,
+            FailureReason::Rejected,
+            format!("rejected: {reason}"),
+            at,
+        )
+    }
+
+    /// `waiting -> failed` with reason `force_failed` (`force_fail` of a waiting job).
+    pub fn force_fail_waiting(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        let what = self.record.state.nodes[n]
+            .waiting
+            .as_ref()
+            .map_or("its condition".to_owned(), |w| w.waiting_for.to_string());
+        let message = format!("force-failed while waiting for {what}");
+        self.fail_waiting(n, FailureReason::ForceFailed, message, at)
+    }
+
+    fn fail_waiting(
+        &mut self,
+        n: NodeIndex,
+        reason: FailureReason,
+        message: String,
+        at: Millis,
+    ) -> Result<(), ApplyError> {
+        self.record_change(StateChange::WaitFailed {
+            node: n,
+            reason,
+            message,
+            at,
+        })?;
+        self.transition(n, NodeStatus::Failed, at)?;
+        self.block_descendants(n, at)
+    }
+
+    /// Nodes waiting now, with what they wait for.
+    pub fn waiting_nodes(&self) -> impl Iterator<Item = (NodeIndex, &Waiting)> + '_ {
+        self.record
+            .state
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(n, s)| s.waiting.as_ref().map(|w| (n, w)))
+    }
+
+    /// Cancels the plan: every pending, ready or waiting node becomes canceled. Active nodes are left to
     /// the engine, which stops them and then calls [`PlanMachine::cancel_node`].
     pub fn cancel(&mut self, at: Millis) -> Result<(), ApplyError> {
         self.record_change(StateChange::Canceled { at })?;
         for n in 0..self.record.state.nodes.len() {
-            if matches!(self.status_of(n), NodeStatus::Pending | NodeStatus::Ready) {
+            if matches!(
+                self.status_of(n),
+                NodeStatus::Pending | NodeStatus::Ready | NodeStatus::Waiting
+            ) {
                 self.transition(n, NodeStatus::Canceled, at)?;
             }
         }

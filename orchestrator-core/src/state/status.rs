@@ -27,11 +27,14 @@ pub enum NodeStatus {
     Canceled,
     /// Split under context pressure; finishes as succeeded or failed.
     CompletedSplit,
+    /// Held on one durable condition ([`crate::state::Waiting`]: an approval, a timer, an
+    /// answer, children) without a process, a thread or a worktree lock.
+    Waiting,
 }
 
 impl NodeStatus {
     /// Every status, in table order.
-    pub const ALL: [NodeStatus; 9] = [
+    pub const ALL: [NodeStatus; 10] = [
         NodeStatus::Pending,
         NodeStatus::Ready,
         NodeStatus::Scheduled,
@@ -41,6 +44,7 @@ impl NodeStatus {
         NodeStatus::Blocked,
         NodeStatus::Canceled,
         NodeStatus::CompletedSplit,
+        NodeStatus::Waiting,
     ];
 
     /// Whether `self -> to` is in the transition table of SPEC §3 (retry's `failed -> pending`
@@ -54,6 +58,8 @@ impl NodeStatus {
                 | (Scheduled, Running | Failed | Canceled)
                 | (Running, Succeeded | Failed | Canceled | CompletedSplit)
                 | (CompletedSplit, Succeeded | Failed)
+                | (Ready, Waiting)
+                | (Waiting, Ready | Failed | Canceled)
                 | (Failed, Pending)
                 | (Blocked, Pending)
         )
@@ -87,6 +93,7 @@ impl NodeStatus {
             NodeStatus::Blocked => "blocked",
             NodeStatus::Canceled => "canceled",
             NodeStatus::CompletedSplit => "completed_split",
+            NodeStatus::Waiting => "waiting",
         }
     }
 }
@@ -120,6 +127,8 @@ pub enum PlanStatus {
     Canceled,
     /// Archived: worktrees and branches removed, state kept.
     Archived,
+    /// Nothing runs or is ready, and a job waits (for a person, a timer, ...): SPEC §12.
+    Waiting,
 }
 
 impl PlanStatus {
@@ -146,6 +155,7 @@ impl PlanStatus {
             PlanStatus::Failed => "failed",
             PlanStatus::Canceled => "canceled",
             PlanStatus::Archived => "archived",
+            PlanStatus::Waiting => "waiting",
         }
     }
 }
@@ -269,4 +279,6 @@ pub enum FailureReason {
     StartupError,
     /// Canceled while running.
     Canceled,
+    /// A person rejected it while it waited for approval.
+    Rejected,
 }

@@ -6,7 +6,7 @@ use rmcp::{tool, tool_router};
 use serde_json::{json, Value};
 
 use super::{run, OrchestratorMcp, ToolResult};
-use crate::args::{ArgError, Args, JobArgs, ListJobsArgs, RetryJobArgs};
+use crate::args::{ArgError, Args, DecisionArgs, JobArgs, ListJobsArgs, RetryJobArgs};
 use crate::report;
 
 #[tool_router(router = job_router, vis = "pub(super)")]
@@ -155,6 +155,79 @@ impl OrchestratorMcp {
                 .force_fail(&job.id, job.node().id.as_str())
                 .await?;
             self.status_after(&job.id, &format!("job {} force-failed", job.label))
+                .await
+        })
+        .await
+    }
+
+    #[tool(
+        name = "approve_copilot_job",
+        description = "Approve a job waiting for approval (its plan field \"approval\": \"before\"): \
+            it becomes ready and starts when the plan runs. A job that does not wait for approval \
+            is an error naming what it waits for."
+    )]
+    async fn approve_copilot_job(
+        &self,
+        Parameters(args): Parameters<Args<DecisionArgs>>,
+    ) -> ToolResult {
+        run(&args, async |a| {
+            let job = self
+                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
+                .await?;
+            self.own(&job.id).await?;
+            self.orchestrator
+                .approve(&job.id, job.node().id.as_str())
+                .await?;
+            self.status_after(&job.id, &format!("job {} approved", job.label))
+                .await
+        })
+        .await
+    }
+
+    #[tool(
+        name = "reject_copilot_job",
+        description = "Reject a job waiting for approval, with a reason: it fails with reason \
+            \"rejected\" and the jobs that depend on it are blocked (retry_copilot_job holds it \
+            for approval again)."
+    )]
+    async fn reject_copilot_job(
+        &self,
+        Parameters(args): Parameters<Args<DecisionArgs>>,
+    ) -> ToolResult {
+        run(&args, async |a| {
+            let job = self
+                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
+                .await?;
+            self.own(&job.id).await?;
+            let reason = a.reason.clone().unwrap_or_default();
+            self.orchestrator
+                .reject(&job.id, job.node().id.as_str(), &reason)
+                .await?;
+            self.status_after(&job.id, &format!("job {} rejected", job.label))
+                .await
+        })
+        .await
+    }
+
+    #[tool(
+        name = "answer_copilot_job",
+        description = "Answer a job waiting for input (a question its agent asked) with `answer`. \
+            A job that does not wait for input is an error naming what it waits for."
+    )]
+    async fn answer_copilot_job(
+        &self,
+        Parameters(args): Parameters<Args<DecisionArgs>>,
+    ) -> ToolResult {
+        run(&args, async |a| {
+            let job = self
+                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
+                .await?;
+            self.own(&job.id).await?;
+            let answer = a.answer.clone().unwrap_or_default();
+            self.orchestrator
+                .answer(&job.id, job.node().id.as_str(), &answer)
+                .await?;
+            self.status_after(&job.id, &format!("job {} answered", job.label))
                 .await
         })
         .await

@@ -182,6 +182,9 @@ impl PlanActor {
 
     pub(super) fn force_fail(&mut self, job: &str) -> Result<()> {
         let n = resolve_job(self.machine.record(), Some(self.machine.graph()), job)?;
+        if self.machine.status_of(n) == NodeStatus::Waiting {
+            return self.force_fail_waiting(n);
+        }
         match self.running[n].as_mut() {
             Some(r) => {
                 r.stop = Some(StopReason::ForceFail);
@@ -189,7 +192,8 @@ impl PlanActor {
                 Ok(())
             }
             None => Err(self.invalid(format!(
-                "job `{job}` is not running (it is {}); only running jobs can be force-failed",
+                "job `{job}` is not running (it is {}); only running or waiting jobs can be \
+                 force-failed",
                 self.machine.status_of(n)
             ))),
         }

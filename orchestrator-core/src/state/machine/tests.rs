@@ -63,6 +63,12 @@ fn transition_table_is_exactly_spec_section_3() {
         (CompletedSplit, Failed),
         (Failed, Pending),
         (Blocked, Pending),
+        // SPEC §12 waiting (running -> waiting and waiting -> running come with the agents'
+        // own waits and composite jobs).
+        (Ready, Waiting),
+        (Waiting, Ready),
+        (Waiting, Failed),
+        (Waiting, Canceled),
     ];
     for from in NodeStatus::ALL {
         for to in NodeStatus::ALL {

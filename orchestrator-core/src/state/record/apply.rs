@@ -124,8 +124,25 @@ impl PlanRecord {
                 node_mut(&mut self.state, *node)?.heal = Some(heal.clone());
             }
             StateChange::RetryRequested { node, resume_from } => {
-                node_mut(&mut self.state, *node)?.resume_from = *resume_from;
+                let n = node_mut(&mut self.state, *node)?;
+                n.resume_from = *resume_from;
+                // A retry is new work: an `approval: before` job is held for approval again.
+                n.approved = false;
             }
+            StateChange::WaitStarted { node, waiting } => {
+                node_mut(&mut self.state, *node)?.waiting = Some(waiting.clone());
+            }
+            StateChange::Approved { node } => {
+                let n = node_mut(&mut self.state, *node)?;
+                n.approved = true;
+                n.waiting = None;
+            }
+            StateChange::WaitFailed {
+                node,
+                reason,
+                message,
+                at,
+            } => self.state.fail_waiting(*node, *reason, message, *at)?,
             StateChange::SpecsReplaced {
                 node,
                 work,

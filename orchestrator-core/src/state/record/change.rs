@@ -157,6 +157,30 @@ pub enum StateChange {
         /// Free-form metrics.
         metrics: serde_json::Value,
     },
+    /// The node started waiting (its status becomes `waiting` with the same batch).
+    WaitStarted {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// What it waits for.
+        waiting: crate::state::Waiting,
+    },
+    /// A person approved a job waiting for approval.
+    Approved {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+    },
+    /// A waiting node failed without running: rejected by a person (reason `rejected`) or
+    /// force-failed. Recorded as a failed attempt (the node's transition comes with it).
+    WaitFailed {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// Why.
+        reason: FailureReason,
+        /// The message (`rejected: <the person's reason>`).
+        message: String,
+        /// When, in milliseconds since the Unix epoch.
+        at: Millis,
+    },
     /// The output of the current attempt's work (an agent's final reply, a job's stdout).
     Output {
         /// The node, by its index in the plan's graph.
@@ -237,6 +261,9 @@ impl StateChange {
             | StateChange::Session { node, .. }
             | StateChange::Metrics { node, .. }
             | StateChange::Output { node, .. }
+            | StateChange::WaitStarted { node, .. }
+            | StateChange::Approved { node }
+            | StateChange::WaitFailed { node, .. }
             | StateChange::RetryRequested { node, .. }
             | StateChange::HealScheduled { node, .. }
             | StateChange::Process { node, .. }

@@ -24,6 +24,9 @@ pub struct StatusCounts {
     pub blocked: usize,
     /// canceled
     pub canceled: usize,
+    /// waiting (SPEC §12)
+    #[serde(default)]
+    pub waiting: usize,
 }
 
 impl StatusCounts {
@@ -41,6 +44,7 @@ impl StatusCounts {
                 NodeStatus::Failed => c.failed += 1,
                 NodeStatus::Blocked => c.blocked += 1,
                 NodeStatus::Canceled => c.canceled += 1,
+                NodeStatus::Waiting => c.waiting += 1,
             }
         }
         c
@@ -54,7 +58,7 @@ impl StatusCounts {
         if state.scaffolding {
             return PlanStatus::Scaffolding;
         }
-        let unfinished = self.pending + self.ready + self.active;
+        let unfinished = self.pending + self.ready + self.active + self.waiting;
         if unfinished == 0 {
             return if self.canceled > 0 {
                 PlanStatus::Canceled
@@ -76,6 +80,10 @@ impl StatusCounts {
         }
         if state.started_at.is_none() {
             return PlanStatus::Pending;
+        }
+        // Nothing can go on by itself: what is left waits on a waiting job.
+        if self.waiting > 0 && self.active == 0 && self.ready == 0 {
+            return PlanStatus::Waiting;
         }
         PlanStatus::Running
     }

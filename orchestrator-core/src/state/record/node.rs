@@ -45,6 +45,62 @@ pub struct NodeState {
     /// the owner can leave running. Cleared when the attempt ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<u32>,
+    /// What the node waits for while its status is `waiting` (SPEC §12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
+    /// A person approved the job (`approval: before`): it is not held again until a retry.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approved: bool,
+}
+
+/// The one durable condition a waiting node waits on (SPEC §12).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Waiting {
+    /// What it waits for.
+    #[serde(rename = "for")]
+    pub waiting_for: WaitingFor,
+    /// Since when, in milliseconds since the Unix epoch.
+    pub since: Millis,
+    /// A timer's deadline, in milliseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Millis>,
+    /// A question (for `input`), or what a person is asked to approve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+/// What a waiting node waits for (the job JSON's `waitingFor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WaitingFor {
+    /// A person's approval (`approval: before`), or rejection.
+    Approval,
+    /// A wall-clock deadline.
+    Timer,
+    /// A person's answer to a question.
+    Input,
+    /// Its sub-jobs.
+    Children,
+}
+
+impl WaitingFor {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitingFor::Approval => "approval",
+            WaitingFor::Timer => "timer",
+            WaitingFor::Input => "input",
+            WaitingFor::Children => "children",
+        }
+    }
+}
+
+impl std::fmt::Display for WaitingFor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// An auto-heal (SPEC §3): an attempt that first lets the healer (an agent) fix what made a
@@ -78,6 +134,8 @@ impl NodeState {
             resume_from: None,
             error: None,
             session_id: None,
+            waiting: None,
+            approved: false,
             heal: None,
             processes: Vec::new(),
         }

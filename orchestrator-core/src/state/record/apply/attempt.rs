@@ -26,9 +26,42 @@ impl PlanState {
             });
         }
         n.status = status;
+        if status != NodeStatus::Waiting {
+            n.waiting = None;
+        }
         if status == NodeStatus::Pending {
             self.ended_at = None;
         }
+        Ok(())
+    }
+
+    /// Node `node` failed while it waited (rejected, force-failed): a failed attempt that ran
+    /// no phase records why (the node's transition to `failed` comes with it).
+    pub(super) fn fail_waiting(
+        &mut self,
+        node: NodeIndex,
+        reason: crate::state::FailureReason,
+        message: &str,
+        at: Millis,
+    ) -> Result<(), ApplyError> {
+        let n = node_mut(self, node)?;
+        let error = message.to_owned();
+        n.attempts.push(Attempt {
+            number: n.attempts.len() as u32 + 1,
+            status: AttemptStatus::Failed,
+            started_at: at,
+            ended_at: Some(at),
+            resumed_from: None,
+            phases: Vec::new(),
+            error: Some(error.clone()),
+            failure_reason: Some(reason),
+            failed_phase: None,
+            metrics: None,
+            output: None,
+            heal: None,
+        });
+        n.error = Some(error);
+        n.waiting = None;
         Ok(())
     }
 

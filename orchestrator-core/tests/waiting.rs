@@ -1,0 +1,250 @@
+//! Waiting for approval (SPEC §12) through the engine, on the in-memory store: a ready
+//! `approval: before` job is held (`waiting`, `waitingFor: approval`) without running, the plan
+//! is `waiting`, and approve, reject, retry, cancel, pause, force-fail and a restart each do
+//! what the rule says.
+//!
+//! The rules: approve makes the job ready (it runs when the plan runs, so a paused plan runs
+//! it on resume); reject fails it with reason `rejected` and blocks its dependents; retry of a
+//! rejected job holds it for approval again; cancel cancels a waiting job; force-fail fails
+//! it (`force_failed`); the wait is journaled, so a plan reopened after a restart still waits.
+
+use std::sync::{Arc, Mutex};
+
+use orchestrator_core::plan::{Approval, Isolation, JobSpec, PlanSpec, WorkSpec};
+use orchestrator_core::state::{FailureReason, NodeStatus, WaitingFor};
+use orchestrator_core::{
+    report, Error, FnRunner, InMemoryPlanRepository, Orchestrator, OrchestratorEvent, PlanId,
+    PlanStatus, RetryRequest, WorkOutput,
+};
+
+type Ran = Arc<Mutex<Vec<String>>>;
+
+fn orchestrator(repo: &InMemoryPlanRepository, ran: &Ran) -> Orchestrator {
+    let ran = ran.clone();
+    Orchestrator::builder()
+        .repository(repo.clone())
+        .runner(
+            "shell",
+            FnRunner::sync(move |_, ctx| {
+                ran.lock().expect("lock").push(ctx.producer_id.clone());
+                Ok(WorkOutput::default())
+            }),
+        )
+        .build()
+        .expect("build")
+}
+
+/// `gate` (approval before) -> `after`; `free` runs meanwhile.
+fn plan() -> PlanSpec {
+    PlanSpec::new("gated")
+        .isolation(Isolation::None)
+        .job(
+            JobSpec::new("gate", "Deploy to production", WorkSpec::shell("deploy"))
+                .approval(Approval::Before),
+        )
+        .job(JobSpec::new("after", "After", WorkSpec::shell("after")).depends_on(["gate"]))
+        .job(JobSpec::new("free", "Free", WorkSpec::shell("free")))
+}
+
+fn ran(r: &Ran) -> Vec<String> {
+    r.lock().expect("lock").clone()
+}
+
+async fn status_of(o: &Orchestrator, id: &PlanId, job: usize) -> NodeStatus {
+    o.status(id).await.expect("status").state.nodes[job].status
+}
+
+async fn started(o: &Orchestrator, dir: &std::path::Path) -> PlanId {
+    let id = o.run(plan(), dir).await.expect("run");
+    let status = o.wait_or_waiting(&id).await.expect("wait");
+    assert_eq!(status, PlanStatus::Waiting);
+    id
+}
+
+#[tokio::test]
+async fn an_approval_before_job_waits_then_runs_when_approved() {
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let mut events = o.subscribe();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = started(&o, dir.path()).await;
+
+    assert_eq!(
+        ran(&r),
+        ["free"],
+        "the gated job and its dependent did not run"
+    );
+    let record = o.status(&id).await.expect("status");
+    assert_eq!(record.state.nodes[0].status, NodeStatus::Waiting);
+    assert_eq!(record.state.nodes[1].status, NodeStatus::Pending);
+    let job = report::job_json(&record, 0);
+    assert_eq!(job["status"], "waiting");
+    assert_eq!(job["waitingFor"], "approval");
+    assert_eq!(job["waiting"]["prompt"], "Deploy to production");
+    assert_eq!(
+        report::job_json(&record, 2)["waitingFor"],
+        serde_json::Value::Null
+    );
+
+    let mut attention = None;
+    while let Ok(e) = events.try_recv() {
+        if let OrchestratorEvent::AttentionNeeded {
+            producer_id,
+            waiting,
+            ..
+        } = e
+        {
+            attention = Some((producer_id, waiting.waiting_for));
+        }
+    }
+    assert_eq!(attention, Some(("gate".to_owned(), WaitingFor::Approval)));
+
+    o.approve(&id, "gate").await.expect("approve");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    assert_eq!(ran(&r), ["free", "gate", "after"]);
+}
+
+#[tokio::test]
+async fn a_rejected_job_fails_with_its_reason_blocks_its_dependents_and_waits_again_on_retry() {
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = started(&o, dir.path()).await;
+
+    o.reject(&id, "gate", "not on a Friday")
+        .await
+        .expect("reject");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
+    let record = o.status(&id).await.expect("status");
+    let gate = &record.state.nodes[0];
+    assert_eq!(gate.status, NodeStatus::Failed);
+    assert_eq!(gate.error.as_deref(), Some("rejected: not on a Friday"));
+    let last = gate
+        .last_attempt()
+        .expect("an attempt records the rejection");
+    assert_eq!(last.failure_reason, Some(FailureReason::Rejected));
+    assert!(last.phases.is_empty(), "nothing of it ran");
+    assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked);
+    assert_eq!(report::job_json(&record, 0)["failureReason"], "rejected");
+
+    o.retry(&id, RetryRequest::all_failed())
+        .await
+        .expect("retry");
+    assert_eq!(
+        o.wait_or_waiting(&id).await.expect("wait"),
+        PlanStatus::Waiting
+    );
+    assert_eq!(
+        status_of(&o, &id, 0).await,
+        NodeStatus::Waiting,
+        "held for approval again"
+    );
+    assert_eq!(
+        status_of(&o, &id, 1).await,
+        NodeStatus::Pending,
+        "unblocked"
+    );
+    o.approve(&id, "gate").await.expect("approve");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    assert_eq!(ran(&r), ["free", "gate", "after"]);
+}
+
+#[tokio::test]
+async fn approving_what_does_not_wait_names_what_it_waits_for() {
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = started(&o, dir.path()).await;
+
+    let e = o
+        .approve(&id, "free")
+        .await
+        .expect_err("free does not wait");
+    assert!(matches!(e, Error::NotWaiting { .. }), "{e:?}");
+    assert_eq!(e.kind(), "not_waiting");
+    let message = e.to_string();
+    assert!(
+        message.contains("job `free` waits for nothing (it is succeeded)"),
+        "{message}"
+    );
+    assert!(
+        message.contains("only a job waiting for approval can be approved"),
+        "{message}"
+    );
+
+    let e = o
+        .answer(&id, "gate", "yes")
+        .await
+        .expect_err("gate waits for approval");
+    assert!(
+        e.to_string().contains("job `gate` waits for approval"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("can be answered"), "{e}");
+
+    let e = o.reject(&id, "nope", "x").await.expect_err("unknown job");
+    assert!(matches!(e, Error::JobNotFound { .. }), "{e:?}");
+    assert_eq!(
+        status_of(&o, &id, 0).await,
+        NodeStatus::Waiting,
+        "nothing changed"
+    );
+}
+
+#[tokio::test]
+async fn cancel_pause_and_force_fail_of_a_waiting_job() {
+    let dir = tempfile::tempdir().expect("tempdir");
+
+    // Cancel: the waiting job is canceled with the plan.
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let id = started(&o, dir.path()).await;
+    o.cancel(&id).await.expect("cancel");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Canceled);
+    assert_eq!(status_of(&o, &id, 0).await, NodeStatus::Canceled);
+
+    // Pause: an approval is kept, and the job runs when the plan resumes.
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let id = started(&o, dir.path()).await;
+    o.pause(&id, false).await.expect("pause");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Paused);
+    o.approve(&id, "gate").await.expect("approve while paused");
+    assert_eq!(status_of(&o, &id, 0).await, NodeStatus::Ready);
+    assert_eq!(ran(&r), ["free"], "a paused plan starts nothing");
+    o.resume(&id).await.expect("resume");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+
+    // Force-fail: the waiting job fails as force-failed; its dependent is blocked.
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let id = started(&o, dir.path()).await;
+    o.force_fail(&id, "gate").await.expect("force-fail");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
+    let record = o.status(&id).await.expect("status");
+    let last = record.state.nodes[0].last_attempt().expect("attempt");
+    assert_eq!(last.failure_reason, Some(FailureReason::ForceFailed));
+    assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked);
+}
+
+#[tokio::test]
+async fn a_wait_survives_a_restart() {
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = {
+        let o = orchestrator(&repo, &r);
+        let id = started(&o, dir.path()).await;
+        o.release(&id).await.expect("release");
+        id
+    };
+    let o = orchestrator(&repo, &r);
+    o.open_plan(&id).await.expect("reopen");
+    assert_eq!(o.plan_status(&id).expect("status"), PlanStatus::Waiting);
+    assert_eq!(status_of(&o, &id, 0).await, NodeStatus::Waiting);
+    o.approve(&id, "gate")
+        .await
+        .expect("approve after the restart");
+    o.resume(&id).await.expect("resume");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    assert_eq!(ran(&r), ["free", "gate", "after"], "nothing ran twice");
+}
