@@ -7,7 +7,6 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,46 +17,14 @@ use orchestrator::core::{
 };
 use orchestrator::git::Git2Operations;
 use orchestrator::storage::FsPlanRepository;
+use orchestrator_testkit::fixtures::{git, git_output, TempRepo};
 
-/// `git` in `dir`, untouched by the user's configuration.
-fn git_cmd(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE");
-    cmd
-}
-
-/// Runs git in `dir`, panics unless it succeeds, returns its stdout without the final newline.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running git {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "git {args:?} in {} failed: {}{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
-}
-
-/// A fresh repository `<dir>/repo` on `main` with one commit of `README.md`.
-fn init_repo(dir: &Path) -> PathBuf {
-    let repo = dir.join("repo");
-    std::fs::create_dir_all(&repo).expect("mkdir repo");
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.name", "Test"]);
-    git(&repo, &["config", "user.email", "test@example.com"]);
-    std::fs::write(repo.join("README.md"), "hello\n").expect("write README");
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "initial"]);
-    std::fs::canonicalize(&repo).expect("canonical repo")
+/// A fresh repository on `main` with one commit of `README.md` (`hello\n`) and its canonical
+/// path (the one `git worktree list` prints).
+fn temp_repo() -> (TempRepo, PathBuf) {
+    let temp = TempRepo::new();
+    let repo = std::fs::canonicalize(&temp.dir).expect("canonical repo");
+    (temp, repo)
 }
 
 /// The README's builder: file store under `<repo>/.orchestrator`, git2, shell and process
@@ -137,10 +104,7 @@ fn extra_worktrees(repo: &Path) -> Vec<String> {
 
 /// The repository is sound and the user's checkout is as it was: `main` at `initial`, clean.
 fn assert_repo_sound(repo: &Path, initial: &str) {
-    let fsck = git_cmd(repo)
-        .args(["fsck", "--full", "--strict"])
-        .output()
-        .expect("git fsck runs");
+    let fsck = git_output(repo, &["fsck", "--full", "--strict"]);
     assert!(
         fsck.status.success(),
         "git fsck: {}{}",
@@ -162,8 +126,7 @@ fn statuses_of(plan: &orchestrator::core::state::PlanRecord) -> Vec<NodeStatus> 
 
 #[tokio::test]
 async fn a_diamond_plan_lands_on_its_target_branch() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = init_repo(dir.path());
+    let (_temp, repo) = temp_repo();
     let initial = git(&repo, &["rev-parse", "HEAD"]);
     let statuses = Arc::new(Mutex::new(Vec::new()));
     let o = orchestrator(&repo, statuses.clone());
@@ -211,8 +174,7 @@ async fn a_diamond_plan_lands_on_its_target_branch() {
 
 #[tokio::test]
 async fn a_failed_job_blocks_its_dependents_until_a_retry_fixes_it() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = init_repo(dir.path());
+    let (_temp, repo) = temp_repo();
     let initial = git(&repo, &["rev-parse", "HEAD"]);
     let o = orchestrator(&repo, Arc::new(Mutex::new(Vec::new())));
 
@@ -233,15 +195,15 @@ async fn a_failed_job_blocks_its_dependents_until_a_retry_fixes_it() {
     let error = record.state.nodes[2].error.clone().unwrap_or_default();
     assert!(error.contains("exit code 4"), "{error}");
     // Nothing landed: the target branch does not exist or still is the base commit.
-    let landed = git_cmd(&repo)
-        .args([
+    let landed = git_output(
+        &repo,
+        &[
             "rev-parse",
             "--verify",
             "--quiet",
             "refs/heads/orchestrator/diamond",
-        ])
-        .output()
-        .expect("git rev-parse runs");
+        ],
+    );
     let tip = String::from_utf8_lossy(&landed.stdout).trim().to_owned();
     assert!(!landed.status.success() || tip == initial, "{tip}");
     assert_repo_sound(&repo, &initial);
@@ -259,8 +221,7 @@ async fn a_failed_job_blocks_its_dependents_until_a_retry_fixes_it() {
 
 #[tokio::test]
 async fn a_second_orchestrator_takes_a_stored_plan_over() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = init_repo(dir.path());
+    let (_temp, repo) = temp_repo();
     let initial = git(&repo, &["rev-parse", "HEAD"]);
 
     // The first owner stores the plan but does not start it, then lets it go.

@@ -12,7 +12,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::node;
@@ -28,6 +27,7 @@ use orchestrator_core::{
     NodeStatus, Orchestrator, Phase, PlanId, PlanStatus, RetryRequest, WorkRunner,
 };
 use orchestrator_git::Git2Operations;
+use orchestrator_testkit::fixtures::TempRepo;
 use orchestrator_testkit::{ModelServer, Script, Turn};
 use serde_json::Value;
 
@@ -141,73 +141,6 @@ fn agent_job(id: &str, task: &str, cli: &str, instructions: &str) -> JobSpec {
     JobSpec::new(id, task, WorkSpec::Agent(spec))
 }
 
-/// A temporary repository on `main` with one commit, made with the `git` CLI.
-struct Repo {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-    home: PathBuf,
-}
-
-impl Repo {
-    fn new() -> Repo {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("repo");
-        let home = tmp.path().join("home");
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        std::fs::create_dir_all(&home).expect("mkdir");
-        let repo = Repo {
-            _tmp: tmp,
-            dir,
-            home,
-        };
-        repo.git(&["init", "-q", "-b", "main"]);
-        // The engine commits through libgit2, which reads the identity from the repository.
-        repo.git(&["config", "user.name", "Test User"]);
-        repo.git(&["config", "user.email", "test@example.invalid"]);
-        std::fs::write(repo.dir.join("README.md"), "hello\n").expect("write");
-        repo.git(&["add", "-A"]);
-        repo.git(&["commit", "-q", "-m", "initial"]);
-        repo
-    }
-
-    /// Runs `git args` in the repository and returns its stdout; fails the test on an error.
-    fn git(&self, args: &[&str]) -> String {
-        let out = self.git_status(args);
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn git_status(&self, args: &[&str]) -> std::process::Output {
-        Command::new("git")
-            .args(args)
-            .current_dir(&self.dir)
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .output()
-            .expect("git runs")
-    }
-
-    /// `git show <rev>:<path>`.
-    fn show(&self, rev: &str, path: &str) -> String {
-        self.git(&["show", &format!("{rev}:{path}")])
-    }
-
-    /// The files in `rev`'s tree.
-    fn files(&self, rev: &str) -> Vec<String> {
-        self.git(&["ls-tree", "-r", "--name-only", rev])
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
 fn orchestrator(agents: AgentWorkRunner) -> Orchestrator {
     Orchestrator::builder()
         .git(Git2Operations::new())
@@ -297,7 +230,7 @@ async fn two_chained_jobs(cli: &str) {
     )
     .await
     .expect("model server");
-    let repo = Repo::new();
+    let repo = TempRepo::new();
     let o = orchestrator(agents(cli, runner_for(cli, &program, &server)));
     let target = format!("agents/{cli}");
     let plan = PlanSpec::new(format!("real {cli}"))
@@ -336,7 +269,7 @@ async fn two_chained_jobs(cli: &str) {
     // The edits landed on the target branch, and the second job saw the first's file.
     assert_eq!(repo.show(&target, "notes.txt"), "hello\nsecond\n");
     assert_eq!(repo.show(&target, "seen.txt"), "hello\n");
-    let mut files = repo.files(&target);
+    let mut files = repo.files_at(&target);
     files.sort();
     assert_eq!(
         files,
@@ -357,14 +290,14 @@ async fn two_chained_jobs(cli: &str) {
     let second = append.commit.clone().expect("second commit");
     assert_eq!(repo.show(&first, "notes.txt"), "hello\n");
     assert!(
-        repo.git_status(&["show", &format!("{first}:seen.txt")])
+        repo.git_output(&["show", &format!("{first}:seen.txt")])
             .status
             .code()
             != Some(0)
     );
     assert_eq!(repo.show(&second, "notes.txt"), "hello\nsecond\n");
     assert!(
-        repo.git_status(&["merge-base", "--is-ancestor", &first, &second])
+        repo.git_output(&["merge-base", "--is-ancestor", &first, &second])
             .status
             .success(),
         "the second job's commit contains the first's"
@@ -588,7 +521,7 @@ async fn a_retried_job_resumes_the_failed_runs_claude_session() {
         spec.env.insert("ANTHROPIC_BASE_URL".into(), url);
         WorkSpec::Agent(spec)
     };
-    let repo = Repo::new();
+    let repo = TempRepo::new();
     let plan = PlanSpec::new("resume claude")
         .target_branch("agents/resume")
         .job(JobSpec::new(
@@ -665,7 +598,7 @@ async fn claude_code_heals_a_failing_shell_job() {
         .healer(healer)
         .build()
         .expect("orchestrator");
-    let repo = Repo::new();
+    let repo = TempRepo::new();
     let plan = PlanSpec::new("heal with claude")
         .target_branch("agents/heal")
         .job(JobSpec::new(

@@ -6,12 +6,13 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{run_and_kill, Repo};
+#[cfg(target_os = "linux")]
+use orchestrator_testkit::fixtures::{alive, gone_within, wait_for_file, wait_for_pid};
 use orchestrator_testkit::fixtures::{copy_repo, job, seed_from_env, Rng};
 use serde_json::{json, Value};
 
@@ -143,15 +144,6 @@ fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
     assert!(resumed >= TRIALS / 2, "too few kills landed mid-run");
 }
 
-/// Whether process `pid` is alive (not a zombie).
-#[cfg(target_os = "linux")]
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_owned()))
-        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn the_next_owner_stops_the_job_processes_a_killed_cli_left_running() {
@@ -170,25 +162,8 @@ fn the_next_owner_stops_the_job_processes_a_killed_cli_left_running() {
         &json!({"name": "long", "jobs": [job("long", &work, &[])]}),
     );
     let mut cli = repo.spawn(&["run", file.to_str().expect("utf-8")]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !first.exists() {
-        assert!(Instant::now() < deadline, "the job never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let read_pid = |p: &Path| -> u32 {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            if let Some(pid) = std::fs::read_to_string(p)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-            {
-                return pid;
-            }
-            assert!(Instant::now() < deadline, "no pid in {}", p.display());
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    };
-    let leftover = read_pid(&first);
+    wait_for_file(&first, Duration::from_secs(30), "the job to start");
+    let leftover = wait_for_pid(&first, Duration::from_secs(5));
     // Give the engine a moment to journal the process group, then kill the CLI only.
     std::thread::sleep(Duration::from_millis(300));
     cli.kill().expect("kill -9");
@@ -197,27 +172,19 @@ fn the_next_owner_stops_the_job_processes_a_killed_cli_left_running() {
 
     // The next owner stops it before running the job again.
     let mut resumed = repo.spawn(&["resume", &repo.latest_plan().expect("plan")]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while alive(leftover) {
-        assert!(
-            Instant::now() < deadline,
-            "the leftover job {leftover} still runs"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let again = read_pid(&second);
+    assert!(
+        gone_within(leftover, Duration::from_secs(30)),
+        "the leftover job {leftover} still runs"
+    );
+    let again = wait_for_pid(&second, Duration::from_secs(5));
     assert_ne!(again, leftover);
     // SIGTERM pauses cleanly and stops the new attempt's processes too.
     let _ = Command::new("kill")
         .args(["-TERM", &resumed.id().to_string()])
         .status();
     let _ = resumed.wait();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while alive(again) {
-        assert!(
-            Instant::now() < deadline,
-            "the resumed job {again} still runs"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        gone_within(again, Duration::from_secs(10)),
+        "the resumed job {again} still runs"
+    );
 }

@@ -6,59 +6,18 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::Repo;
-use orchestrator_testkit::fixtures::job;
+use orchestrator_testkit::fixtures::{alive, gone_within, job, kill, on_path, wait_for_pid};
 use serde_json::json;
 
 fn have_setsid() -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("setsid").is_file()));
+    let found = on_path("setsid");
     if !found {
         println!("skipped: `setsid` is not installed, so no process can leave its group");
     }
     found
-}
-
-/// A running process (a zombie does not count).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
-}
-
-fn wait_for_pid(path: &Path) -> i32 {
-    let end = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < end {
-        if let Some(pid) = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            return pid;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("no pid in {}", path.display());
-}
-
-fn gone_within(pid: i32, within: Duration) -> bool {
-    let end = Instant::now() + within;
-    while Instant::now() < end {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    !alive(pid)
-}
-
-fn kill(pid: i32) {
-    let _ = std::process::Command::new("kill")
-        .args(["-9", &pid.to_string()])
-        .status();
 }
 
 /// Shell that starts a grandchild in a session of its own, which writes its pid to `pid_file`
@@ -87,7 +46,7 @@ fn a_setsid_grandchild_ends_with_its_jobs_timeout() {
     let plan = repo.plan("timeout.json", &json!({"name": "timeout", "jobs": [hangs]}));
     let run = repo.run(&["run", plan.to_str().expect("utf-8"), "--json", "-q"]);
     run.expect_code(1);
-    let pid = wait_for_pid(&pid_file);
+    let pid = wait_for_pid(&pid_file, Duration::from_secs(30));
     let gone = gone_within(pid, Duration::from_secs(3));
     if !gone {
         kill(pid);
@@ -118,7 +77,7 @@ fn resume_after_kill_9_stops_a_setsid_grandchild_of_the_dead_run() {
         &json!({"name": "escape", "jobs": [job("escapes", &work, &[])]}),
     );
     let mut child = repo.spawn(&["run", plan.to_str().expect("utf-8"), "-q"]);
-    let pid = wait_for_pid(&pid_file);
+    let pid = wait_for_pid(&pid_file, Duration::from_secs(30));
     child.kill().expect("kill -9");
     let _ = child.wait();
     std::thread::sleep(Duration::from_millis(200));

@@ -6,7 +6,7 @@
 mod common;
 
 use common::Repo;
-use orchestrator_testkit::fixtures::{job, Run};
+use orchestrator_testkit::fixtures::{init_repo, job, Run};
 use serde_json::json;
 
 #[test]
@@ -14,34 +14,7 @@ fn nested_repositories_are_committed_as_plain_files() {
     let repo = Repo::new();
     // A library with history to clone, outside the repository.
     let lib = repo.scratch.join("lib");
-    std::fs::create_dir_all(&lib).expect("mkdir");
-    let git_in = |dir: &std::path::Path, args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("HOME", &repo.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .expect("git");
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    };
-    git_in(&lib, &["init", "-q", "-b", "main"]);
-    std::fs::write(lib.join("lib.txt"), "library\n").expect("write");
-    git_in(&lib, &["add", "-A"]);
-    git_in(
-        &lib,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "-m",
-            "lib",
-        ],
-    );
+    init_repo(&lib, &[("lib.txt", "library\n")]);
     let work = format!(
         "git clone -q '{}' vendor/lib && mkdir scaffold && cd scaffold && git init -q && \
          echo app > app.txt && echo 'local.txt' > .gitignore && echo no > local.txt",

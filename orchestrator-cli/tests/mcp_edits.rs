@@ -4,27 +4,10 @@
 mod common;
 mod mcp_client;
 
-use std::process::Command;
-
 use common::Repo;
 use mcp_client::{call, failed, ok, wait_for, Client};
+use orchestrator_testkit::fixtures::{git, job};
 use serde_json::{json, Value};
-
-fn job(id: &str, work: &str, deps: &[&str]) -> Value {
-    json!({"producerId": id, "task": format!("task {id}"), "work": work, "dependencies": deps})
-}
-
-/// A file's content on a branch, read with the git CLI.
-fn show(repo: &Repo, branch: &str, file: &str) -> Option<String> {
-    let out = Command::new("git")
-        .args(["show", &format!("{branch}:{file}")])
-        .current_dir(&repo.dir)
-        .output()
-        .expect("git runs");
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
 
 async fn deps(client: &Client, plan: &str, producer: &str) -> Value {
     let r = call(
@@ -89,7 +72,7 @@ async fn scaffold_add_jobs_finalize() {
     assert_eq!(done["status"], "succeeded", "{done}");
     let target = done["targetBranch"].as_str().expect("target");
     assert_eq!(
-        show(&repo, target, "join.txt").as_deref(),
+        repo.try_show(target, "join.txt").as_deref(),
         Some("left\nright")
     );
 
@@ -190,10 +173,10 @@ async fn every_reshape_operation_in_both_spellings() {
     for file in [
         "a.txt", "b.txt", "c.txt", "n1.txt", "n2.txt", "p.txt", "q.txt",
     ] {
-        assert!(show(&repo, target, file).is_some(), "{file} on {target}");
+        assert!(repo.try_show(target, file).is_some(), "{file} on {target}");
     }
     for file in ["x.txt", "y.txt"] {
-        assert!(show(&repo, target, file).is_none(), "{file} was removed");
+        assert!(repo.try_show(target, file).is_none(), "{file} was removed");
     }
     let _ = client.cancel().await;
 }
@@ -269,7 +252,7 @@ async fn updates_bulk_updates_and_clone() {
     assert_eq!(done["status"], "succeeded", "{done}");
     let target = done["targetBranch"].as_str().expect("target").to_owned();
     assert_eq!(
-        show(&repo, &target, "fixed2.txt").as_deref(),
+        repo.try_show(&target, "fixed2.txt").as_deref(),
         Some("fixed2")
     );
 
@@ -314,15 +297,13 @@ async fn the_self_test_plan_fails_retries_and_succeeds() {
     let target = done["targetBranch"].as_str().expect("target");
     assert!(target.starts_with("orchestrator/self-test-"), "{target}");
     assert_eq!(
-        show(&repo, target, "selftest/join.txt").as_deref(),
+        repo.try_show(target, "selftest/join.txt").as_deref(),
         Some("left\nright")
     );
-    let head = Command::new("git")
-        .args(["rev-parse", "--abbrev-ref", "HEAD"])
-        .current_dir(&repo.dir)
-        .output()
-        .expect("git");
-    assert_eq!(String::from_utf8_lossy(&head.stdout).trim(), "main");
-    assert!(show(&repo, "main", "selftest/join.txt").is_none());
+    assert_eq!(
+        git(&repo.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        "main"
+    );
+    assert!(repo.try_show("main", "selftest/join.txt").is_none());
     let _ = client.cancel().await;
 }

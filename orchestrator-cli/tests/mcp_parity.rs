@@ -6,25 +6,10 @@
 mod common;
 mod mcp_client;
 
-use std::process::Command;
-
 use common::Repo;
 use mcp_client::{call, failed, ok, wait_for};
+use orchestrator_testkit::fixtures::git;
 use serde_json::{json, Value};
-
-fn git(repo: &Repo, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(&repo.dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 async fn job_log(client: &mcp_client::Client, plan: &str, job: &str) -> String {
     let r = call(
@@ -99,7 +84,7 @@ async fn every_plan_field_in_camel_case_is_accepted_and_honored() {
     assert_eq!(options["additionalSymlinkDirs"], json!(["shared-cache"]));
 
     // Plan, job and spec env layered; the result on the named target branch.
-    assert_eq!(git(&repo, &["show", "feature/parity:all.txt"]), "pjs");
+    assert_eq!(git(&repo.dir, &["show", "feature/parity:all.txt"]), "pjs");
     // verifyRi ran on the snapshot.
     let snapshot_log = job_log(&client, &id, "snapshot-validation").await;
     assert!(snapshot_log.contains("verified-snapshot"), "{snapshot_log}");
@@ -107,12 +92,14 @@ async fn every_plan_field_in_camel_case_is_accepted_and_honored() {
     let init = std::fs::read_to_string(&init_log).expect("worktreeInit ran");
     assert!(init.lines().count() >= 2, "{init}");
     // cleanUpSuccessfulWork: false keeps the jobs' worktrees.
-    let worktrees = git(&repo, &["worktree", "list"]);
+    let worktrees = git(&repo.dir, &["worktree", "list"]);
     assert!(worktrees.lines().count() >= 3, "{worktrees}");
     // The symlinked folder is not committed.
-    assert!(
-        !git(&repo, &["ls-tree", "-r", "--name-only", "feature/parity"]).contains("shared-cache")
-    );
+    assert!(!git(
+        &repo.dir,
+        &["ls-tree", "-r", "--name-only", "feature/parity"]
+    )
+    .contains("shared-cache"));
     let _ = client.cancel().await;
 }
 

@@ -5,10 +5,10 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{tool_call, RawMcp, Repo};
-use orchestrator_testkit::fixtures::{copy_repo, wait_child};
+use orchestrator_testkit::fixtures::{copy_repo, signal, wait_child, wait_for_file};
 use serde_json::{json, Value};
 
 const TARGET: &str = "orchestrator/repairs";
@@ -75,22 +75,6 @@ fn assert_clean(repo: &Repo, root: &Path, label: &str) {
     );
 }
 
-/// Polls `status --json` of the latest plan until `ok`.
-fn wait_status(repo: &Repo, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = repo.run(&["status", "--json"]);
-        if r.code == 0 {
-            let doc = r.json();
-            if ok(&doc) {
-                return doc;
-            }
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn succeeded_jobs(doc: &Value) -> usize {
     doc["jobs"]
         .as_array()
@@ -123,7 +107,9 @@ fn a_killed_mcp_server_continues_its_plan_when_it_starts_again() {
     );
     assert!(created.get("error").is_none(), "{created}");
     // Mid-plan: some jobs done, some not.
-    wait_status(&repo, "a job to succeed", |doc| succeeded_jobs(doc) >= 1);
+    repo.wait_for_within("a job to succeed", Duration::from_secs(60), |doc| {
+        succeeded_jobs(doc) >= 1
+    });
     server.child.kill().expect("kill -9 the server");
     let _ = server.child.wait();
     drop(server);
@@ -136,7 +122,7 @@ fn a_killed_mcp_server_continues_its_plan_when_it_starts_again() {
     // A new server takes the interrupted plan over and finishes it.
     let mut again = RawMcp::start(&repo);
     again.initialize();
-    let doc = wait_status(&repo, "the plan to end", |doc| {
+    let doc = repo.wait_for_within("the plan to end", Duration::from_secs(60), |doc| {
         matches!(doc["status"].as_str(), Some("succeeded" | "failed"))
     });
     assert_eq!(doc["status"], "succeeded", "{doc:#}");
@@ -164,11 +150,7 @@ fn worktrees_outside_the_repository_are_repaired_and_swept_there() {
     let file = file.to_str().expect("utf-8");
 
     let child = repo.spawn(&["run", file, "-q"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !marker.exists() {
-        assert!(Instant::now() < deadline, "the job never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_file(&marker, Duration::from_secs(30), "the job to start");
     let ran_in = std::fs::read_to_string(&marker).expect("marker");
     let root_real = root.canonicalize().expect("root");
     assert!(
@@ -182,10 +164,7 @@ fn worktrees_outside_the_repository_are_repaired_and_swept_there() {
     );
     // kill -9 mid-job: its worktree stays under the root.
     let pid = child.id();
-    std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .expect("kill");
+    signal(pid, "KILL");
     let _ = wait_child(child, Duration::from_secs(10));
     assert!(
         !folders(&root).is_empty(),

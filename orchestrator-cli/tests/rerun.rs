@@ -7,11 +7,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{run_and_kill, Repo};
-use orchestrator_testkit::fixtures::{copy_repo, seed_from_env, wait_child, Rng};
+use orchestrator_testkit::fixtures::{
+    copy_repo, seed_from_env, signal, wait_child, wait_for_file, Rng,
+};
 use serde_json::{json, Value};
 
 /// A marker file outside the repository: the first run of a phase creates it and then hangs
@@ -21,23 +22,6 @@ fn hang_once(marker: &Path) -> String {
         "if [ ! -e '{m}' ]; then touch '{m}'; sleep 60; fi",
         m = marker.display()
     )
-}
-
-/// Waits until `path` exists.
-fn wait_for_file(path: &Path, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !path.exists() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn signal(pid: u32, name: &str) {
-    let status = Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
 }
 
 /// How a run is stopped before it ends.
@@ -136,7 +120,11 @@ fn stop_and_rerun(phase: In, stop: Stop) {
         }
         Stop::Kill | Stop::Term | Stop::Int => {
             let child = repo.spawn(&["run", file, "-q"]);
-            wait_for_file(&marker, &format!("{label}: the phase to start"));
+            wait_for_file(
+                &marker,
+                Duration::from_secs(30),
+                &format!("{label}: the phase to start"),
+            );
             let pid = child.id();
             match stop {
                 Stop::Kill => signal(pid, "KILL"),

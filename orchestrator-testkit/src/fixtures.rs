@@ -20,12 +20,12 @@ pub mod wait;
 
 pub use git::{
     assert_git_healthy, cli_linked_worktrees, cli_worktrees, git, git_cmd, git_output, git_stdout,
-    init_repo, isolate, snapshot_checkout, Checked, TEST_EMAIL, TEST_NAME,
+    git_try, init_repo, isolate, snapshot_checkout, Checked, TEST_EMAIL, TEST_NAME,
 };
 pub use plan::{job, job_doc, job_statuses};
 pub use process::{
-    alive, copy_repo, kill, on_path, terminate, unreaped_child_of_ours, wait_child, Run,
+    alive, copy_repo, kill, on_path, signal, terminate, unreaped_child_of_ours, wait_child, Run,
 };
 pub use repo::TempRepo;
 pub use rng::{seed_from_env, Rng};
-pub use wait::{dies_within, read_pid};
+pub use wait::{dies_within, gone_within, read_pid, wait_for_file, wait_for_pid};

@@ -94,8 +94,19 @@ impl Repo {
         r.json()
     }
 
-    /// Waits until `status --json` of the latest plan satisfies `ok`.
+    /// Waits (up to 30 s) until `status --json` of the latest plan satisfies `ok`.
     pub fn wait_for(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        self.wait_for_within(what, Duration::from_secs(30), ok)
+    }
+
+    /// Waits until `status --json` of the latest plan satisfies `ok`, up to `within`; panics,
+    /// naming `what`, when it does not in time.
+    pub fn wait_for_within(
+        &self,
+        what: &str,
+        within: Duration,
+        ok: impl Fn(&Value) -> bool,
+    ) -> Value {
         let start = Instant::now();
         loop {
             let r = self.run(&["status", "--json"]);
@@ -105,12 +116,12 @@ impl Repo {
                     return doc;
                 }
                 assert!(
-                    start.elapsed() < Duration::from_secs(30),
+                    start.elapsed() < within,
                     "timed out waiting for {what}: {doc:#}"
                 );
             } else {
                 assert!(
-                    start.elapsed() < Duration::from_secs(30),
+                    start.elapsed() < within,
                     "timed out waiting for {what}: {}",
                     r.stderr
                 );
