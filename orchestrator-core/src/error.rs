@@ -8,6 +8,9 @@ use crate::plan::{EditError, ValidationErrors};
 use crate::repository::StoreError;
 use crate::state::ApplyError;
 
+mod problems;
+pub use problems::{ConfigProblem, StateProblem};
+
 /// Errors of the orchestrator core.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -80,12 +83,12 @@ pub enum Error {
         source: ValidationErrors,
     },
     /// An operation not allowed in the plan's or node's current state.
-    #[error("plan {plan}: {message}")]
+    #[error("plan {plan}: {problem}")]
     InvalidState {
         /// Plan.
         plan: PlanId,
         /// What is not allowed, and why.
-        message: String,
+        problem: StateProblem,
     },
     /// `approve`, `reject` or `answer` of a job that does not wait for that (SPEC §12).
     #[error("plan {plan}: job `{job}` {}; only a job waiting for {wanted} can be {verb}", waits_for(.status, .waiting_for))]
@@ -129,7 +132,7 @@ pub enum Error {
     Git(#[from] GitError),
     /// The builder was given inconsistent settings.
     #[error("invalid orchestrator configuration: {0}")]
-    Config(String),
+    Config(ConfigProblem),
     /// I/O outside the store (reading a plan file, creating symlinks).
     #[error("{operation} {path}: {source}")]
     Io {

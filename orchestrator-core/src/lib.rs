@@ -33,7 +33,7 @@ pub use capacity::{Capacity, CapacityError, ProcessSlots, Slot};
 pub use engine::{
     ArchiveReport, Orchestrator, OrchestratorBuilder, OrchestratorOptions, RetryRequest,
 };
-pub use error::{Error, Result};
+pub use error::{ConfigProblem, Error, Result, StateProblem};
 pub use events::OrchestratorEvent;
 pub use git::{ConflictResolver, GitError, GitOperations};
 pub use ids::{NodeId, PlanId};

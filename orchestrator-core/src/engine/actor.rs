@@ -225,10 +225,10 @@ impl PlanActor {
         }
     }
 
-    fn invalid(&self, message: impl Into<String>) -> Error {
+    fn invalid(&self, problem: crate::error::StateProblem) -> Error {
         Error::InvalidState {
             plan: self.id.clone(),
-            message: message.into(),
+            problem,
         }
     }
 

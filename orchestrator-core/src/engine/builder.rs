@@ -7,7 +7,7 @@ use crate::capacity::{Both, Capacity, ProcessSlots};
 use crate::engine::context::EngineCtx;
 use crate::engine::options::OrchestratorOptions;
 use crate::engine::orchestrator::Orchestrator;
-use crate::error::{Error, Result};
+use crate::error::{ConfigProblem, Error, Result};
 use crate::events::{EventBus, EventCallback, OrchestratorEvent};
 use crate::git::{ConflictResolver, GitOperations};
 use crate::redact::Redactor;
@@ -162,21 +162,22 @@ impl OrchestratorBuilder {
     pub fn build(self) -> Result<Orchestrator> {
         let o = &self.options;
         if o.global_capacity == 0 {
-            return Err(Error::Config(
-                "global_capacity must be at least 1 (it bounds how many jobs run at once)".into(),
-            ));
+            return Err(Error::Config(ConfigProblem::NoCapacity));
         }
         if o.event_buffer == 0 {
-            return Err(Error::Config("event_buffer must be at least 1".into()));
+            return Err(Error::Config(ConfigProblem::NoEventBuffer));
         }
         if let Some(kind) = self.runners.keys().find(|k| k.trim().is_empty()) {
-            return Err(Error::Config(format!("runner kind {kind:?} is empty")));
+            return Err(Error::Config(ConfigProblem::EmptyRunnerKind {
+                kind: kind.clone(),
+            }));
         }
         if let (Some(root), Some(git)) = (&o.worktree_root, &self.git) {
             git.allow_worktree_root(root)?;
         }
         let process: Arc<dyn Capacity> = Arc::new(
-            ProcessSlots::new(o.global_capacity).map_err(|e| Error::Config(e.to_string()))?,
+            ProcessSlots::new(o.global_capacity)
+                .map_err(|e| Error::Config(ConfigProblem::Capacity(e.to_string())))?,
         );
         // The process slot first: a process waits for a shared slot only when it could use it.
         let capacity: Arc<dyn Capacity> = match self.capacity {

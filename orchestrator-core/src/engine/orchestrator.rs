@@ -10,7 +10,7 @@ use tracing::Instrument;
 use crate::engine::actor::PlanActor;
 use crate::engine::context::{EngineCtx, PlanHandle};
 use crate::engine::messages::{ArchiveReport, HostRequest, Message, RetryRequest};
-use crate::error::{Error, Result};
+use crate::error::{ConfigProblem, Error, Result, StateProblem};
 use crate::events::OrchestratorEvent;
 use crate::ids::{now_millis, PlanId};
 use crate::plan::{validate, PlanEdit, PlanGraph, PlanSpec, ValidationContext};
@@ -94,11 +94,7 @@ impl Orchestrator {
             },
         )?;
         if spec.isolation == crate::plan::Isolation::Worktree && self.ctx.git.is_none() {
-            return Err(Error::Config(
-                "this plan uses worktree isolation but the orchestrator has no git layer; \
-                 add one with OrchestratorBuilder::git, or set `isolation: none`"
-                    .into(),
-            ));
+            return Err(Error::Config(ConfigProblem::NoGitLayer));
         }
         self.check_base_revisions(&spec, &dir).await?;
         if let (crate::plan::Isolation::Worktree, Some(git)) = (spec.isolation, &self.ctx.git) {
@@ -188,11 +184,10 @@ impl Orchestrator {
         if graph.node_count() != record.state.nodes.len() {
             return Err(Error::InvalidState {
                 plan: id.clone(),
-                message: format!(
-                    "stored state has {} nodes but its plan defines {}",
-                    record.state.nodes.len(),
-                    graph.node_count()
-                ),
+                problem: StateProblem::NodeCountMismatch {
+                    stored: record.state.nodes.len(),
+                    defined: graph.node_count(),
+                },
             });
         }
         if let Some(git) = &self.ctx.git {

@@ -2,18 +2,19 @@
 //! on the first start), pause, resume, cancel, force-fail, retry, recover and archive.
 
 use super::*;
+use crate::error::StateProblem;
 
 impl PlanActor {
     pub(super) async fn start(&mut self) -> Result<()> {
         let state = &self.machine.record().state;
         if state.archived {
-            return Err(self.invalid("the plan is archived"));
+            return Err(self.invalid(StateProblem::Archived));
         }
         if state.scaffolding {
-            return Err(self.invalid("the plan is still being scaffolded; finalize it first"));
+            return Err(self.invalid(StateProblem::Scaffolding));
         }
         if state.canceled {
-            return Err(self.invalid("the plan was canceled; recover it to run it again"));
+            return Err(self.invalid(StateProblem::Canceled));
         }
         if let Some(other) = self.spec.resume_after_plan.clone() {
             let other = PlanId::from(other);
@@ -61,9 +62,11 @@ impl PlanActor {
     }
 
     pub(super) async fn prepare_git(&self) -> Result<(String, String, String)> {
-        let git = self.ctx.git.as_ref().ok_or_else(|| {
-            Error::Config("worktree isolation needs a git layer (OrchestratorBuilder::git)".into())
-        })?;
+        let git = self
+            .ctx
+            .git
+            .as_ref()
+            .ok_or_else(|| Error::Config(crate::error::ConfigProblem::NoGitLayer))?;
         let repo = &self.machine.record().state.repo;
         // The worktree root, when inside the repository, stays out of `git status` like ours.
         let root = self.ctx.options.plan_worktree_root(&self.spec, repo);
@@ -148,7 +151,7 @@ impl PlanActor {
     pub(super) async fn resume(&mut self) -> Result<()> {
         let state = &self.machine.record().state;
         if state.canceled {
-            return Err(self.invalid("the plan was canceled; recover it to run it again"));
+            return Err(self.invalid(StateProblem::Canceled));
         }
         self.machine
             .resume(self.clock)
@@ -158,10 +161,9 @@ impl PlanActor {
 
     pub(super) fn cancel(&mut self) -> Result<()> {
         if self.machine.plan_status().is_terminal() && self.active == 0 {
-            return Err(self.invalid(format!(
-                "the plan has already ended ({})",
-                self.machine.plan_status()
-            )));
+            return Err(self.invalid(StateProblem::Ended {
+                status: self.machine.plan_status(),
+            }));
         }
         self.machine
             .cancel(self.clock)
@@ -191,17 +193,16 @@ impl PlanActor {
                 r.cancel.cancel();
                 Ok(())
             }
-            None => Err(self.invalid(format!(
-                "job `{job}` is not running (it is {}); only running or waiting jobs can be \
-                 force-failed",
-                self.machine.status_of(n)
-            ))),
+            None => Err(self.invalid(StateProblem::NotRunning {
+                job: job.to_owned(),
+                status: self.machine.status_of(n),
+            })),
         }
     }
 
     pub(super) async fn retry(&mut self, request: Box<RetryRequest>) -> Result<usize> {
         if self.machine.record().state.canceled {
-            return Err(self.invalid("the plan was canceled; recover it to run it again"));
+            return Err(self.invalid(StateProblem::Canceled));
         }
         let graph = self.machine.graph().clone();
         let nodes: Vec<NodeIndex> = if request.jobs.is_empty() {
@@ -214,25 +215,24 @@ impl PlanActor {
                 let n = resolve_job(self.machine.record(), Some(&graph), job)?;
                 let s = self.machine.status_of(n);
                 if s != NodeStatus::Failed {
-                    return Err(self.invalid(format!(
-                        "job `{job}` is {s}; only failed jobs can be retried"
-                    )));
+                    return Err(self.invalid(StateProblem::NotFailed {
+                        job: job.clone(),
+                        status: s,
+                    }));
                 }
                 v.push(n);
             }
             v
         };
         if nodes.is_empty() {
-            return Err(self.invalid("there are no failed jobs to retry"));
+            return Err(self.invalid(StateProblem::NothingToRetry));
         }
         let replaces =
             request.work.is_some() || request.prechecks.is_some() || request.postchecks.is_some();
         if replaces {
             if let Some(n) = nodes.iter().find(|&&n| graph.is_snapshot(n)) {
                 let _ = n;
-                return Err(self.invalid(
-                    "the snapshot-validation job runs the plan's verifyRi; its work cannot be replaced by retry",
-                ));
+                return Err(self.invalid(StateProblem::SnapshotWork));
             }
         }
         let at = self.clock;
@@ -284,9 +284,7 @@ impl PlanActor {
     pub(super) async fn recover(&mut self) -> Result<()> {
         let status = self.machine.plan_status();
         if !matches!(status, PlanStatus::Failed | PlanStatus::Canceled) || self.active > 0 {
-            return Err(self.invalid(format!(
-                "only failed or canceled plans can be recovered; this one is {status}"
-            )));
+            return Err(self.invalid(StateProblem::NotRecoverable { status }));
         }
         if self.spec.isolation == Isolation::Worktree {
             if let Some(git) = self.ctx.git.clone() {
@@ -341,9 +339,7 @@ impl PlanActor {
             PlanStatus::Succeeded | PlanStatus::Failed | PlanStatus::Canceled
         ) || self.active > 0
         {
-            return Err(self.invalid(format!(
-                "only ended plans (succeeded, failed, canceled) can be archived; this one is {status}"
-            )));
+            return Err(self.invalid(StateProblem::NotArchivable { status }));
         }
         let mut report = ArchiveReport::default();
         if let Some(git) = self.ctx.git.clone() {

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
+use crate::error::StateProblem;
+
 use super::PlanActor;
 use crate::engine::queue::ReadyQueue;
 use crate::error::{Error, Result};
@@ -75,14 +77,11 @@ impl PlanActor {
         let state = &record.state;
         let status = record.status();
         if state.archived || state.canceled || status == PlanStatus::Succeeded {
-            return Err(self.invalid(format!("a {status} plan cannot be changed")));
+            return Err(self.invalid(StateProblem::Unchangeable { status }));
         }
         if let Some(s) = self.machine.graph().snapshot() {
             if started(state.nodes[s].status) {
-                return Err(self.invalid(
-                    "the plan is delivering its result to the target branch; it can no longer \
-                     change",
-                ));
+                return Err(self.invalid(StateProblem::Delivering));
             }
         }
         Ok(())
@@ -139,10 +138,10 @@ impl PlanActor {
                 && graph.is_user_leaf(i)
                 && !old_graph.is_user_leaf(o)
             {
-                return Err(self.invalid(format!(
-                    "job `{}` is {} and would become a leaf; keep a job depending on it",
-                    spec.jobs[i].producer_id, state.nodes[o].status
-                )));
+                return Err(self.invalid(StateProblem::WouldBecomeLeaf {
+                    job: spec.jobs[i].producer_id.clone(),
+                    status: state.nodes[o].status,
+                }));
             }
         }
         Ok(())
@@ -248,7 +247,7 @@ impl PlanActor {
     pub(super) fn finalize(&mut self) -> Result<()> {
         let record = self.machine.record();
         if !record.state.scaffolding {
-            return Err(self.invalid("the plan is not being scaffolded"));
+            return Err(self.invalid(StateProblem::NotScaffolding));
         }
         validate(
             &record.spec,

@@ -54,9 +54,9 @@ impl PlanActor {
     /// No job asks one yet, so this names what the job waits for instead.
     pub(super) fn answer(&mut self, job: &str, _answer: String) -> Result<()> {
         self.waiting_for(job, WaitingFor::Input, "answered")?;
-        Err(self.invalid(format!(
-            "job `{job}` waits for input, which nothing can answer in this build"
-        )))
+        Err(self.invalid(crate::error::StateProblem::NoAnswerTaker {
+            job: job.to_owned(),
+        }))
     }
 
     /// Force-fails a waiting job (`force_fail` on a job that holds no process).
@@ -77,7 +77,11 @@ impl PlanActor {
             return Ok(n);
         }
         // Named by its producerId, however the caller referred to it (a node id, from MCP).
-        let name = self.spec.jobs.get(n).map_or(job, |j| j.producer_id.as_str());
+        let name = self
+            .spec
+            .jobs
+            .get(n)
+            .map_or(job, |j| j.producer_id.as_str());
         Err(Error::NotWaiting {
             plan: self.id.clone(),
             job: name.to_owned(),

@@ -36,7 +36,15 @@ pub enum ApplyError {
     },
     /// A journaled edit could not be applied again.
     #[error("the plan edit cannot be applied: {0}")]
-    Edit(String),
+    Edit(#[source] crate::plan::EditError),
+    /// A journaled reshape adds a different number of jobs than it has new node ids for.
+    #[error("the plan edit cannot be applied: {jobs} new jobs but {ids} new node ids")]
+    NewIds {
+        /// Jobs the edit adds.
+        jobs: usize,
+        /// Node ids recorded for them.
+        ids: usize,
+    },
     /// An attempt-level change arrived while no attempt runs.
     #[error("node {node} has no running attempt for {op}")]
     NoAttempt {

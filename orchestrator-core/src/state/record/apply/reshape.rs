@@ -35,7 +35,7 @@ impl PlanRecord {
             |p| status_by_producer.get(p).copied(),
             started,
         )
-        .map_err(|e| ApplyError::Edit(e.to_string()))?;
+        .map_err(ApplyError::Edit)?;
         let from = crate::plan::layout(&self.spec, &spec);
         // Checked before anything changes: a change either applies or does nothing.
         if let Some(&Some(o)) = from.iter().find(|f| f.is_some_and(|o| o >= count)) {
@@ -43,10 +43,10 @@ impl PlanRecord {
         }
         let fresh = from.iter().filter(|f| f.is_none()).count();
         if fresh != new_ids.len() {
-            return Err(ApplyError::Edit(format!(
-                "{fresh} new jobs but {} new node ids",
-                new_ids.len()
-            )));
+            return Err(ApplyError::NewIds {
+                jobs: fresh,
+                ids: new_ids.len(),
+            });
         }
         let mut old: Vec<Option<NodeState>> = std::mem::take(&mut self.state.nodes)
             .into_iter()
