@@ -66,7 +66,7 @@ impl PlanActor {
             .ctx
             .git
             .as_ref()
-            .ok_or_else(|| Error::Config(crate::error::ConfigProblem::NoGitLayer))?;
+            .ok_or(Error::Config(crate::error::ConfigProblem::NoGitLayer))?;
         let repo = &self.machine.record().state.repo;
         // The worktree root, when inside the repository, stays out of `git status` like ours.
         let root = self.ctx.options.plan_worktree_root(&self.spec, repo);
