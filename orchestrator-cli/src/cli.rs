@@ -295,13 +295,20 @@ pub struct AnswerArgs {
     pub answer: String,
 }
 
-/// `--until-waiting` of `run`, `retry` and `resume`.
+/// `--until-waiting` and `--notify` of `run`, `retry` and `resume`.
 #[derive(Debug, Clone, Args)]
 pub struct WaitArgs {
     /// Return as soon as the plan waits for a person (a job waits for approval) and nothing
     /// runs, with exit code 4; the plan stays as it is for `approve`/`reject` and `resume`.
     #[arg(long)]
     pub until_waiting: bool,
+    /// Run the shell command CMD (`sh -c`, in the repository) each time a job starts waiting
+    /// and once when this command stops following the plan, with one JSON line on stdin:
+    /// {"event":"attention_needed","planId","jobId","producerId","waitingFor","since",...} or
+    /// {"event":"plan_ended"|"plan_waiting"|"plan_paused","planId","name","status"}. One at a
+    /// time, in order, each stopped after 10 s; a failing CMD is only a warning.
+    #[arg(long, value_name = "CMD")]
+    pub notify: Option<String>,
 }
 
 /// `resume`.

@@ -4,11 +4,13 @@
 use std::future::Future;
 use std::time::Duration;
 
+use orchestrator_core::state::PlanRecord;
 use orchestrator_core::{Orchestrator, PlanId, PlanStatus};
 
-use crate::cli::OutputArgs;
+use crate::cli::{OutputArgs, WaitArgs};
 use crate::control::{Inbox, Reply, POLL};
 use crate::error::{CliError, CliResult, Exit};
+use crate::notify::{End, Notifier};
 use crate::progress::{Mode, Progress, Start};
 use crate::report;
 use crate::workspace::Workspace;
@@ -22,7 +24,33 @@ enum Stop {
 /// Starts plan `id`, which `o` holds for this process, with `kick` (start, resume), shows
 /// progress until it ends or pauses, releases it, prints the result and returns the exit code.
 /// `since` is when this process started to take the plan over (ms): older requests are stale.
+/// With `--notify`, runs its command for each wait that starts and once at the end.
 pub async fn run_to_end<F>(
+    ws: &Workspace,
+    o: &Orchestrator,
+    id: &PlanId,
+    since: u64,
+    output: &OutputArgs,
+    wait: &WaitArgs,
+    kick: F,
+) -> CliResult<Exit>
+where
+    F: Future<Output = orchestrator_core::Result<()>>,
+{
+    let notifier = Notifier::spawn(wait.notify.as_deref(), ws.root(), id, o.subscribe());
+    let result = drive(ws, o, id, since, output, wait.until_waiting, kick).await;
+    if let Some(notifier) = notifier {
+        let end = result
+            .as_ref()
+            .ok()
+            .map(|(_, record)| (End::of(record.status()), record));
+        notifier.finish(end).await;
+    }
+    result.map(|(exit, _)| exit)
+}
+
+/// [`run_to_end`] but the notifications: also returns the plan as it was left.
+async fn drive<F>(
     ws: &Workspace,
     o: &Orchestrator,
     id: &PlanId,
@@ -30,7 +58,7 @@ pub async fn run_to_end<F>(
     output: &OutputArgs,
     until_waiting: bool,
     kick: F,
-) -> CliResult<Exit>
+) -> CliResult<(Exit, PlanRecord)>
 where
     F: Future<Output = orchestrator_core::Result<()>>,
 {
@@ -109,7 +137,7 @@ where
                  (or reject --reason TEXT), then: orchestrator resume {id}{repo_arg}",
                 waiting.join(", ")
             );
-            return Ok(Exit::Waiting);
+            return Ok((Exit::Waiting, record));
         }
         Stop::Ended(_) => {
             if let Some(hint) = report::hint(&record, &repo_arg) {
@@ -121,7 +149,7 @@ where
             }
         }
     }
-    Ok(report::exit_for(status))
+    Ok((report::exit_for(status), record))
 }
 
 /// ` --repo <root>` when the repository is not the current directory, for hints.

@@ -28,6 +28,7 @@ mod commands;
 mod control;
 mod drive;
 mod error;
+mod notify;
 mod progress;
 mod report;
 mod workspace;

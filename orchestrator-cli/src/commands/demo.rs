@@ -166,6 +166,7 @@ pub async fn demo(args: DemoArgs) -> CliResult<Exit> {
         machine_slots: None,
         wait: crate::cli::WaitArgs {
             until_waiting: false,
+            notify: None,
         },
         output: args.output.clone(),
     })

@@ -94,16 +94,7 @@ pub async fn run(args: RunArgs) -> CliResult<Exit> {
     if !args.output.quiet {
         Progress::note(&format!("plan {id} created"));
     }
-    run_to_end(
-        &ws,
-        &o,
-        &id,
-        since,
-        &args.output,
-        args.wait.until_waiting,
-        o.start(&id),
-    )
-    .await
+    run_to_end(&ws, &o, &id, since, &args.output, &args.wait, o.start(&id)).await
 }
 
 /// A stored plan this process took over.
@@ -166,16 +157,7 @@ pub async fn resume(args: ResumeArgs) -> CliResult<Exit> {
         eprintln!("plan {id} is {status}; {what}");
         return Ok(Exit::PlanNotSucceeded);
     }
-    run_to_end(
-        &ws,
-        &o,
-        &id,
-        since,
-        &args.output,
-        wait.until_waiting,
-        o.resume(&id),
-    )
-    .await
+    run_to_end(&ws, &o, &id, since, &args.output, &wait, o.resume(&id)).await
 }
 
 /// Parses a `--work`-style argument: a JSON work object, or the string shorthand.
@@ -252,16 +234,7 @@ pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
             if n == 1 { "" } else { "s" }
         ));
     }
-    run_to_end(
-        &ws,
-        &o,
-        &id,
-        since,
-        &args.output,
-        args.wait.until_waiting,
-        o.resume(&id),
-    )
-    .await
+    run_to_end(&ws, &o, &id, since, &args.output, &args.wait, o.resume(&id)).await
 }
 
 /// Validates the plan as it would be with the replaced specs, so that a bad `--work` is
