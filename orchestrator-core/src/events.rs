@@ -100,6 +100,16 @@ pub enum OrchestratorEvent {
         /// The metrics.
         metrics: serde_json::Value,
     },
+    /// A finished attempt took the plan's usage to its budget (SPEC §12): the plan was paused
+    /// (nothing running was stopped) until a person resumes it.
+    BudgetReached {
+        /// Plan.
+        plan: PlanId,
+        /// The plan's usage now.
+        usage: crate::usage::Usage,
+        /// The budget it reached.
+        budget: crate::usage::Budget,
+    },
     /// A job started waiting for a person or a condition (SPEC §12): a host tells someone.
     AttentionNeeded {
         /// Plan.
@@ -127,7 +137,8 @@ impl OrchestratorEvent {
             | OrchestratorEvent::PhaseEnded { plan, .. }
             | OrchestratorEvent::Log { plan, .. }
             | OrchestratorEvent::Metrics { plan, .. }
-            | OrchestratorEvent::AttentionNeeded { plan, .. } => plan,
+            | OrchestratorEvent::AttentionNeeded { plan, .. }
+            | OrchestratorEvent::BudgetReached { plan, .. } => plan,
         }
     }
 }

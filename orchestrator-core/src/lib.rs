@@ -27,6 +27,7 @@ pub mod report;
 pub mod repository;
 pub mod runner;
 pub mod state;
+pub mod usage;
 pub mod view;
 
 pub use capacity::{Capacity, CapacityError, ProcessSlots, Slot};

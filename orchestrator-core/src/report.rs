@@ -48,6 +48,7 @@ pub fn plan_json(record: &PlanRecord) -> Value {
         "repo": s.repo,
         "isolation": record.spec.isolation,
         "options": options_json(&record.spec),
+        "usage": crate::usage::Usage::of_plan(record),
         "createdAt": s.created_at,
         "startedAt": s.started_at,
         "endedAt": s.ended_at,

@@ -153,6 +153,7 @@ fn plan_value() -> Value {
             "verifyRi": work_spec("Validation run on the final merged snapshot before it lands on the target branch"),
             "env": env(),
             "resumeAfterPlan": {"type": "string", "description": "planId of a plan that must succeed before this one starts."},
+            "budget": {"type": "object", "description": "Usage limits: {\"costUsd\": X, \"tokens\": N}. The plan pauses when a finished job reaches one.", "properties": {"costUsd": {"type": "number"}, "tokens": {"type": "integer"}}},
             "worktreeInit": {"type": "array", "items": work_spec("Setup run in every new worktree (e.g. `npm ci`)"), "description": "Setup commands for every new worktree."},
             "isolation": {"type": "string", "enum": ["worktree", "none"], "description": "`worktree` (default) or `none`: jobs run in the repository folder itself with no git phases."}
         }

@@ -83,6 +83,8 @@ pub(crate) struct PlanActor {
     /// Node re-indexings of reshapes that moved running nodes, oldest first: `remaps[g][n]` is
     /// where node `n` of generation `g` went. The current generation is `remaps.len()`.
     remaps: Vec<Vec<Option<NodeIndex>>>,
+    /// What the plan's attempts reported so far, kept as metrics arrive (for its budget).
+    usage: crate::usage::Usage,
 }
 
 /// A wait for a capacity slot; dropping it gives up the wait ([`Capacity::acquire`] is
@@ -147,6 +149,7 @@ impl PlanActor {
             tracing::error!(error = %e, "could not recover crashed jobs");
         }
         let status = machine.plan_status();
+        let usage = crate::usage::Usage::of_plan(machine.record());
         let (status_tx, status_rx) = watch::channel(status);
         let writer = JournalWriter::spawn(ctx.clone(), id.clone(), lease, status_tx);
         let mut actor = PlanActor {
@@ -172,6 +175,7 @@ impl PlanActor {
             cleanups: tokio::task::JoinSet::new(),
             clock: now_millis(),
             remaps: Vec::new(),
+            usage,
         };
         let graph = actor.machine.graph().clone();
         for node in actor.machine.ready_nodes() {
@@ -328,12 +332,14 @@ impl PlanActor {
                 mut changes,
                 result,
             } => {
+                let before = self.usage;
                 self.translate_changes(gen, &mut changes);
                 self.progress(changes);
                 match self.translate(gen, node) {
                     Some(node) => self.on_done(node, result),
                     None => tracing::error!(node, "completion of a node that no longer exists"),
                 }
+                self.check_budget(before);
             }
         }
     }
@@ -347,6 +353,30 @@ impl PlanActor {
     }
 
     // ----- node completion -----------------------------------------------------------------
+
+    /// Pauses the plan when the attempt that just ended took its usage from below its budget
+    /// to it (SPEC §12): nothing running is stopped; a person resumes it (or raises the
+    /// budget) and it is not paused again for the same limit.
+    fn check_budget(&mut self, before: crate::usage::Usage) {
+        let Some(budget) = self.spec.budget else {
+            return;
+        };
+        if budget.reached_by(&before) || !budget.reached_by(&self.usage) {
+            return;
+        }
+        if let Err(e) = self.machine.pause(self.clock) {
+            tracing::error!(error = %e, "could not pause the plan at its budget");
+            return;
+        }
+        let (plan, usage) = (self.id.clone(), self.usage);
+        self.ctx
+            .events
+            .emit_with(|| OrchestratorEvent::BudgetReached {
+                plan,
+                usage,
+                budget,
+            });
+    }
 
     fn on_done(&mut self, n: NodeIndex, result: std::result::Result<(), NodeFailure>) {
         let Some(running) = self.running[n].take() else {

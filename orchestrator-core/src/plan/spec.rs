@@ -95,6 +95,9 @@ pub struct PlanSpec {
     /// so a stored or validated plan has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupSpec>,
+    /// Usage limits (SPEC §12): the plan pauses when a finished attempt reaches one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::usage::Budget>,
 }
 
 /// A group of the nested form: a name (one path segment, `^[a-z0-9-]{3,64}$`), its jobs and its
@@ -166,6 +169,7 @@ impl PlanSpec {
             isolation: Isolation::Worktree,
             worktree_root: None,
             groups: Vec::new(),
+            budget: None,
         }
     }
 

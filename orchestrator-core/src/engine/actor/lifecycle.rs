@@ -420,6 +420,9 @@ impl PlanActor {
 
     pub(super) fn progress(&mut self, changes: Vec<StateChange>) {
         for change in changes {
+            if let StateChange::Metrics { metrics, .. } = &change {
+                self.usage.add_metrics(metrics);
+            }
             if let Err(e) = self.machine.record_change(change) {
                 tracing::error!(error = %e, "node progress rejected");
             }

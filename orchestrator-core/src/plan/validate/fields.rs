@@ -49,6 +49,27 @@ impl<'a> Validator<'a> {
         for (i, init) in spec.worktree_init.iter().enumerate() {
             self.work(&format!("worktreeInit[{i}]"), init);
         }
+        if let Some(budget) = &spec.budget {
+            if let Some(cost) = budget.cost_usd {
+                if !(cost.is_finite() && cost > 0.0) {
+                    self.report(
+                        "budget.costUsd",
+                        &cost.to_string(),
+                        "must be a positive number of US dollars",
+                    );
+                }
+            }
+            if budget.tokens == Some(0) {
+                self.report("budget.tokens", "0", "must be a positive number of tokens");
+            }
+            if budget.cost_usd.is_none() && budget.tokens.is_none() {
+                self.report(
+                    "budget",
+                    "{}",
+                    "give costUsd, tokens or both (omit the field for no budget)",
+                );
+            }
+        }
     }
 
     // ---- jobs -----------------------------------------------------------------------------
