@@ -3,7 +3,8 @@
 Usage: python mcp_client.py ORCHESTRATOR_BINARY REPO_DIR
 
 Spawns `ORCHESTRATOR_BINARY mcp --repo REPO_DIR` over stdio, then:
-  * lists the tools and checks there are exactly the 28 expected names;
+  * lists the tools and checks there are exactly the expected names (the reference's 28 and
+    the three approval tools);
   * creates a two-job plan with create_copilot_plan and polls it to `succeeded`;
   * builds a plan with scaffold_copilot_plan -> add_copilot_plan_jobs ->
     finalize_copilot_plan and polls it to `succeeded`;
@@ -57,6 +58,10 @@ EXPECTED_TOOLS = {
     "update_copilot_plan_job",
     "bulk_update_copilot_plan_jobs",
     "run_copilot_integration_test",
+    # Beyond the reference's 28 (SPEC §6, §12).
+    "approve_copilot_job",
+    "reject_copilot_job",
+    "answer_copilot_job",
 }
 TERMINAL = {"succeeded", "failed", "canceled", "archived"}
 POLL_TIMEOUT_S = 60.0
@@ -184,8 +189,8 @@ async def run(binary: str, repo: str) -> list[dict]:
             missing = sorted(EXPECTED_TOOLS - set(names))
             extra = sorted(set(names) - EXPECTED_TOOLS)
             check(
-                not missing and not extra and len(names) == 28,
-                f"expected the 28 tools; missing {missing}, unexpected {extra}",
+                not missing and not extra and len(names) == len(EXPECTED_TOOLS),
+                f"expected the {len(EXPECTED_TOOLS)} tools; missing {missing}, unexpected {extra}",
             )
             print(f"tools: {len(names)}")
 
