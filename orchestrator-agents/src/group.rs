@@ -117,6 +117,7 @@ impl Drop for KillOnDrop {
             self.tree.kill_all();
             self.group.kill();
         }
+        self.tree.forget_leader();
     }
 }
 

@@ -530,7 +530,12 @@ impl Supervisor {
     /// (`kill_leftovers`), saying so in `log`.
     async fn stop_leftovers(&self, group: Group, tree: &Tree, log: &LogSink) {
         let escaped = tree.processes();
-        if group.is_alive() {
+        let group_alive = group.is_alive();
+        if !group_alive && escaped.is_empty() {
+            // Nothing of the run is left that could start anything: the usual end of a job.
+            return;
+        }
+        if group_alive {
             log.line(
                 LogStream::System,
                 "stopping processes the command left running in its process group",

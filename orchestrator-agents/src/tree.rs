@@ -33,13 +33,24 @@ impl Tree {
         format!("{}{}-{run}", prefix.unwrap_or(""), std::process::id())
     }
 
-    /// The run whose processes carry `token` and whose main process is `leader`.
+    /// The run whose processes carry `token` and whose main process is `leader`, which this
+    /// process started (it is ours to wait for, not an adopted orphan, until
+    /// [`Tree::forget_leader`]).
     pub(crate) fn new(token: String, leader: Option<u32>) -> Self {
-        Tree {
-            token,
-            leader: leader
-                .and_then(|p| i32::try_from(p).ok())
-                .filter(|&p| p > 1),
+        let leader = leader
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|&p| p > 1);
+        if let Some(pid) = leader {
+            started().insert(pid);
+        }
+        Tree { token, leader }
+    }
+
+    /// The run's main process has been waited for (or given up): its pid is no longer one we
+    /// started.
+    pub(crate) fn forget_leader(&self) {
+        if let Some(pid) = self.leader {
+            started().remove(&pid);
         }
     }
 
@@ -85,6 +96,17 @@ impl Tree {
     }
 }
 
+/// The main processes of the runs this process started and has not waited for yet: every
+/// other child of ours is an orphan we adopted as the subreaper.
+fn started() -> std::sync::MutexGuard<'static, std::collections::HashSet<i32>> {
+    static STARTED: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<i32>>> =
+        std::sync::OnceLock::new();
+    STARTED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Makes this process the child subreaper of its descendants (Linux, once per process), so a
 /// job's orphans come to us instead of init. Returns whether it is one.
 pub(crate) fn become_subreaper() -> bool {
@@ -125,7 +147,7 @@ mod imp {
     use nix::sys::wait::{waitpid, WaitPidFlag};
     use nix::unistd::Pid;
 
-    use super::{Tree, JOB_TOKEN_VAR};
+    use super::{started, Tree, JOB_TOKEN_VAR};
     use crate::procs::{self, Proc};
 
     /// Parent chains longer than this are not followed (a loop cannot happen, but a scan is
@@ -142,10 +164,16 @@ mod imp {
     }
 
     pub(super) fn processes(tree: &Tree) -> Vec<i32> {
+        let me = me();
+        let subreaper = become_subreaper();
+        if subreaper {
+            if let Some(found) = run_tree(tree, me) {
+                return found;
+            }
+        }
         let Some(procs) = procs::scan() else {
             return Vec::new();
         };
-        let me = me();
         let parents: HashMap<i32, i32> = procs.iter().map(|p| (p.pid, p.ppid)).collect();
         // The nearest of `me` and the leader on the parent chain of `p`, if any.
         let ancestor = |p: &Proc| {
@@ -158,9 +186,8 @@ mod imp {
             }
             None
         };
-        // As the subreaper, every process of the run descends from us: only those need their
-        // environment read (a few, not every process of the machine).
-        let subreaper = become_subreaper();
+        // As the subreaper (without `children` files), only descendants need their
+        // environment read.
         procs
             .iter()
             .filter(|p| !p.zombie && p.pid != me && Some(p.pgrp) != tree.leader)
@@ -172,6 +199,46 @@ mod imp {
             })
             .map(|p| p.pid)
             .collect()
+    }
+
+    /// As the subreaper: the run's processes outside its group are the leader's descendants
+    /// and, once their parents died, our children that carry the run's token, with theirs.
+    /// Walking just those reads a few files where a scan reads every process of the machine
+    /// (this runs at the end of every job). `None` without `children` files.
+    fn run_tree(tree: &Tree, me: i32) -> Option<Vec<i32>> {
+        let mut roots: Vec<i32> = adopted(me)?
+            .into_iter()
+            .filter(|p| !p.zombie && p.env_var(JOB_TOKEN_VAR).as_deref() == Some(&tree.token))
+            .map(|p| p.pid)
+            .collect();
+        // While the main process lives, what it started outside its group descends from it.
+        roots.extend(
+            tree.leader
+                .filter(|&l| procs::get(l).is_some_and(|p| !p.zombie)),
+        );
+        let mut found: Vec<i32> = roots
+            .into_iter()
+            .flat_map(|root| procs::tree_of(root).unwrap_or_default())
+            .filter(|p| !p.zombie && p.pid != me && Some(p.pgrp) != tree.leader)
+            .map(|p| p.pid)
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        Some(found)
+    }
+
+    /// Our children that we did not start (see [`started`]): orphans we adopted, alive or
+    /// ended. Only those are read, not every child (the other jobs' main processes).
+    fn adopted(me: i32) -> Option<Vec<Proc>> {
+        let children = procs::children(me)?;
+        let started = started();
+        Some(
+            children
+                .into_iter()
+                .filter(|c| !started.contains(c))
+                .filter_map(procs::get)
+                .collect(),
+        )
     }
 
     pub(super) fn with_token(matches: impl Fn(&str) -> bool) -> Vec<i32> {
@@ -202,12 +269,13 @@ mod imp {
 
     pub(super) fn reap_adopted() {
         let me = me();
-        let Some(procs) = procs::scan() else {
+        let Some(mine) = procs::get(me) else {
             return;
         };
-        let Some(mine) = procs.iter().find(|p| p.pid == me).copied() else {
-            return;
-        };
+        // The children we did not start (else a scan of every process); of those, only the
+        // ones in another session or a foreign group are surely adopted (a `git` some other
+        // code runs and waits for is neither).
+        let procs: Vec<Proc> = adopted(me).unwrap_or_else(|| procs::scan().unwrap_or_default());
         for p in procs.iter().filter(|p| p.zombie && p.ppid == me) {
             let adopted = p.session != mine.session || (p.pgrp != p.pid && p.pgrp != mine.pgrp);
             if adopted {
