@@ -343,7 +343,7 @@ impl PlanMachine {
             .nodes
             .iter()
             .enumerate()
-            .filter_map(|(n, s)| s.waiting.as_ref().map(|w| (n, w)))
+            .filter_map(|(n, s)| s.waiting.as_deref().map(|w| (n, w)))
     }
 
     /// Cancels the plan: every pending, ready or waiting node becomes canceled. Active nodes are left to

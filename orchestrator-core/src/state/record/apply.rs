@@ -138,7 +138,7 @@ impl PlanRecord {
                 n.approved = false;
             }
             StateChange::WaitStarted { node, waiting } => {
-                node_mut(&mut self.state, *node)?.waiting = Some(waiting.clone());
+                node_mut(&mut self.state, *node)?.waiting = Some(Box::new(waiting.clone()));
             }
             StateChange::Approved { node } => {
                 let n = node_mut(&mut self.state, *node)?;

@@ -45,9 +45,10 @@ pub struct NodeState {
     /// the owner can leave running. Cleared when the attempt ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<u32>,
-    /// What the node waits for while its status is `waiting` (SPEC §12).
+    /// What the node waits for while its status is `waiting` (SPEC §12). Boxed: most nodes
+    /// never wait, and every node of a large plan carries the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting: Option<Waiting>,
+    pub waiting: Option<Box<Waiting>>,
     /// A person approved the job (`approval: before`): it is not held again until a retry.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approved: bool,
