@@ -1,5 +1,6 @@
 //! `--notify CMD` of `run`, `retry` and `resume` (SPEC §12): tells someone when a job starts
-//! waiting (every `AttentionNeeded` event of the plan) and when the command stops following the
+//! waiting (every `AttentionNeeded` event of the plan), when the plan reached its budget
+//! (`BudgetReached`: it was paused) and when the command stops following the
 //! plan (it ended, waits for a person with `--until-waiting`, or paused), by running CMD through
 //! `sh -c` in the repository with one JSON line on stdin.
 //!
@@ -108,6 +109,22 @@ impl Notifier {
 
 /// The document of an `AttentionNeeded` event of `plan`, `None` for any other event.
 fn attention_doc(plan: &PlanId, event: &OrchestratorEvent) -> Option<Value> {
+    // A budget reached pauses the plan for a person too (SPEC §12).
+    if let OrchestratorEvent::BudgetReached {
+        plan: of,
+        usage,
+        budget,
+    } = event
+    {
+        return (of == plan).then(|| {
+            json!({
+                "event": "budget_reached",
+                "planId": plan,
+                "usage": usage,
+                "budget": budget,
+            })
+        });
+    }
     let OrchestratorEvent::AttentionNeeded {
         plan: of,
         node_id,
@@ -255,4 +272,31 @@ async fn stop_group(group: Option<u32>) {
     }
     #[cfg(not(unix))]
     let _ = group;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use orchestrator_core::usage::{Budget, Usage};
+
+    #[test]
+    fn a_reached_budget_is_told_with_the_usage() {
+        let plan = PlanId::from("p1");
+        let event = OrchestratorEvent::BudgetReached {
+            plan: plan.clone(),
+            usage: Usage {
+                cost_usd: 1.5,
+                ..Usage::default()
+            },
+            budget: Budget {
+                cost_usd: Some(1.0),
+                tokens: None,
+            },
+        };
+        let doc = attention_doc(&plan, &event).expect("a document");
+        assert_eq!(doc["event"], "budget_reached");
+        assert_eq!(doc["usage"]["costUsd"], 1.5);
+        assert_eq!(doc["budget"]["costUsd"], 1.0);
+        assert_eq!(attention_doc(&PlanId::from("other"), &event), None);
+    }
 }
