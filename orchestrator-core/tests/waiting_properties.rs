@@ -1,0 +1,161 @@
+//! Property test of waiting for approval (SPEC §12): random DAGs whose gated jobs
+//! (`approval: before`) are approved or rejected at random, in random order, while other jobs
+//! run; the plan always ends in the state a reference model predicts: a rejected job fails
+//! with reason `rejected`, everything downstream of it is blocked, every other job succeeds,
+//! and no gated job runs before it is approved.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use proptest::prelude::*;
+
+use orchestrator_core::plan::{Approval, Isolation, JobSpec, PlanSpec, WorkSpec};
+use orchestrator_core::state::FailureReason;
+use orchestrator_core::{FnRunner, NodeStatus, Orchestrator, PlanStatus, WorkOutput};
+
+#[derive(Debug, Clone)]
+struct Case {
+    /// deps[i]: earlier nodes node i depends on.
+    deps: Vec<Vec<usize>>,
+    /// None: not gated; Some(true): approved; Some(false): rejected.
+    gate: Vec<Option<bool>>,
+    /// The order decisions are taken among the jobs waiting at a time (a seed).
+    order: u64,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (1usize..=24).prop_flat_map(|n| {
+        let deps = (0..n)
+            .map(|i| {
+                if i == 0 {
+                    Just(Vec::new()).boxed()
+                } else {
+                    proptest::collection::vec(0..i, 0..=2.min(i)).boxed()
+                }
+            })
+            .collect::<Vec<_>>();
+        let gate = proptest::collection::vec(
+            prop_oneof![6 => Just(None), 3 => Just(Some(true)), 1 => Just(Some(false))],
+            n,
+        );
+        (deps, gate, any::<u64>()).prop_map(|(deps, gate, order)| Case { deps, gate, order })
+    })
+}
+
+fn name(i: usize) -> String {
+    format!("job-{i:03}")
+}
+
+/// The model: per job, succeeded / failed (rejected) / blocked.
+fn expected(c: &Case) -> Vec<NodeStatus> {
+    let mut out: Vec<NodeStatus> = Vec::with_capacity(c.deps.len());
+    for (i, deps) in c.deps.iter().enumerate() {
+        let upstream_bad = deps
+            .iter()
+            .any(|&d| matches!(out[d], NodeStatus::Failed | NodeStatus::Blocked));
+        out.push(if upstream_bad {
+            NodeStatus::Blocked
+        } else if c.gate[i] == Some(false) {
+            NodeStatus::Failed
+        } else {
+            NodeStatus::Succeeded
+        });
+    }
+    out
+}
+
+fn run(c: &Case) -> Result<(), TestCaseError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    rt.block_on(async {
+        let ran: Arc<Mutex<Vec<String>>> = Arc::default();
+        let seen = ran.clone();
+        let o = Orchestrator::builder()
+            .runner(
+                "shell",
+                FnRunner::sync(move |_, ctx| {
+                    seen.lock().expect("lock").push(ctx.producer_id.clone());
+                    Ok(WorkOutput::default())
+                }),
+            )
+            .build()
+            .expect("build");
+        let mut plan = PlanSpec::new("gates").isolation(Isolation::None);
+        for (i, deps) in c.deps.iter().enumerate() {
+            let mut job = JobSpec::new(name(i), "t", WorkSpec::shell("ok"))
+                .depends_on(deps.iter().map(|&d| name(d)));
+            if c.gate[i].is_some() {
+                job = job.approval(Approval::Before);
+            }
+            plan = plan.job(job);
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let id = o.run(plan, dir.path()).await.expect("run");
+        let mut rng = c.order | 1;
+        let mut decided: HashSet<usize> = HashSet::new();
+        loop {
+            let status = o.wait_or_waiting(&id).await.expect("wait");
+            if status.is_terminal() {
+                break;
+            }
+            prop_assert_eq!(status, PlanStatus::Waiting);
+            let record = o.status(&id).await.expect("status");
+            let mut waiting: Vec<usize> = (0..c.deps.len())
+                .filter(|&i| record.state.nodes[i].status == NodeStatus::Waiting)
+                .collect();
+            prop_assert!(!waiting.is_empty(), "waiting with nothing waiting");
+            // One decision at a time, picked by the seed.
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let i = waiting.swap_remove((rng % waiting.len() as u64) as usize);
+            prop_assert!(decided.insert(i), "{} waited twice", name(i));
+            let ran_before = ran.lock().expect("lock").contains(&name(i));
+            prop_assert!(!ran_before, "{} ran before its approval", name(i));
+            match c.gate[i] {
+                Some(true) => o.approve(&id, &name(i)).await.expect("approve"),
+                Some(false) => o.reject(&id, &name(i), "no").await.expect("reject"),
+                None => prop_assert!(false, "{} is not gated but waited", name(i)),
+            }
+        }
+        let record = o.status(&id).await.expect("status");
+        let got: Vec<NodeStatus> = record.state.nodes[..c.deps.len()]
+            .iter()
+            .map(|n| n.status)
+            .collect();
+        prop_assert_eq!(&got, &expected(c));
+        for (i, node) in record.state.nodes[..c.deps.len()].iter().enumerate() {
+            if got[i] == NodeStatus::Failed {
+                let reason = node.last_attempt().and_then(|a| a.failure_reason);
+                prop_assert_eq!(reason, Some(FailureReason::Rejected));
+            }
+            let runs = ran
+                .lock()
+                .expect("lock")
+                .iter()
+                .filter(|r| **r == name(i))
+                .count();
+            let should = usize::from(got[i] == NodeStatus::Succeeded);
+            prop_assert_eq!(runs, should, "{} ran {} times", name(i), runs);
+        }
+        let plan_status = record.status();
+        let want = if got.iter().all(|s| *s == NodeStatus::Succeeded) {
+            PlanStatus::Succeeded
+        } else {
+            PlanStatus::Failed
+        };
+        prop_assert_eq!(plan_status, want);
+        Ok(())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn approvals_and_rejections_end_as_the_model_says(c in case()) {
+        run(&c)?;
+    }
+}
