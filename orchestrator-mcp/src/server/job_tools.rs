@@ -5,7 +5,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{tool, tool_router};
 use serde_json::{json, Value};
 
-use super::{run, OrchestratorMcp, ToolResult};
+use super::{run, Failure, OrchestratorMcp, ToolResult};
 use crate::args::{ArgError, Args, DecisionArgs, JobArgs, ListJobsArgs, RetryJobArgs};
 use crate::report;
 
@@ -170,18 +170,7 @@ impl OrchestratorMcp {
         &self,
         Parameters(args): Parameters<Args<DecisionArgs>>,
     ) -> ToolResult {
-        run(&args, async |a| {
-            let job = self
-                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
-                .await?;
-            self.own(&job.id).await?;
-            self.orchestrator
-                .approve(&job.id, job.node().id.as_str())
-                .await?;
-            self.status_after(&job.id, &format!("job {} approved", job.label))
-                .await
-        })
-        .await
+        run(&args, async |a| self.decide(&a, Decision::Approve).await).await
     }
 
     #[tool(
@@ -195,16 +184,8 @@ impl OrchestratorMcp {
         Parameters(args): Parameters<Args<DecisionArgs>>,
     ) -> ToolResult {
         run(&args, async |a| {
-            let job = self
-                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
-                .await?;
-            self.own(&job.id).await?;
             let reason = a.reason.clone().unwrap_or_default();
-            self.orchestrator
-                .reject(&job.id, job.node().id.as_str(), &reason)
-                .await?;
-            self.status_after(&job.id, &format!("job {} rejected", job.label))
-                .await
+            self.decide(&a, Decision::Reject(&reason)).await
         })
         .await
     }
@@ -219,17 +200,40 @@ impl OrchestratorMcp {
         Parameters(args): Parameters<Args<DecisionArgs>>,
     ) -> ToolResult {
         run(&args, async |a| {
-            let job = self
-                .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
-                .await?;
-            self.own(&job.id).await?;
             let answer = a.answer.clone().unwrap_or_default();
-            self.orchestrator
-                .answer(&job.id, job.node().id.as_str(), &answer)
-                .await?;
-            self.status_after(&job.id, &format!("job {} answered", job.label))
-                .await
+            self.decide(&a, Decision::Answer(&answer)).await
         })
         .await
+    }
+}
+
+/// What a person decides about a waiting job.
+enum Decision<'a> {
+    Approve,
+    Reject(&'a str),
+    Answer(&'a str),
+}
+
+impl OrchestratorMcp {
+    /// The approve/reject/answer tools: the job found and owned, the decision applied, the
+    /// plan's status answered.
+    async fn decide(
+        &self,
+        a: &DecisionArgs,
+        decision: Decision<'_>,
+    ) -> Result<(Value, String), Failure> {
+        let job = self
+            .job_at(&a.plan_id, a.job_id.as_deref(), a.producer_id.as_deref())
+            .await?;
+        self.own(&job.id).await?;
+        let node = job.node().id.as_str();
+        let o = &self.orchestrator;
+        let done = match decision {
+            Decision::Approve => o.approve(&job.id, node).await.map(|()| "approved"),
+            Decision::Reject(reason) => o.reject(&job.id, node, reason).await.map(|()| "rejected"),
+            Decision::Answer(answer) => o.answer(&job.id, node, answer).await.map(|()| "answered"),
+        }?;
+        self.status_after(&job.id, &format!("job {} {done}", job.label))
+            .await
     }
 }
