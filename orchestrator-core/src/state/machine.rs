@@ -293,11 +293,6 @@ impl PlanMachine {
         self.transition(n, NodeStatus::Ready, at)
     }
 
-    /// `waiting -> ready` for a node whose wait is over (a timer fired).
-    pub fn end_wait(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
-        self.transition(n, NodeStatus::Ready, at)
-    }
-
     /// `waiting -> failed` with reason `rejected` and the person's reason; every descendant
     /// not yet terminal becomes blocked.
     pub fn reject(&mut self, n: NodeIndex, reason: String, at: Millis) -> Result<(), ApplyError> {
@@ -334,16 +329,6 @@ impl PlanMachine {
         })?;
         self.transition(n, NodeStatus::Failed, at)?;
         self.block_descendants(n, at)
-    }
-
-    /// Nodes waiting now, with what they wait for.
-    pub fn waiting_nodes(&self) -> impl Iterator<Item = (NodeIndex, &Waiting)> + '_ {
-        self.record
-            .state
-            .nodes
-            .iter()
-            .enumerate()
-            .filter_map(|(n, s)| s.waiting.as_deref().map(|w| (n, w)))
     }
 
     /// Cancels the plan: every pending, ready or waiting node becomes canceled. Active nodes are left to
