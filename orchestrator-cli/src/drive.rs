@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use orchestrator_core::state::PlanRecord;
+use orchestrator_core::state::{PlanRecord, WaitingFor};
 use orchestrator_core::{Orchestrator, PlanId, PlanStatus};
 
 use crate::cli::{OutputArgs, WaitArgs};
@@ -122,6 +122,7 @@ where
             eprintln!("plan {id} is paused.\ncontinue it with: orchestrator resume {id}{repo_arg}")
         }
         Stop::Ended(PlanStatus::Waiting) => {
+            let mut person = false;
             let waiting: Vec<String> = record
                 .spec
                 .jobs
@@ -129,12 +130,28 @@ where
                 .zip(&record.state.nodes)
                 .filter_map(|(job, node)| {
                     let w = node.waiting.as_ref()?;
-                    Some(format!("{} ({})", job.producer_id, w.waiting_for))
+                    person |= w.waiting_for != WaitingFor::Timer;
+                    Some(match w.until {
+                        Some(until) => format!(
+                            "{} ({} until {})",
+                            job.producer_id,
+                            w.waiting_for,
+                            report::utc_time(until)
+                        ),
+                        None => format!("{} ({})", job.producer_id, w.waiting_for),
+                    })
                 })
                 .collect();
+            let act = if person {
+                format!(
+                    "approve with: orchestrator approve {id} JOB{repo_arg} \
+                     (or reject --reason TEXT), then: "
+                )
+            } else {
+                "timers keep their deadlines; to go on: ".to_owned()
+            };
             eprintln!(
-                "plan {id} is waiting: {}.\napprove with: orchestrator approve {id} JOB{repo_arg} \
-                 (or reject --reason TEXT), then: orchestrator resume {id}{repo_arg}",
+                "plan {id} is waiting: {}.\n{act}orchestrator resume {id}{repo_arg}",
                 waiting.join(", ")
             );
             return Ok((Exit::Waiting, record));

@@ -1,16 +1,18 @@
-//! Property test of waiting for approval (SPEC §12): random DAGs whose gated jobs
-//! (`approval: before`) are approved or rejected at random, in random order, while other jobs
-//! run; the plan always ends in the state a reference model predicts: a rejected job fails
-//! with reason `rejected`, everything downstream of it is blocked, every other job succeeds,
-//! and no gated job runs before it is approved.
+//! Property test of waiting (SPEC §12): random DAGs whose gated jobs (`approval: before`) are
+//! approved or rejected at random, in random order, and whose timer jobs wait random
+//! deadlines (some gated too: approval first, then the timer), while other jobs run; the plan
+//! always ends in the state a reference model predicts: a rejected job fails with reason
+//! `rejected`, everything downstream of it is blocked, every other job succeeds, no gated job
+//! runs before it is approved, no timer job starts before its deadline, and a timer job runs
+//! no work.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
 
 use orchestrator_core::plan::{Approval, Isolation, JobSpec, PlanSpec, WorkSpec};
-use orchestrator_core::state::FailureReason;
+use orchestrator_core::state::{FailureReason, WaitingFor};
 use orchestrator_core::{FnRunner, NodeStatus, Orchestrator, PlanStatus, WorkOutput};
 
 #[derive(Debug, Clone)]
@@ -19,6 +21,8 @@ struct Case {
     deps: Vec<Vec<usize>>,
     /// None: not gated; Some(true): approved; Some(false): rejected.
     gate: Vec<Option<bool>>,
+    /// Some(ms): a timer job waiting that long.
+    timer: Vec<Option<u16>>,
     /// The order decisions are taken among the jobs waiting at a time (a seed).
     order: u64,
 }
@@ -38,7 +42,16 @@ fn case() -> impl Strategy<Value = Case> {
             prop_oneof![6 => Just(None), 3 => Just(Some(true)), 1 => Just(Some(false))],
             n,
         );
-        (deps, gate, any::<u64>()).prop_map(|(deps, gate, order)| Case { deps, gate, order })
+        let timer = proptest::collection::vec(
+            prop_oneof![3 => Just(None), 1 => (0u16..60).prop_map(Some)],
+            n,
+        );
+        (deps, gate, timer, any::<u64>()).prop_map(|(deps, gate, timer, order)| Case {
+            deps,
+            gate,
+            timer,
+            order,
+        })
     })
 }
 
@@ -84,8 +97,12 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
             .expect("build");
         let mut plan = PlanSpec::new("gates").isolation(Isolation::None);
         for (i, deps) in c.deps.iter().enumerate() {
-            let mut job = JobSpec::new(name(i), "t", WorkSpec::shell("ok"))
-                .depends_on(deps.iter().map(|&d| name(d)));
+            let work = match c.timer[i] {
+                Some(ms) => WorkSpec::timer(f64::from(ms) / 1000.0),
+                None => WorkSpec::shell("ok"),
+            };
+            let mut job =
+                JobSpec::new(name(i), "t", work).depends_on(deps.iter().map(|&d| name(d)));
             if c.gate[i].is_some() {
                 job = job.approval(Approval::Before);
             }
@@ -95,6 +112,8 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
         let id = o.run(plan, dir.path()).await.expect("run");
         let mut rng = c.order | 1;
         let mut decided: HashSet<usize> = HashSet::new();
+        // Each timer's deadline, as seen while it waited.
+        let mut deadlines: HashMap<usize, u64> = HashMap::new();
         loop {
             let status = o.wait_or_waiting(&id).await.expect("wait");
             if status.is_terminal() {
@@ -102,10 +121,31 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
             }
             prop_assert_eq!(status, PlanStatus::Waiting);
             let record = o.status(&id).await.expect("status");
-            let mut waiting: Vec<usize> = (0..c.deps.len())
-                .filter(|&i| record.state.nodes[i].status == NodeStatus::Waiting)
-                .collect();
-            prop_assert!(!waiting.is_empty(), "waiting with nothing waiting");
+            let mut waiting = Vec::new();
+            for (i, node) in record.state.nodes[..c.deps.len()].iter().enumerate() {
+                let Some(w) = node.waiting.as_ref() else {
+                    continue;
+                };
+                prop_assert_eq!(node.status, NodeStatus::Waiting);
+                match w.waiting_for {
+                    WaitingFor::Approval => waiting.push(i),
+                    WaitingFor::Timer => {
+                        prop_assert!(c.timer[i].is_some(), "{} is no timer", name(i));
+                        prop_assert!(
+                            c.gate[i] != Some(false),
+                            "{} waits on its timer before its approval",
+                            name(i)
+                        );
+                        deadlines.insert(i, w.until.unwrap_or(u64::MAX));
+                    }
+                    other => prop_assert!(false, "{} waits for {}", name(i), other),
+                }
+            }
+            if waiting.is_empty() {
+                // Only timers wait: they fire by themselves.
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                continue;
+            }
             // One decision at a time, picked by the seed.
             rng ^= rng << 13;
             rng ^= rng >> 7;
@@ -137,8 +177,15 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
                 .iter()
                 .filter(|r| **r == name(i))
                 .count();
-            let should = usize::from(got[i] == NodeStatus::Succeeded);
+            let should = usize::from(got[i] == NodeStatus::Succeeded && c.timer[i].is_none());
             prop_assert_eq!(runs, should, "{} ran {} times", name(i), runs);
+            if let (Some(until), Some(attempt)) = (deadlines.get(&i), node.last_attempt()) {
+                prop_assert!(
+                    attempt.started_at >= *until,
+                    "{} started before its deadline",
+                    name(i)
+                );
+            }
         }
         let plan_status = record.status();
         let want = if got.iter().all(|s| *s == NodeStatus::Succeeded) {
@@ -155,7 +202,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
-    fn approvals_and_rejections_end_as_the_model_says(c in case()) {
+    fn approvals_rejections_and_timers_end_as_the_model_says(c in case()) {
         run(&c)?;
     }
 }

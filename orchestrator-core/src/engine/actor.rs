@@ -85,6 +85,8 @@ pub(crate) struct PlanActor {
     remaps: Vec<Vec<Option<NodeIndex>>>,
     /// What the plan's attempts reported so far, kept as metrics arrive (for its budget).
     usage: crate::usage::Usage,
+    /// Deadlines of the timer jobs waiting.
+    timers: waiting::Timers,
 }
 
 /// A wait for a capacity slot; dropping it gives up the wait ([`Capacity::acquire`] is
@@ -176,7 +178,9 @@ impl PlanActor {
             clock: now_millis(),
             remaps: Vec::new(),
             usage,
+            timers: waiting::Timers::default(),
         };
+        actor.timers = waiting::Timers::of(actor.machine.record());
         let graph = actor.machine.graph().clone();
         for node in actor.machine.ready_nodes() {
             actor.queue.push(&graph, node);
@@ -200,6 +204,8 @@ impl PlanActor {
                     self.waiting_slot = None;
                     self.slot = Some(slot);
                 }
+                // The turn below fires whatever is due.
+                () = self.timers.next(), if !self.timers.is_empty() => {}
             }
             // Batch whatever else is waiting into this turn (one store append).
             self.clock = now_millis();
@@ -548,7 +554,20 @@ impl PlanActor {
     // ----- scheduling and persistence ------------------------------------------------------
 
     async fn turn(&mut self) {
+        if !self.timers.is_empty() {
+            self.fire_due_timers();
+        }
         let graph = self.machine.graph().clone();
+        // A job that must wait first (approval, timer) is held as soon as it is ready, not
+        // when a slot frees: its wait does not queue behind running jobs.
+        if self.timers.plan_holds && self.can_dispatch() {
+            let ready: Vec<NodeIndex> = self.machine.drain_ready().collect();
+            for n in ready {
+                if !self.held(n) {
+                    self.queue.push(&graph, n);
+                }
+            }
+        }
         for n in self.machine.drain_ready() {
             self.queue.push(&graph, n);
         }
@@ -593,7 +612,7 @@ impl PlanActor {
             if self.machine.status_of(n) != NodeStatus::Ready {
                 continue;
             }
-            if self.held_for_approval(n) {
+            if self.held(n) {
                 continue;
             }
             let slot = match spare.take() {

@@ -363,6 +363,10 @@ impl NodeRun {
         dir: &Path,
         log: LogSink,
     ) -> PhaseResult {
+        if let WorkSpec::Timer(_) = spec {
+            // The engine kept the wait (the node waited on its timer before it started).
+            return Ok(());
+        }
         let runner = self.runner_for(spec, phase)?;
         let job = self.job();
         let inputs = self.inputs_in(dir, phase)?;

@@ -7,13 +7,14 @@ mod groups;
 mod parse;
 mod spec;
 mod validate;
+mod work;
 
 pub use edit::{apply_edits, layout, EditError, JobUpdate, PlanEdit, PlanUpdate};
 pub use graph::{PlanGraph, Priority, SNAPSHOT_PRODUCER_ID};
 pub use groups::{group_statuses, GroupStatus};
 pub use parse::{load_plan_file, parse_plan, parse_plan_with, PlanFormat};
-pub use spec::{
-    AgentSpec, Approval, Effort, Env, GroupSpec, Isolation, JobSpec, ModelTier, OnFailure,
-    PlanSpec, ProcessSpec, ShellKind, ShellSpec, WorkSpec,
-};
+pub use spec::{Approval, Env, GroupSpec, Isolation, JobSpec, PlanSpec};
 pub use validate::{validate, ValidationContext, ValidationError, ValidationErrors};
+pub use work::{
+    AgentSpec, Effort, ModelTier, OnFailure, ProcessSpec, ShellKind, ShellSpec, TimerSpec, WorkSpec,
+};

@@ -293,6 +293,13 @@ impl PlanMachine {
         self.transition(n, NodeStatus::Ready, at)
     }
 
+    /// `waiting -> ready` for a job whose timer fired; it runs now (with nothing to do) and
+    /// waits again only after a retry.
+    pub fn fire_timer(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        self.record_change(StateChange::TimerFired { node: n })?;
+        self.transition(n, NodeStatus::Ready, at)
+    }
+
     /// `waiting -> failed` with reason `rejected` and the person's reason; every descendant
     /// not yet terminal becomes blocked.
     pub fn reject(&mut self, n: NodeIndex, reason: String, at: Millis) -> Result<(), ApplyError> {

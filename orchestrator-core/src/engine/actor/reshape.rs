@@ -181,8 +181,9 @@ impl PlanActor {
         }
     }
 
-    /// Rebuilds the ready queue from the reshaped graph.
+    /// Rebuilds the ready queue and the timers from the reshaped graph.
     fn refill_queue(&mut self) {
+        self.timers = super::waiting::Timers::of(self.machine.record());
         self.queue = ReadyQueue::default();
         let graph = self.machine.graph().clone();
         for n in self.machine.ready_nodes() {

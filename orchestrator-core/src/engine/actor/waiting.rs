@@ -1,15 +1,140 @@
-//! Jobs that wait (SPEC §12): a ready `approval: before` job held for a person, and the
-//! host's approve, reject and answer. A waiting node holds no slot, process or worktree; its
-//! wait is in the journal, so a restart finds it waiting still.
+//! Jobs that wait (SPEC §12): a ready `approval: before` job held for a person, a timer job
+//! held until its deadline, and the host's approve, reject and answer. A waiting node holds
+//! no slot, process or worktree; its wait is in the journal, so a restart finds it waiting
+//! still, with the same deadline.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
 
 use super::*;
+use crate::ids::Millis;
+use crate::plan::WorkSpec;
 use crate::state::{Waiting, WaitingFor};
 
+/// The longest the actor sleeps before reading the wall clock again: timers are wall-clock
+/// deadlines, and a monotonic sleep drifts from the wall clock across a suspend or a clock
+/// change.
+const MAX_TIMER_SLEEP: Duration = Duration::from_secs(30);
+
+/// The deadlines of the plan's waiting timer jobs, earliest first. An entry is checked
+/// against its node when it comes due, so a node retried, canceled or failed meanwhile
+/// leaves a stale entry that is skipped rather than searched for and removed.
+#[derive(Debug, Default)]
+pub(super) struct Timers {
+    due: BinaryHeap<Reverse<(Millis, NodeIndex)>>,
+    /// Some job of the plan may be held before it starts (approval or timer): only then is
+    /// each newly ready node looked at for a hold before it is queued.
+    pub(super) plan_holds: bool,
+}
+
+impl Timers {
+    /// The timers of every node of `record` that waits on one (on open and after a reshape).
+    pub(super) fn of(record: &PlanRecord) -> Timers {
+        let due = record
+            .state
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| node.status == NodeStatus::Waiting)
+            .filter_map(|(n, node)| {
+                let w = node.waiting.as_ref()?;
+                let until = w.until.filter(|_| w.waiting_for == WaitingFor::Timer)?;
+                Some(Reverse((until, n)))
+            })
+            .collect();
+        let plan_holds = record.spec.jobs.iter().any(|j| {
+            j.approval == Some(crate::plan::Approval::Before)
+                || matches!(j.work, WorkSpec::Timer(_))
+        });
+        Timers { due, plan_holds }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.due.is_empty()
+    }
+
+    /// Sleeps until the earliest deadline (or [`MAX_TIMER_SLEEP`], then the caller looks
+    /// again); never returns when there is none.
+    pub(super) async fn next(&self) {
+        match self.due.peek() {
+            Some(Reverse((until, _))) => {
+                let left = until.saturating_sub(now_millis());
+                tokio::time::sleep(Duration::from_millis(left).min(MAX_TIMER_SLEEP)).await
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Takes the entries due at `now`.
+    fn take_due(&mut self, now: Millis) -> Vec<NodeIndex> {
+        let mut due = Vec::new();
+        while let Some(&Reverse((until, n))) = self.due.peek() {
+            if until > now {
+                break;
+            }
+            self.due.pop();
+            due.push(n);
+        }
+        due
+    }
+}
+
 impl PlanActor {
+    /// Holds ready node `n` instead of starting it when it must wait first: for a person's
+    /// approval, then for its timer.
+    pub(super) fn held(&mut self, n: NodeIndex) -> bool {
+        self.held_for_approval(n) || self.held_for_timer(n)
+    }
+
+    /// Holds ready timer job `n` (whose timer has not fired since its last retry) until its
+    /// deadline: `seconds` from now, or its `until` instant. The deadline is journaled with
+    /// the wait, so a restart keeps it.
+    fn held_for_timer(&mut self, n: NodeIndex) -> bool {
+        let Some(WorkSpec::Timer(timer)) = self.spec.jobs.get(n).map(|j| &j.work) else {
+            return false;
+        };
+        if self.machine.record().state.nodes[n].timer_fired {
+            return false;
+        }
+        // Validation refused a spec without a deadline; should one get here, it fires at once.
+        let until = timer.deadline(self.clock).unwrap_or(self.clock);
+        let waiting = Waiting {
+            waiting_for: WaitingFor::Timer,
+            since: self.clock,
+            until: Some(until),
+            prompt: None,
+        };
+        if let Err(e) = self.machine.wait(n, waiting, self.clock) {
+            tracing::error!(node = n, error = %e, "could not start the job's timer");
+            return false;
+        }
+        self.timers.due.push(Reverse((until, n)));
+        true
+    }
+
+    /// Fires the timers due now: each of their jobs becomes ready (and runs, as the plan
+    /// allows). An overdue timer, found on a restart, fires on the first turn.
+    pub(super) fn fire_due_timers(&mut self) {
+        for n in self.timers.take_due(self.clock) {
+            let node = &self.machine.record().state.nodes[n];
+            let due = node.status == NodeStatus::Waiting
+                && node.waiting.as_ref().is_some_and(|w| {
+                    w.waiting_for == WaitingFor::Timer && w.until.is_some_and(|u| u <= self.clock)
+                });
+            if !due {
+                continue;
+            }
+            if let Err(e) = self.machine.fire_timer(n, self.clock) {
+                tracing::error!(node = n, error = %e, "could not fire the job's timer");
+            }
+        }
+    }
+
     /// Holds ready node `n` for a person's approval (`approval: before`, not approved since
     /// its last retry) instead of starting it: it waits without a slot, a process or a
     /// worktree, and says so in an `AttentionNeeded` event.
-    pub(super) fn held_for_approval(&mut self, n: NodeIndex) -> bool {
+    fn held_for_approval(&mut self, n: NodeIndex) -> bool {
         let needs = self
             .spec
             .jobs

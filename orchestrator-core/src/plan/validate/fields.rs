@@ -34,7 +34,7 @@ impl<'a> Validator<'a> {
             self.symlink_dir(&format!("additionalSymlinkDirs[{i}]"), dir);
         }
         if let Some(verify) = &spec.verify_ri {
-            self.work("verifyRi", verify);
+            self.check("verifyRi", verify);
         }
         self.env(Field::top("env"), &spec.env);
         if let Some(after) = &spec.resume_after_plan {
@@ -47,7 +47,7 @@ impl<'a> Validator<'a> {
             }
         }
         for (i, init) in spec.worktree_init.iter().enumerate() {
-            self.work(&format!("worktreeInit[{i}]"), init);
+            self.check(&format!("worktreeInit[{i}]"), init);
         }
         if let Some(budget) = &spec.budget {
             if let Some(cost) = budget.cost_usd {
@@ -114,10 +114,10 @@ impl<'a> Validator<'a> {
                 self.display_name("name", name, false);
             }
             if let Some(pre) = &job.prechecks {
-                self.work("prechecks", pre);
+                self.check("prechecks", pre);
             }
             if let Some(post) = &job.postchecks {
-                self.work("postchecks", post);
+                self.check("postchecks", post);
             }
             if let Some(base) = &job.base_branch {
                 self.revision("baseBranch", base);

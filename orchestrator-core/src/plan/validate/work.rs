@@ -28,6 +28,16 @@ impl<'a> Validator<'a> {
                 }
             }
             WorkSpec::Agent(a) => self.agent(prefix, a),
+            WorkSpec::Timer(t) => {
+                if let Err(message) = t.deadline(0) {
+                    let (field, value) = match (t.seconds, &t.until) {
+                        (Some(s), None) => (Field::new(prefix, "seconds"), s.to_string()),
+                        (None, Some(u)) => (Field::new(prefix, "until"), u.clone()),
+                        _ => (Field::new(prefix, "type"), "timer".to_owned()),
+                    };
+                    self.report(field, &value, message);
+                }
+            }
         }
         if let Some(cwd) = work.cwd() {
             self.cwd(prefix, cwd);
@@ -40,6 +50,20 @@ impl<'a> Validator<'a> {
             );
         }
         self.env(Field::new(prefix, "env"), work.env());
+    }
+
+    /// A check or an initialization step (`prechecks`, `postchecks`, `verifyRi`,
+    /// `worktreeInit`): any work but a timer, which only a job's `work` can be.
+    pub(super) fn check(&mut self, prefix: &str, work: &'a WorkSpec) {
+        if matches!(work, WorkSpec::Timer(_)) {
+            self.report(
+                Field::new(prefix, "type"),
+                "timer",
+                "a timer can only be a job's `work`; a check must run something",
+            );
+            return;
+        }
+        self.work(prefix, work);
     }
 
     pub(super) fn agent(&mut self, prefix: &str, a: &'a AgentSpec) {

@@ -134,8 +134,10 @@ impl PlanRecord {
             StateChange::RetryRequested { node, resume_from } => {
                 let n = node_mut(&mut self.state, *node)?;
                 n.resume_from = *resume_from;
-                // A retry is new work: an `approval: before` job is held for approval again.
+                // A retry is new work: an `approval: before` job is held for approval again,
+                // and a timer waits again.
                 n.approved = false;
+                n.timer_fired = false;
             }
             StateChange::WaitStarted { node, waiting } => {
                 node_mut(&mut self.state, *node)?.waiting = Some(Box::new(waiting.clone()));
@@ -143,6 +145,11 @@ impl PlanRecord {
             StateChange::Approved { node } => {
                 let n = node_mut(&mut self.state, *node)?;
                 n.approved = true;
+                n.waiting = None;
+            }
+            StateChange::TimerFired { node } => {
+                let n = node_mut(&mut self.state, *node)?;
+                n.timer_fired = true;
                 n.waiting = None;
             }
             StateChange::WaitFailed {

@@ -169,6 +169,11 @@ pub enum StateChange {
         /// The node, by its index in the plan's graph.
         node: NodeIndex,
     },
+    /// The deadline of a job waiting on its timer passed (its node becomes `ready`).
+    TimerFired {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+    },
     /// A waiting node failed without running: rejected by a person (reason `rejected`) or
     /// force-failed. Recorded as a failed attempt (the node's transition comes with it).
     WaitFailed {
@@ -263,6 +268,7 @@ impl StateChange {
             | StateChange::Output { node, .. }
             | StateChange::WaitStarted { node, .. }
             | StateChange::Approved { node }
+            | StateChange::TimerFired { node }
             | StateChange::WaitFailed { node, .. }
             | StateChange::RetryRequested { node, .. }
             | StateChange::HealScheduled { node, .. }

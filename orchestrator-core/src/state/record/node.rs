@@ -52,6 +52,9 @@ pub struct NodeState {
     /// A person approved the job (`approval: before`): it is not held again until a retry.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approved: bool,
+    /// The job's timer (timer work) fired: it runs now, and waits again only after a retry.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timer_fired: bool,
 }
 
 /// The one durable condition a waiting node waits on (SPEC §12).
@@ -137,6 +140,7 @@ impl NodeState {
             session_id: None,
             waiting: None,
             approved: false,
+            timer_fired: false,
             heal: None,
             processes: Vec::new(),
         }
