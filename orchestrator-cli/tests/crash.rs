@@ -39,34 +39,12 @@ fn plan() -> Value {
 }
 
 fn tree(repo: &Repo) -> String {
-    repo.git(&["rev-parse", &format!("{TARGET}^{{tree}}")])
-        .trim()
-        .to_owned()
+    repo.tree_of(TARGET)
 }
 
 fn check(repo: &Repo, reference: &str, label: &str) {
     assert_eq!(tree(repo), reference, "{label}: the final tree differs");
-    assert!(
-        repo.extra_worktrees().is_empty(),
-        "{label}: worktrees left: {:?}",
-        repo.extra_worktrees()
-    );
-    let leftovers: Vec<_> = std::fs::read_dir(repo.dir.join(".worktrees"))
-        .map(|d| d.flatten().map(|e| e.file_name()).collect())
-        .unwrap_or_default();
-    assert!(
-        leftovers.is_empty(),
-        "{label}: folders left in .worktrees: {leftovers:?}"
-    );
-    let fsck = repo.git_output(&["fsck", "--full", "--no-dangling"]);
-    assert!(
-        fsck.status.success() && fsck.stdout.is_empty(),
-        "{label}: git fsck: {}{}",
-        String::from_utf8_lossy(&fsck.stdout),
-        String::from_utf8_lossy(&fsck.stderr)
-    );
-    let status = repo.git(&["status", "--porcelain"]);
-    assert_eq!(status, "", "{label}: the checkout changed");
+    repo.assert_clean(label);
 }
 
 #[test]

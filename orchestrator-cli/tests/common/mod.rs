@@ -139,6 +139,40 @@ impl Repo {
             .map(str::to_owned)
     }
 
+    /// The tree of branch `target`'s tip.
+    pub fn tree_of(&self, target: &str) -> String {
+        self.git(&["rev-parse", &format!("{target}^{{tree}}")])
+            .trim()
+            .to_owned()
+    }
+
+    /// Asserts what every ended run must leave, `label` naming the run: no worktrees (none
+    /// registered, no folder in `.worktrees`), `git fsck --full` clean and the checkout
+    /// untouched.
+    pub fn assert_clean(&self, label: &str) {
+        assert!(
+            self.extra_worktrees().is_empty(),
+            "{label}: worktrees left: {:?}",
+            self.extra_worktrees()
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(self.dir.join(".worktrees"))
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(
+            leftovers.is_empty(),
+            "{label}: folders left in .worktrees: {leftovers:?}"
+        );
+        let fsck = self.git_output(&["fsck", "--full", "--no-dangling"]);
+        assert!(
+            fsck.status.success() && fsck.stdout.is_empty(),
+            "{label}: git fsck: {}{}",
+            String::from_utf8_lossy(&fsck.stdout),
+            String::from_utf8_lossy(&fsck.stderr)
+        );
+        let status = self.git(&["status", "--porcelain"]);
+        assert_eq!(status, "", "{label}: the checkout changed");
+    }
+
     /// A copy of `template` (a repository folder) with scratch and home of its own.
     pub fn copy_of(template: &Path) -> Repo {
         let repo = Repo::new();

@@ -289,7 +289,8 @@ impl NodeRun {
             .map_err(|e| NodeFailure::git(p, e))?
         {
             Some(c) => c,
-            None if job.expects_no_changes => {
+            // A timer has nothing to change: its commit is its dependencies' merged one.
+            None if job.expects_no_changes || matches!(job.work, WorkSpec::Timer(_)) => {
                 git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?
             }
             None => {
