@@ -3,7 +3,8 @@
 
 #![cfg(target_os = "linux")]
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 /// One process, from `/proc/<pid>/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +26,7 @@ impl Proc {
     /// The value of environment variable `name` it was started with (`None` when it has none,
     /// or its environment cannot be read: another user's process, or a zombie).
     pub(crate) fn env_var(&self, name: &str) -> Option<String> {
-        let environ = std::fs::read(format!("/proc/{}/environ", self.pid)).ok()?;
+        let environ = read(format!("/proc/{}/environ", self.pid))?;
         environ.split(|&b| b == 0).find_map(|entry| {
             let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
             String::from_utf8(value.to_vec()).ok()
@@ -42,8 +43,7 @@ pub(crate) fn scan() -> Option<Vec<Proc>> {
             .flatten()
             .filter_map(|entry| {
                 let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
-                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-                parse_stat(pid, &stat)
+                parse_stat(pid, &read(entry.path().join("stat"))?)
             })
             .collect(),
     )
@@ -56,13 +56,13 @@ pub(crate) fn children(pid: i32) -> Option<Vec<i32>> {
     let mut found = Vec::new();
     let mut any = false;
     for task in tasks.flatten() {
-        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+        let Some(text) = read(task.path().join("children")) else {
             continue;
         };
         any = true;
         found.extend(
-            text.split_whitespace()
-                .filter_map(|p| p.parse::<i32>().ok()),
+            text.split(u8::is_ascii_whitespace)
+                .filter_map(|p| std::str::from_utf8(p).ok()?.parse::<i32>().ok()),
         );
     }
     any.then_some(found)
@@ -91,14 +91,31 @@ pub(crate) fn tree_of(root: i32) -> Option<Vec<Proc>> {
 
 /// The process `pid`, if it exists.
 pub(crate) fn get(pid: i32) -> Option<Proc> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &stat)
+    parse_stat(pid, &read(format!("/proc/{pid}/stat"))?)
+}
+
+/// The whole content of a `/proc` file. Unlike `std::fs::read`, it does not ask for the
+/// file's size first (always 0 in `/proc`): an open, reads until the end, a close; these
+/// files are read at the end of every job.
+fn read(path: impl AsRef<Path>) -> Option<Vec<u8>> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut content = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return Some(content),
+            Ok(n) => content.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 /// Parses `/proc/<pid>/stat` (`pid (comm) S ppid pgrp session ...`; `comm` may itself
 /// contain spaces and parentheses, hence the last `)`).
-pub(crate) fn parse_stat(pid: i32, stat: &str) -> Option<Proc> {
-    let rest = &stat[stat.rfind(')')? + 1..];
+pub(crate) fn parse_stat(pid: i32, stat: &[u8]) -> Option<Proc> {
+    let rest = &stat[stat.iter().rposition(|&b| b == b')')? + 1..];
+    let rest = std::str::from_utf8(rest).ok()?;
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
@@ -121,7 +138,7 @@ mod tests {
     fn parses_proc_stat() {
         let stat = "4242 (my (odd) name) S 1 4200 4100 0 -1 4194560";
         assert_eq!(
-            parse_stat(4242, stat),
+            parse_stat(4242, stat.as_bytes()),
             Some(Proc {
                 pid: 4242,
                 ppid: 1,
@@ -130,8 +147,8 @@ mod tests {
                 zombie: false
             })
         );
-        assert!(parse_stat(7, "7 (z) Z 1 7 7 0").is_some_and(|p| p.zombie));
-        assert_eq!(parse_stat(1, "garbage"), None);
+        assert!(parse_stat(7, b"7 (z) Z 1 7 7 0").is_some_and(|p| p.zombie));
+        assert_eq!(parse_stat(1, b"garbage"), None);
     }
 
     #[test]

@@ -482,6 +482,8 @@ impl Supervisor {
             () = cancel.cancelled() => Err(Stop::Canceled),
             () = sleep_until(deadline) => Err(Stop::TimedOut(invocation.timeout.unwrap_or_default())),
         };
+        // Whether the adopted orphans that ended have been reaped since the run's end.
+        let mut reaped = false;
         let (status, stop) = match waited {
             Ok(status) => {
                 let status = status.map_err(|source| Error::Wait {
@@ -489,7 +491,7 @@ impl Supervisor {
                     source,
                 })?;
                 if o.kill_leftovers {
-                    self.stop_leftovers(group, &tree, log).await;
+                    reaped = self.stop_leftovers(group, &tree, log).await;
                 }
                 (status, None)
             }
@@ -506,7 +508,9 @@ impl Supervisor {
             }
         };
         guard.disarm();
-        tree::reap_adopted();
+        if !reaped {
+            tree::reap_adopted();
+        }
         if let Some(pgid) = group.id() {
             log.process_ended(pgid);
         }
@@ -527,13 +531,15 @@ impl Supervisor {
     }
 
     /// Stops the processes a command that exited left running, in its group or outside it
-    /// (`kill_leftovers`), saying so in `log`.
-    async fn stop_leftovers(&self, group: Group, tree: &Tree, log: &LogSink) {
-        let escaped = tree.processes();
+    /// (`kill_leftovers`), saying so in `log`. Returns true when nothing was left, the adopted
+    /// orphans that ended having been reaped on the way (else whatever was stopped still
+    /// needs reaping).
+    async fn stop_leftovers(&self, group: Group, tree: &Tree, log: &LogSink) -> bool {
+        let escaped = tree.processes_after_exit();
         let group_alive = group.is_alive();
         if !group_alive && escaped.is_empty() {
             // Nothing of the run is left that could start anything: the usual end of a job.
-            return;
+            return true;
         }
         if group_alive {
             log.line(
@@ -551,6 +557,7 @@ impl Supervisor {
             );
         }
         self.stop_group(group, tree, escaped).await;
+        false
     }
 
     /// Reads the rest of the output, up to the drain timeout; returns whether it was abandoned

@@ -61,6 +61,15 @@ impl Tree {
         imp::processes(self)
     }
 
+    /// [`Tree::processes`] once the run's main process has been waited for, and the adopted
+    /// orphans that ended reaped ([`reap_adopted`]) from the same look at our children: the
+    /// usual end of a job costs one listing of them, not two. Nothing descends from the reaped
+    /// main process any more (its pid may even be someone else's by now), so only our adopted
+    /// children carrying the run's token, and theirs, are the run's.
+    pub(crate) fn processes_after_exit(&self) -> Vec<i32> {
+        imp::processes_after_exit(self)
+    }
+
     /// Asks each of `pids` to stop (SIGTERM).
     pub(crate) fn terminate(pids: &[i32]) {
         imp::signal_each(pids, false);
@@ -167,10 +176,33 @@ mod imp {
         let me = me();
         let subreaper = become_subreaper();
         if subreaper {
-            if let Some(found) = run_tree(tree, me) {
-                return found;
+            if let Some(adopted) = adopted(me) {
+                // While the main process lives, what it started outside its group descends
+                // from it.
+                let leader = tree
+                    .leader
+                    .filter(|&l| procs::get(l).is_some_and(|p| !p.zombie));
+                return run_tree(tree, me, &adopted, leader);
             }
         }
+        scan_for(tree, me, subreaper)
+    }
+
+    pub(super) fn processes_after_exit(tree: &Tree) -> Vec<i32> {
+        let me = me();
+        let subreaper = become_subreaper();
+        let adopted = if subreaper { adopted(me) } else { None };
+        let Some(adopted) = adopted else {
+            let found = scan_for(tree, me, subreaper);
+            reap_adopted();
+            return found;
+        };
+        reap(me, &adopted);
+        run_tree(tree, me, &adopted, None)
+    }
+
+    /// [`processes`] from a scan of every process (no `children` files, or not the subreaper).
+    fn scan_for(tree: &Tree, me: i32, subreaper: bool) -> Vec<i32> {
         let Some(procs) = procs::scan() else {
             return Vec::new();
         };
@@ -201,44 +233,35 @@ mod imp {
             .collect()
     }
 
-    /// As the subreaper: the run's processes outside its group are the leader's descendants
-    /// and, once their parents died, our children that carry the run's token, with theirs.
-    /// Walking just those reads a few files where a scan reads every process of the machine
-    /// (this runs at the end of every job). `None` without `children` files.
-    fn run_tree(tree: &Tree, me: i32) -> Option<Vec<i32>> {
-        let mut roots: Vec<i32> = adopted(me)?
-            .into_iter()
+    /// As the subreaper: the run's processes outside its group are the descendants of its
+    /// live main process `leader` and, once their parents died, those of our `adopted`
+    /// children that carry the run's token. Walking just those reads a few files where a scan
+    /// reads every process of the machine (this runs at the end of every job).
+    fn run_tree(tree: &Tree, me: i32, adopted: &[Proc], leader: Option<i32>) -> Vec<i32> {
+        let roots = adopted
+            .iter()
             .filter(|p| !p.zombie && p.env_var(JOB_TOKEN_VAR).as_deref() == Some(&tree.token))
             .map(|p| p.pid)
-            .collect();
-        // While the main process lives, what it started outside its group descends from it.
-        roots.extend(
-            tree.leader
-                .filter(|&l| procs::get(l).is_some_and(|p| !p.zombie)),
-        );
+            .chain(leader);
         let mut found: Vec<i32> = roots
-            .into_iter()
             .flat_map(|root| procs::tree_of(root).unwrap_or_default())
             .filter(|p| !p.zombie && p.pid != me && Some(p.pgrp) != tree.leader)
             .map(|p| p.pid)
             .collect();
         found.sort_unstable();
         found.dedup();
-        Some(found)
+        found
     }
 
     /// Our children that we did not start (see [`started`]): orphans we adopted, alive or
     /// ended. Only those are read, not every child (the other jobs' main processes).
     fn adopted(me: i32) -> Option<Vec<Proc>> {
-        let children = procs::children(me)?;
-        let started = started();
-        Some(
-            children
-                .into_iter()
-                .filter(|c| !started.contains(c))
-                .filter_map(procs::get)
-                .collect(),
-        )
+        let mut children = procs::children(me)?;
+        {
+            let started = started();
+            children.retain(|c| !started.contains(c));
+        }
+        Some(children.into_iter().filter_map(procs::get).collect())
     }
 
     pub(super) fn with_token(matches: impl Fn(&str) -> bool) -> Vec<i32> {
@@ -269,14 +292,24 @@ mod imp {
 
     pub(super) fn reap_adopted() {
         let me = me();
+        // The children we did not start (else a scan of every process).
+        let procs: Vec<Proc> = adopted(me).unwrap_or_else(|| procs::scan().unwrap_or_default());
+        reap(me, &procs);
+    }
+
+    /// Reaps the ended ones of `procs` that are our children and surely adopted: in another
+    /// session than ours or a foreign group (a `git` some other code runs and waits for is
+    /// neither).
+    fn reap(me: i32, procs: &[Proc]) {
+        let mut zombies = procs.iter().filter(|p| p.zombie && p.ppid == me).peekable();
+        // Our own session and group, read only when there is a zombie to judge.
+        if zombies.peek().is_none() {
+            return;
+        }
         let Some(mine) = procs::get(me) else {
             return;
         };
-        // The children we did not start (else a scan of every process); of those, only the
-        // ones in another session or a foreign group are surely adopted (a `git` some other
-        // code runs and waits for is neither).
-        let procs: Vec<Proc> = adopted(me).unwrap_or_else(|| procs::scan().unwrap_or_default());
-        for p in procs.iter().filter(|p| p.zombie && p.ppid == me) {
+        for p in zombies {
             let adopted = p.session != mine.session || (p.pgrp != p.pid && p.pgrp != mine.pgrp);
             if adopted {
                 let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
@@ -308,4 +341,8 @@ mod imp {
     }
 
     pub(super) fn reap_adopted() {}
+
+    pub(super) fn processes_after_exit(_tree: &Tree) -> Vec<i32> {
+        Vec::new()
+    }
 }
