@@ -248,3 +248,43 @@ async fn a_wait_survives_a_restart() {
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
     assert_eq!(ran(&r), ["free", "gate", "after"], "nothing ran twice");
 }
+
+#[tokio::test]
+async fn an_approved_job_stopped_by_a_pause_is_not_held_again() {
+    // The gated job's first run blocks until it is stopped; its second run ends at once.
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = runs.clone();
+    let o = Orchestrator::builder()
+        .repository(InMemoryPlanRepository::new())
+        .runner(
+            "shell",
+            FnRunner::new(move |_, ctx| {
+                let first = ctx.producer_id == "gate"
+                    && seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        ctx.cancel.cancelled().await;
+                        return Err(orchestrator_core::runner::WorkFailure::canceled());
+                    }
+                    Ok(WorkOutput::default())
+                }
+            }),
+        )
+        .build()
+        .expect("build");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = started(&o, dir.path()).await;
+    o.approve(&id, "gate").await.expect("approve");
+    while status_of(&o, &id, 0).await != NodeStatus::Running {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    o.pause(&id, true).await.expect("pause, stopping the job");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Paused);
+    o.resume(&id).await.expect("resume");
+    assert_eq!(
+        o.wait_or_waiting(&id).await.expect("wait"),
+        PlanStatus::Succeeded,
+        "the approval still holds after the pause"
+    );
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2);
+}

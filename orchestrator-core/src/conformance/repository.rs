@@ -240,6 +240,7 @@ fn diamond_run() -> Vec<Vec<StateChange>> {
         StateChange::RetryRequested {
             node: 1,
             resume_from: Some(Phase::Work),
+            anew: true,
         },
         node(T0 + 510, 1, NodeStatus::Pending),
         node(T0 + 510, 3, NodeStatus::Pending),

@@ -353,13 +353,36 @@ impl PlanMachine {
         Ok(())
     }
 
-    /// Retries a failed node: the next attempt resumes from `resume_from`; descendants blocked
-    /// only through it become pending again; the node is ready at once if its dependencies all
-    /// succeeded.
+    /// Retries a failed node for the engine (after a pause, a crash, for an auto-heal): the
+    /// next attempt resumes from `resume_from`, and an approval given or a timer fired still
+    /// holds. See [`PlanMachine::retry_anew`] for a host's retry.
     pub fn retry(
         &mut self,
         n: NodeIndex,
         resume_from: Option<Phase>,
+        at: Millis,
+    ) -> Result<(), ApplyError> {
+        self.retry_with(n, resume_from, false, at)
+    }
+
+    /// Retries a failed node for a host: new work, so an `approval` job waits for a person
+    /// again and a timer job waits again. Otherwise as [`PlanMachine::retry`]: descendants
+    /// blocked only through it become pending again; the node is ready at once if its
+    /// dependencies all succeeded.
+    pub fn retry_anew(
+        &mut self,
+        n: NodeIndex,
+        resume_from: Option<Phase>,
+        at: Millis,
+    ) -> Result<(), ApplyError> {
+        self.retry_with(n, resume_from, true, at)
+    }
+
+    fn retry_with(
+        &mut self,
+        n: NodeIndex,
+        resume_from: Option<Phase>,
+        anew: bool,
         at: Millis,
     ) -> Result<(), ApplyError> {
         let status = self.status_of(n);
@@ -374,6 +397,7 @@ impl PlanMachine {
         self.record_change(StateChange::RetryRequested {
             node: n,
             resume_from,
+            anew,
         })?;
         self.transition(n, NodeStatus::Pending, at)?;
         let graph = self.graph.clone();

@@ -269,7 +269,7 @@ impl PlanActor {
             }
             let resume = (resume != Phase::MergeFi).then_some(resume);
             self.machine
-                .retry(n, resume, at)
+                .retry_anew(n, resume, at)
                 .map_err(|e| self.transition_error(e))?;
         }
         if replaces {

@@ -237,6 +237,7 @@ impl PlanActor {
                     .record_change(StateChange::RetryRequested {
                         node: n,
                         resume_from: Some(earliest),
+                        anew: false,
                     })
                     .map_err(|e| self.transition_error(e))?;
             }

@@ -131,13 +131,17 @@ impl PlanRecord {
             StateChange::HealScheduled { node, heal } => {
                 node_mut(&mut self.state, *node)?.heal = Some(heal.clone());
             }
-            StateChange::RetryRequested { node, resume_from } => {
+            StateChange::RetryRequested {
+                node,
+                resume_from,
+                anew,
+            } => {
                 let n = node_mut(&mut self.state, *node)?;
                 n.resume_from = *resume_from;
-                // A retry is new work: an `approval: before` job is held for approval again,
-                // and a timer waits again.
-                n.approved = false;
-                n.timer_fired = false;
+                if *anew {
+                    n.approved = false;
+                    n.timer_fired = false;
+                }
             }
             StateChange::WaitStarted { node, waiting } => {
                 node_mut(&mut self.state, *node)?.waiting = Some(Box::new(waiting.clone()));

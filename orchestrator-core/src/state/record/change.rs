@@ -200,6 +200,11 @@ pub enum StateChange {
         /// Phase to resume from.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume_from: Option<Phase>,
+        /// A host's retry: new work, so the job's holds (an `approval`, a timer) apply again.
+        /// The engine's own retries (after a pause, a crash, for an auto-heal) keep them: an
+        /// approved job is not held a second time because its process died.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        anew: bool,
     },
     /// The plan's jobs or options were edited (scaffolding, reshape). Replayed by applying
     /// the edits again ([`crate::plan::apply_edits`]): nodes keep their state by producerId
