@@ -144,3 +144,72 @@ fn a_rejection_fails_the_job_with_its_reason_and_blocks_its_dependents() {
     let again: Value = repo.status(Some(&id));
     assert_eq!(job_doc(&again, "deploy")["attempts"], 1);
 }
+
+#[test]
+fn an_approval_after_job_commits_then_waits_and_lands_only_when_approved() {
+    let repo = Repo::new();
+    let count = repo.scratch.join("migrate-runs");
+    let plan = repo.plan(
+        "reviewed.json",
+        &json!({"name": "reviewed", "jobs": [
+            {"producerId": "migrate", "task": "Write the migration",
+             "work": format!("echo m >> '{}'; echo m > migrate.sql", count.display()),
+             "dependencies": [], "approval": "after"},
+            job("seed", "echo s > seed.txt", &["migrate"]),
+            job("free", "echo f > free.txt", &[]),
+            {"producerId": "docs", "task": "Document it", "work": "echo d > docs.txt",
+             "dependencies": [], "approval": "after"},
+        ]}),
+    );
+    let run = repo.run(&[
+        "run",
+        plan.to_str().expect("utf-8"),
+        "--until-waiting",
+        "--json",
+        "-q",
+    ]);
+    run.expect_code(4);
+    let doc = run.json();
+    let id = doc["planId"].as_str().expect("planId").to_owned();
+    let migrate = job_doc(&doc, "migrate");
+    assert_eq!(migrate["status"], "waiting", "{doc:#}");
+    assert_eq!(migrate["waitingFor"], "approval");
+    let commit = migrate["commit"]
+        .as_str()
+        .expect("committed before the wait");
+    assert!(migrate["waiting"]["prompt"]
+        .as_str()
+        .is_some_and(|p| p.contains(commit)));
+    assert_eq!(job_doc(&doc, "seed")["status"], "pending");
+    // The commit exists, the target does not have it yet.
+    let files = repo.git(&["ls-tree", "-r", "--name-only", commit]);
+    assert!(files.contains("migrate.sql"), "{files}");
+    let target = doc["targetBranch"].as_str().expect("target").to_owned();
+    let landed = repo.git(&["ls-tree", "-r", "--name-only", &target]);
+    assert!(!landed.contains("migrate.sql"), "{landed}");
+    // A leaf held after its phases: not merged (merge-ri into the snapshot branch, which
+    // lands on the target at the end) until approved.
+    assert_eq!(job_doc(&doc, "docs")["status"], "waiting");
+    let snapshot = doc["snapshotBranch"].as_str().expect("snapshot branch");
+    let merged = repo.git(&["ls-tree", "-r", "--name-only", snapshot]);
+    assert!(
+        merged.contains("free.txt") && !merged.contains("docs.txt"),
+        "{merged}"
+    );
+
+    repo.run(&["approve", &id, "migrate", "-q"]).expect_code(0);
+    repo.run(&["approve", &id, "docs", "-q"]).expect_code(0);
+    let resume = repo.run(&["resume", &id, "--json", "-q"]);
+    resume.expect_code(0);
+    assert_eq!(resume.json()["status"], "succeeded");
+    let landed = repo.git(&["ls-tree", "-r", "--name-only", &target]);
+    for file in ["migrate.sql", "seed.txt", "free.txt", "docs.txt"] {
+        assert!(landed.contains(file), "{file} missing: {landed}");
+    }
+    let runs = std::fs::read_to_string(&count).expect("ran");
+    assert_eq!(runs.lines().count(), 1, "the approved work ran once");
+    let status = repo.status(Some(&id));
+    assert_eq!(job_doc(&status, "migrate")["attempts"], 1);
+    assert_eq!(job_doc(&status, "migrate")["commit"], commit);
+    repo.assert_clean("approved after");
+}

@@ -288,3 +288,125 @@ async fn an_approved_job_stopped_by_a_pause_is_not_held_again() {
     );
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
+
+/// `check` (approval after) -> `dep`; `free` runs meanwhile.
+fn after_plan() -> PlanSpec {
+    PlanSpec::new("reviewed")
+        .isolation(Isolation::None)
+        .job(
+            JobSpec::new("check", "Change the schema", WorkSpec::shell("change"))
+                .approval(Approval::After),
+        )
+        .job(JobSpec::new("dep", "Dependent", WorkSpec::shell("dep")).depends_on(["check"]))
+        .job(JobSpec::new("free", "Free", WorkSpec::shell("free")))
+}
+
+async fn held_after(o: &Orchestrator, dir: &std::path::Path) -> PlanId {
+    let id = o.run(after_plan(), dir).await.expect("run");
+    assert_eq!(
+        o.wait_or_waiting(&id).await.expect("wait"),
+        PlanStatus::Waiting
+    );
+    id
+}
+
+#[tokio::test]
+async fn an_approval_after_job_runs_its_phases_then_waits_with_its_attempt_open() {
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = held_after(&o, dir.path()).await;
+
+    let mut done = ran(&r);
+    done.sort();
+    assert_eq!(done, ["check", "free"], "its work ran; its dependent waits");
+    let record = o.status(&id).await.expect("status");
+    let node = &record.state.nodes[0];
+    assert_eq!(node.status, NodeStatus::Waiting);
+    let waiting = node.waiting.as_ref().expect("waits");
+    assert_eq!(waiting.waiting_for, WaitingFor::Approval);
+    assert!(waiting
+        .prompt
+        .as_deref()
+        .is_some_and(|p| p.contains("Change the schema")));
+    assert_eq!(node.attempts.len(), 1);
+    assert_eq!(
+        node.attempts[0].status,
+        orchestrator_core::state::AttemptStatus::Running,
+        "the attempt goes on after the approval"
+    );
+    assert_eq!(record.state.nodes[1].status, NodeStatus::Pending);
+
+    o.approve(&id, "check").await.expect("approve");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    let runs = ran(&r);
+    assert_eq!(
+        runs.iter().filter(|j| *j == "check").count(),
+        1,
+        "the approved work is not run again: {runs:?}"
+    );
+    assert_eq!(runs.last().map(String::as_str), Some("dep"));
+    let record = o.status(&id).await.expect("status");
+    let node = &record.state.nodes[0];
+    assert_eq!(node.attempts.len(), 1, "one attempt, held in the middle");
+    assert_eq!(
+        node.attempts[0].status,
+        orchestrator_core::state::AttemptStatus::Succeeded
+    );
+}
+
+#[tokio::test]
+async fn rejecting_cancelling_and_restarting_an_approval_after_job() {
+    let dir = tempfile::tempdir().expect("tempdir");
+
+    // Reject: the open attempt fails with the reason; the dependent is blocked.
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let id = held_after(&o, dir.path()).await;
+    o.reject(&id, "check", "drops a column")
+        .await
+        .expect("reject");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
+    let record = o.status(&id).await.expect("status");
+    let node = &record.state.nodes[0];
+    assert_eq!(node.attempts.len(), 1);
+    assert_eq!(
+        node.attempts[0].failure_reason,
+        Some(FailureReason::Rejected)
+    );
+    assert!(node
+        .error
+        .as_deref()
+        .is_some_and(|e| e.contains("drops a column")));
+    assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked);
+
+    // Cancel: the open attempt is canceled with the job.
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let id = held_after(&o, dir.path()).await;
+    o.cancel(&id).await.expect("cancel");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Canceled);
+    let record = o.status(&id).await.expect("status");
+    assert_eq!(
+        record.state.nodes[0].attempts[0].status,
+        orchestrator_core::state::AttemptStatus::Canceled
+    );
+
+    // A restart: the job still waits, and goes on after the approval without running again.
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let id = {
+        let o = orchestrator(&repo, &r);
+        let id = held_after(&o, dir.path()).await;
+        o.release(&id).await.expect("release");
+        id
+    };
+    let o = orchestrator(&repo, &r);
+    o.open_plan(&id).await.expect("reopen");
+    assert_eq!(o.plan_status(&id).expect("status"), PlanStatus::Waiting);
+    o.approve(&id, "check")
+        .await
+        .expect("approve after the restart");
+    o.resume(&id).await.expect("resume");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    assert_eq!(ran(&r).iter().filter(|j| *j == "check").count(), 1);
+}

@@ -3,8 +3,9 @@
 //! deadlines (some gated too: approval first, then the timer), while other jobs run; the plan
 //! always ends in the state a reference model predicts: a rejected job fails with reason
 //! `rejected`, everything downstream of it is blocked, every other job succeeds, no gated job
-//! runs before it is approved, no timer job starts before its deadline, and a timer job runs
-//! no work.
+//! gated `before` runs before it is approved, one gated `after` ran its phases once (approved
+//! or rejected) before the decision, no timer job starts before its deadline, and a timer job
+//! runs no work.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,8 @@ struct Case {
     gate: Vec<Option<bool>>,
     /// Some(ms): a timer job waiting that long.
     timer: Vec<Option<u16>>,
+    /// A gated job is gated `after` its phases (else `before` it starts).
+    after: Vec<bool>,
     /// The order decisions are taken among the jobs waiting at a time (a seed).
     order: u64,
 }
@@ -46,11 +49,15 @@ fn case() -> impl Strategy<Value = Case> {
             prop_oneof![3 => Just(None), 1 => (0u16..60).prop_map(Some)],
             n,
         );
-        (deps, gate, timer, any::<u64>()).prop_map(|(deps, gate, timer, order)| Case {
-            deps,
-            gate,
-            timer,
-            order,
+        let after = proptest::collection::vec(any::<bool>(), n);
+        (deps, gate, timer, after, any::<u64>()).prop_map(|(deps, gate, timer, after, order)| {
+            Case {
+                deps,
+                gate,
+                timer,
+                after,
+                order,
+            }
         })
     })
 }
@@ -104,7 +111,11 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
             let mut job =
                 JobSpec::new(name(i), "t", work).depends_on(deps.iter().map(|&d| name(d)));
             if c.gate[i].is_some() {
-                job = job.approval(Approval::Before);
+                job = job.approval(if c.after[i] {
+                    Approval::After
+                } else {
+                    Approval::Before
+                });
             }
             plan = plan.job(job);
         }
@@ -132,7 +143,7 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
                     WaitingFor::Timer => {
                         prop_assert!(c.timer[i].is_some(), "{} is no timer", name(i));
                         prop_assert!(
-                            c.gate[i] != Some(false),
+                            c.gate[i] != Some(false) || c.after[i],
                             "{} waits on its timer before its approval",
                             name(i)
                         );
@@ -153,7 +164,17 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
             let i = waiting.swap_remove((rng % waiting.len() as u64) as usize);
             prop_assert!(decided.insert(i), "{} waited twice", name(i));
             let ran_before = ran.lock().expect("lock").contains(&name(i));
-            prop_assert!(!ran_before, "{} ran before its approval", name(i));
+            if c.after[i] {
+                // Gated after: its phases passed first (a timer runs no work).
+                prop_assert_eq!(
+                    ran_before,
+                    c.timer[i].is_none(),
+                    "{} before its approval",
+                    name(i)
+                );
+            } else {
+                prop_assert!(!ran_before, "{} ran before its approval", name(i));
+            }
             match c.gate[i] {
                 Some(true) => o.approve(&id, &name(i)).await.expect("approve"),
                 Some(false) => o.reject(&id, &name(i), "no").await.expect("reject"),
@@ -177,7 +198,10 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
                 .iter()
                 .filter(|r| **r == name(i))
                 .count();
-            let should = usize::from(got[i] == NodeStatus::Succeeded && c.timer[i].is_none());
+            // A job gated after its phases ran them once, approved or rejected.
+            let reached = got[i] == NodeStatus::Succeeded
+                || (c.after[i] && c.gate[i] == Some(false) && got[i] == NodeStatus::Failed);
+            let should = usize::from(reached && c.timer[i].is_none());
             prop_assert_eq!(runs, should, "{} ran {} times", name(i), runs);
             if let (Some(until), Some(attempt)) = (deadlines.get(&i), node.last_attempt()) {
                 prop_assert!(

@@ -393,6 +393,7 @@ impl PlanActor {
         let at = self.clock;
         let outcome = match (running.stop, result) {
             (Some(StopReason::Cancel), _) => self.machine.cancel_node(n, at),
+            (None | Some(StopReason::Pause), Err(f)) if f.held => self.hold_after(n),
             (_, Ok(())) => self.machine.succeed(n, at).map(|()| self.clean_up_after(n)),
             (Some(StopReason::Pause), Err(f)) => {
                 let resume = f
@@ -641,7 +642,11 @@ impl PlanActor {
     fn launch(&mut self, n: NodeIndex, slot: Slot) -> Result<(), ApplyError> {
         let at = self.clock;
         self.machine.schedule(n, at)?;
-        let (attempt, resume_from) = self.machine.begin_attempt(n, at)?;
+        let (attempt, resume_from) = if self.machine.has_open_attempt(n) {
+            self.machine.continue_attempt(n, at)?
+        } else {
+            self.machine.begin_attempt(n, at)?
+        };
         let cancel = CancellationToken::new();
         let run = NodeRun::new(
             self.ctx.clone(),

@@ -113,6 +113,9 @@ pub(crate) struct NodeFailure {
     pub(crate) phase: Option<Phase>,
     /// A shell or process failure a healer may fix (its `round` is set by the actor).
     pub(crate) heal: Option<Box<Heal>>,
+    /// Not a failure: an `approval: after` job whose phases passed stops to wait for a
+    /// person (see [`NodeFailure::held`]).
+    pub(crate) held: bool,
 }
 
 impl NodeFailure {
@@ -122,6 +125,19 @@ impl NodeFailure {
             reason,
             phase: Some(phase),
             heal: None,
+            held: false,
+        }
+    }
+
+    /// An `approval: after` job's phases passed: its run ends here, and the job waits for a
+    /// person before its commit moves on.
+    pub(crate) fn held() -> Self {
+        NodeFailure {
+            message: "held for approval".to_owned(),
+            reason: FailureReason::Canceled,
+            phase: None,
+            heal: None,
+            held: true,
         }
     }
 

@@ -48,6 +48,8 @@ pub(crate) struct NodeRun {
     dep_commits: Vec<String>,
     worktree: Option<PathBuf>,
     prev_commit: Option<String>,
+    /// `approval: after`, not approved yet: the run stops once its phases passed.
+    hold_after: bool,
     session_id: Option<String>,
     /// The auto-heal this attempt starts with, until it has run.
     heal: std::sync::Mutex<Option<Box<Heal>>>,
@@ -107,6 +109,11 @@ impl NodeRun {
             dep_commits,
             worktree: ns.worktree.clone(),
             prev_commit: ns.commit.clone(),
+            hold_after: !ns.approved
+                && spec
+                    .jobs
+                    .get(node)
+                    .is_some_and(|j| j.approval == Some(crate::plan::Approval::After)),
             session_id: ns.session_id.clone(),
             heal: std::sync::Mutex::new(ns.last_attempt().and_then(|a| a.heal.clone())),
             ctx,
@@ -530,13 +537,27 @@ impl NodeRun {
         self.save_specs().await;
         let dir = self.repo.clone();
         self.checks_and_work(&dir, self.resume_from).await?;
-        if let Some(post) = self.job().and_then(|j| j.postchecks.as_ref()) {
+        if let Some(post) = self
+            .job()
+            .and_then(|j| j.postchecks.as_ref())
+            .filter(|_| self.runs(Phase::Postchecks))
+        {
             self.phase(Phase::Postchecks, |log| {
                 self.run_spec(Phase::Postchecks, post, &dir, log)
             })
             .await?;
         }
-        Ok(())
+        self.hold_for_approval()
+    }
+
+    /// `approval: after` (SPEC §12): the phases passed, and the job's commit moves on
+    /// (merge-ri, dependents) only once a person approves it.
+    pub(super) fn hold_for_approval(&self) -> PhaseResult {
+        if self.hold_after {
+            Err(NodeFailure::held())
+        } else {
+            Ok(())
+        }
     }
 }
 

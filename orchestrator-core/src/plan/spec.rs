@@ -293,8 +293,8 @@ pub struct JobSpec {
 pub enum Approval {
     /// When it is ready, before anything of it runs.
     Before,
-    /// After its phases passed, before its commit moves on (not built yet: refused by
-    /// validation).
+    /// After its phases passed (work, commit, postchecks), before its commit moves on
+    /// (merge-ri, dependents): a person approves the commit itself.
     After,
 }
 

@@ -287,6 +287,39 @@ impl PlanMachine {
         self.record_change(StateChange::WaitStarted { node: n, waiting })
     }
 
+    /// `running -> waiting` for an `approval: after` job whose phases passed: its attempt
+    /// stays open (it goes on after the approval, see [`PlanMachine::continue_attempt`]),
+    /// its commit moves nowhere until then, and it holds no slot or process meanwhile.
+    pub fn hold_after(
+        &mut self,
+        n: NodeIndex,
+        waiting: Waiting,
+        at: Millis,
+    ) -> Result<(), ApplyError> {
+        self.transition(n, NodeStatus::Waiting, at)?;
+        self.record_change(StateChange::WaitStarted { node: n, waiting })
+    }
+
+    /// Whether node `n` has an attempt still open (an `approval: after` job held, then
+    /// approved): its next run continues it instead of starting a new one.
+    pub fn has_open_attempt(&self, n: NodeIndex) -> bool {
+        self.record.state.nodes[n]
+            .last_attempt()
+            .is_some_and(|a| a.status == AttemptStatus::Running)
+    }
+
+    /// `scheduled -> running`, continuing node `n`'s open attempt after the commit (merge-ri,
+    /// then success): returns the attempt's number and the phase it goes on from.
+    pub fn continue_attempt(
+        &mut self,
+        n: NodeIndex,
+        at: Millis,
+    ) -> Result<(u32, Option<Phase>), ApplyError> {
+        self.transition(n, NodeStatus::Running, at)?;
+        let number = self.record.state.nodes[n].attempts.len() as u32;
+        Ok((number, Some(Phase::MergeRi)))
+    }
+
     /// `waiting -> ready` for a job a person approved; it is not held again until a retry.
     pub fn approve(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
         self.record_change(StateChange::Approved { node: n })?;
@@ -343,8 +376,13 @@ impl PlanMachine {
     pub fn cancel(&mut self, at: Millis) -> Result<(), ApplyError> {
         self.record_change(StateChange::Canceled { at })?;
         for n in 0..self.record.state.nodes.len() {
+            let status = self.status_of(n);
+            if status == NodeStatus::Waiting {
+                // An `approval: after` job waits with its attempt open.
+                self.end_attempt(n, AttemptStatus::Canceled, at, None, None, None)?;
+            }
             if matches!(
-                self.status_of(n),
+                status,
                 NodeStatus::Pending | NodeStatus::Ready | NodeStatus::Waiting
             ) {
                 self.transition(n, NodeStatus::Canceled, at)?;

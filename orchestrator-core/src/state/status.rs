@@ -58,7 +58,7 @@ impl NodeStatus {
                 | (Scheduled, Running | Failed | Canceled)
                 | (Running, Succeeded | Failed | Canceled | CompletedSplit)
                 | (CompletedSplit, Succeeded | Failed)
-                | (Ready, Waiting)
+                | (Ready | Running, Waiting)
                 | (Waiting, Ready | Failed | Canceled)
                 | (Failed, Pending)
                 | (Blocked, Pending)

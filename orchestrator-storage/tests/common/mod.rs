@@ -70,6 +70,7 @@ pub fn change(i: u64) -> StateChange {
         9 => StateChange::RetryRequested {
             node,
             resume_from: Some(Phase::Work),
+            anew: true,
         },
         10 => status(NodeStatus::Pending),
         s if s % 2 == 0 => StateChange::Session {

@@ -134,6 +134,24 @@ impl PlanActor {
     /// Holds ready node `n` for a person's approval (`approval: before`, not approved since
     /// its last retry) instead of starting it: it waits without a slot, a process or a
     /// worktree, and says so in an `AttentionNeeded` event.
+    /// Holds running node `n`, an `approval: after` job whose phases passed, for a person:
+    /// it waits, its attempt open, until approved (then merge-ri and success) or rejected.
+    pub(super) fn hold_after(&mut self, n: NodeIndex) -> std::result::Result<(), ApplyError> {
+        let node = &self.machine.record().state.nodes[n];
+        let task = self.spec.jobs.get(n).map_or("", |j| j.task.as_str());
+        let prompt = match &node.commit {
+            Some(commit) => format!("{task} (commit {commit})"),
+            None => task.to_owned(),
+        };
+        let waiting = Waiting {
+            waiting_for: WaitingFor::Approval,
+            since: self.clock,
+            until: None,
+            prompt: Some(prompt),
+        };
+        self.machine.hold_after(n, waiting, self.clock)
+    }
+
     fn held_for_approval(&mut self, n: NodeIndex) -> bool {
         let needs = self
             .spec

@@ -54,6 +54,7 @@ impl NodeRun {
             })
             .await?;
         }
+        self.hold_for_approval()?;
         if self.graph.is_user_leaf(self.node) {
             self.phase(Phase::MergeRi, |log| self.merge_ri(&git, job, &commit, log))
                 .await?;

@@ -102,14 +102,6 @@ impl<'a> Validator<'a> {
             }
             self.work("work", &job.work);
             self.section = Section::AfterDependencies;
-            if job.approval == Some(crate::plan::Approval::After) {
-                self.report(
-                    "approval",
-                    "after",
-                    "`after` is not supported yet; `before` holds the job for approval before \
-                     it starts",
-                );
-            }
             if let Some(name) = &job.name {
                 self.display_name("name", name, false);
             }

@@ -63,9 +63,10 @@ fn transition_table_is_exactly_spec_section_3() {
         (CompletedSplit, Failed),
         (Failed, Pending),
         (Blocked, Pending),
-        // SPEC §12 waiting (running -> waiting and waiting -> running come with the agents'
-        // own waits and composite jobs).
+        // SPEC §12 waiting (waiting -> running comes with the agents' own waits and
+        // composite jobs; an approved `approval: after` job goes through ready, for a slot).
         (Ready, Waiting),
+        (Running, Waiting),
         (Waiting, Ready),
         (Waiting, Failed),
         (Waiting, Canceled),

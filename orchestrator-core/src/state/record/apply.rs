@@ -116,7 +116,17 @@ impl PlanRecord {
                 base_commit,
             } => self.state.set_worktree(*node, path, base_commit)?,
             StateChange::Commit { node, commit } => {
-                node_mut(&mut self.state, *node)?.commit = Some(commit.clone());
+                // `approval: after` approves a commit: a new one needs a new approval.
+                let after = self
+                    .spec
+                    .jobs
+                    .get(*node)
+                    .is_some_and(|j| j.approval == Some(crate::plan::Approval::After));
+                let n = node_mut(&mut self.state, *node)?;
+                n.commit = Some(commit.clone());
+                if after {
+                    n.approved = false;
+                }
             }
             StateChange::Session { node, session_id } => {
                 node_mut(&mut self.state, *node)?.session_id = Some(session_id.clone());

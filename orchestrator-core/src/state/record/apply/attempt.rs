@@ -46,6 +46,20 @@ impl PlanState {
     ) -> Result<(), ApplyError> {
         let n = node_mut(self, node)?;
         let error = message.to_owned();
+        n.waiting = None;
+        // An `approval: after` job waits with its attempt open: that attempt fails.
+        if let Some(open) = n
+            .attempts
+            .last_mut()
+            .filter(|a| a.status == AttemptStatus::Running)
+        {
+            open.status = AttemptStatus::Failed;
+            open.ended_at = Some(at);
+            open.error = Some(error.clone());
+            open.failure_reason = Some(reason);
+            n.error = Some(error);
+            return Ok(());
+        }
         n.attempts.push(Attempt {
             number: n.attempts.len() as u32 + 1,
             status: AttemptStatus::Failed,
