@@ -612,7 +612,8 @@ impl Supervisor {
             group.wait_gone(grace_end).await;
             Tree::wait_gone(&escaped, grace_end).await;
         }
-        self.kill_rest(group, tree, &escaped);
+        // The child is not reaped yet: its descendants by parent chain still count.
+        self.kill_rest(group, &escaped, tree.processes());
         // The leader may still run (SIGTERM ignored, or no group): make sure, then reap it.
         let _ = child.start_kill();
         child.wait().await
@@ -626,14 +627,16 @@ impl Supervisor {
         Tree::terminate(&escaped);
         group.wait_gone(grace_end).await;
         Tree::wait_gone(&escaped, grace_end).await;
-        self.kill_rest(group, tree, &escaped);
+        // The main process was reaped: its pid may be someone else's by now.
+        self.kill_rest(group, &escaped, tree.processes_after_exit());
     }
 
-    /// SIGKILL for whatever of the run still runs after the grace period, including processes
-    /// started since the first look.
-    fn kill_rest(&self, group: Group, tree: &Tree, escaped: &[i32]) {
+    /// SIGKILL for whatever of the run still runs after the grace period: what is left of
+    /// `escaped`, and `now`, the run's processes found by a second look (started since the
+    /// first).
+    fn kill_rest(&self, group: Group, escaped: &[i32], now: Vec<i32>) {
         Tree::kill(&Tree::alive(escaped));
-        tree.kill_all();
+        Tree::kill(&now);
         if group.is_alive() {
             group.kill();
         }
