@@ -11,6 +11,7 @@
 // The retry schedule of the retrying wrappers (git, store).
 mod backoff;
 pub mod capacity;
+pub mod composite;
 // Test support for implementations and hosts; a default build of core leaves it out.
 #[cfg(feature = "testing")]
 pub mod conformance;

@@ -121,6 +121,10 @@ fn job_doc(record: &PlanRecord, n: usize, blockers: &[String]) -> Value {
             if let Some(group) = &job.group {
                 doc["group"] = json!(group);
             }
+            // A sub-job (SPEC §12) names the composite job it belongs to.
+            if let Some(parent) = &job.parent {
+                doc["parent"] = json!(parent);
+            }
             if !blockers.is_empty() {
                 doc["blockedBy"] = json!(blockers);
             }

@@ -16,7 +16,7 @@ use tracing::Instrument;
 use crate::capacity::{Capacity, Slot};
 use crate::engine::context::EngineCtx;
 use crate::engine::messages::{
-    ArchiveReport, HostRequest, Message, NodeFailure, NodeProgress, Reply, RetryRequest,
+    ArchiveReport, Hold, HostRequest, Message, NodeFailure, NodeProgress, Reply, RetryRequest,
 };
 use crate::engine::pipeline::NodeRun;
 use crate::engine::queue::ReadyQueue;
@@ -32,6 +32,7 @@ use crate::state::{
 };
 use crate::view::resolve as resolve_job;
 
+mod composite;
 mod lifecycle;
 mod reshape;
 mod waiting;
@@ -87,6 +88,11 @@ pub(crate) struct PlanActor {
     usage: crate::usage::Usage,
     /// Deadlines of the timer jobs waiting.
     timers: waiting::Timers,
+    /// Composite jobs whose sub-jobs may all have ended: their controller is asked this turn.
+    composites: Vec<NodeIndex>,
+    /// Composite jobs their controller found done, with the output it gave: they are queued
+    /// to merge their sub-jobs' commits and go on.
+    composite_outputs: std::collections::HashMap<NodeIndex, Option<String>>,
 }
 
 /// A wait for a capacity slot; dropping it gives up the wait ([`Capacity::acquire`] is
@@ -179,7 +185,13 @@ impl PlanActor {
             remaps: Vec::new(),
             usage,
             timers: waiting::Timers::default(),
+            composites: Vec::new(),
+            composite_outputs: Default::default(),
         };
+        // Split jobs whose sub-jobs ended before a restart go on.
+        actor.composites = (0..n)
+            .filter(|&i| actor.machine.status_of(i) == NodeStatus::CompletedSplit)
+            .collect();
         actor.timers = waiting::Timers::of(actor.machine.record());
         let graph = actor.machine.graph().clone();
         for node in actor.machine.ready_nodes() {
@@ -393,7 +405,10 @@ impl PlanActor {
         let at = self.clock;
         let outcome = match (running.stop, result) {
             (Some(StopReason::Cancel), _) => self.machine.cancel_node(n, at),
-            (None | Some(StopReason::Pause), Err(f)) if f.held => self.hold_after(n),
+            (None | Some(StopReason::Pause), Err(f)) if f.hold.is_some() => match f.hold {
+                Some(Hold::Split(manifest)) => self.split(n, &manifest),
+                _ => self.hold_after(n),
+            },
             (_, Ok(())) => self.machine.succeed(n, at).map(|()| self.clean_up_after(n)),
             (Some(StopReason::Pause), Err(f)) => {
                 let resume = f
@@ -445,6 +460,9 @@ impl PlanActor {
         };
         if let Err(e) = outcome {
             tracing::error!(node = n, error = %e, "state machine rejected a node completion");
+        }
+        if self.machine.status_of(n).is_terminal() {
+            self.child_ended(n);
         }
     }
 
@@ -558,6 +576,9 @@ impl PlanActor {
         if !self.timers.is_empty() {
             self.fire_due_timers();
         }
+        if !self.composites.is_empty() {
+            self.check_composites();
+        }
         let graph = self.machine.graph().clone();
         // A job that must wait first (approval, timer) is held as soon as it is ready, not
         // when a slot frees: its wait does not queue behind running jobs.
@@ -610,8 +631,11 @@ impl PlanActor {
         }
         while self.active < self.max_parallel {
             let Some(n) = self.queue.pop() else { break };
-            if self.machine.status_of(n) != NodeStatus::Ready {
-                continue;
+            match self.machine.status_of(n) {
+                NodeStatus::Ready => {}
+                NodeStatus::CompletedSplit
+                    if self.running[n].is_none() && self.composite_outputs.contains_key(&n) => {}
+                _ => continue,
             }
             if self.held(n) {
                 continue;
@@ -641,11 +665,20 @@ impl PlanActor {
 
     fn launch(&mut self, n: NodeIndex, slot: Slot) -> Result<(), ApplyError> {
         let at = self.clock;
-        self.machine.schedule(n, at)?;
-        let (attempt, resume_from) = if self.machine.has_open_attempt(n) {
-            self.machine.continue_attempt(n, at)?
+        let (attempt, resume_from) = if self.machine.status_of(n) == NodeStatus::CompletedSplit {
+            let started = self.machine.continue_composite(n, at)?;
+            if let Some(Some(text)) = self.composite_outputs.remove(&n) {
+                self.machine
+                    .record_change(StateChange::Output { node: n, text })?;
+            }
+            started
         } else {
-            self.machine.begin_attempt(n, at)?
+            self.machine.schedule(n, at)?;
+            if self.machine.has_open_attempt(n) {
+                self.machine.continue_attempt(n, at)?
+            } else {
+                self.machine.begin_attempt(n, at)?
+            }
         };
         let cancel = CancellationToken::new();
         let run = NodeRun::new(

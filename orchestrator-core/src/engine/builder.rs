@@ -1,5 +1,6 @@
 //! [`OrchestratorBuilder`]: how hosts put an [`Orchestrator`] together.
 
+use crate::composite::Controller;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -44,6 +45,7 @@ pub struct OrchestratorBuilder {
     repository: Option<Arc<dyn PlanRepository>>,
     git: Option<Arc<dyn GitOperations>>,
     runners: HashMap<String, Arc<dyn WorkRunner>>,
+    controllers: HashMap<String, Arc<dyn Controller>>,
     resolver: Option<Arc<dyn ConflictResolver>>,
     healer: Option<Arc<dyn Healer>>,
     reaper: Option<Reaper>,
@@ -96,6 +98,21 @@ impl OrchestratorBuilder {
     /// Registers a shared runner.
     pub fn runner_arc(mut self, kind: impl Into<String>, runner: Arc<dyn WorkRunner>) -> Self {
         self.runners.insert(kind.into(), runner);
+        self
+    }
+
+    /// Registers the controller of a composite work kind (SPEC §12): it decides, from stored
+    /// facts, which sub-jobs a composite job gets and when it is done. `split` (the jobs that
+    /// leave a split manifest) has [`crate::composite::SplitController`] unless replaced.
+    ///
+    /// ```
+    /// use orchestrator_core::composite::SplitController;
+    /// use orchestrator_core::Orchestrator;
+    /// let o = Orchestrator::builder().controller("split", SplitController).build();
+    /// assert!(o.is_ok());
+    /// ```
+    pub fn controller(mut self, kind: impl Into<String>, controller: impl Controller) -> Self {
+        self.controllers.insert(kind.into(), Arc::new(controller));
         self
     }
 
@@ -201,6 +218,12 @@ impl OrchestratorBuilder {
                 .git
                 .map(|g| Arc::new(crate::git::Retrying::new(g)) as Arc<dyn GitOperations>),
             runners: self.runners,
+            controllers: {
+                let mut c = self.controllers;
+                c.entry("split".to_owned())
+                    .or_insert_with(|| Arc::new(crate::composite::SplitController));
+                c
+            },
             resolver: self.resolver,
             healer: self.healer,
             reaper: self.reaper,

@@ -25,6 +25,8 @@ pub(crate) struct EngineCtx {
     pub(crate) repository: Arc<dyn PlanRepository>,
     pub(crate) git: Option<Arc<dyn GitOperations>>,
     pub(crate) runners: HashMap<String, Arc<dyn WorkRunner>>,
+    /// Controllers of composite work, by kind (`split` always has one).
+    pub(crate) controllers: HashMap<String, Arc<dyn crate::composite::Controller>>,
     pub(crate) resolver: Option<Arc<dyn ConflictResolver>>,
     pub(crate) healer: Option<Arc<dyn Healer>>,
     pub(crate) reaper: Option<Reaper>,

@@ -113,9 +113,17 @@ pub(crate) struct NodeFailure {
     pub(crate) phase: Option<Phase>,
     /// A shell or process failure a healer may fix (its `round` is set by the actor).
     pub(crate) heal: Option<Box<Heal>>,
-    /// Not a failure: an `approval: after` job whose phases passed stops to wait for a
-    /// person (see [`NodeFailure::held`]).
-    pub(crate) held: bool,
+    /// Not a failure: the run stopped on purpose, for the actor to go on from there.
+    pub(crate) hold: Option<Hold>,
+}
+
+/// Why a run stopped before its end without failing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// An `approval: after` job's phases passed: it waits for a person.
+    Approval,
+    /// The work left a split manifest (its text) and its commit is made: the job splits.
+    Split(String),
 }
 
 impl NodeFailure {
@@ -125,19 +133,18 @@ impl NodeFailure {
             reason,
             phase: Some(phase),
             heal: None,
-            held: false,
+            hold: None,
         }
     }
 
-    /// An `approval: after` job's phases passed: its run ends here, and the job waits for a
-    /// person before its commit moves on.
-    pub(crate) fn held() -> Self {
+    /// The run ends here on purpose ([`Hold`]): the actor goes on from there.
+    pub(crate) fn hold(hold: Hold) -> Self {
         NodeFailure {
-            message: "held for approval".to_owned(),
+            message: "held".to_owned(),
             reason: FailureReason::Canceled,
             phase: None,
             heal: None,
-            held: true,
+            hold: Some(hold),
         }
     }
 

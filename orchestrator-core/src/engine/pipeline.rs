@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::capacity::Slot;
 use crate::engine::context::EngineCtx;
-use crate::engine::messages::{Message, NodeFailure, NodeProgress};
+use crate::engine::messages::{Hold, Message, NodeFailure, NodeProgress};
 use crate::git::{GitOperations, MergeStyle};
 use crate::ids::{now_millis, NodeId, NodeIndex, PlanId};
 use crate::inputs::{Inputs, JobInput, INPUTS_VAR};
@@ -50,6 +50,11 @@ pub(crate) struct NodeRun {
     prev_commit: Option<String>,
     /// `approval: after`, not approved yet: the run stops once its phases passed.
     hold_after: bool,
+    /// A split manifest its work leaves turns the job into a composite one (SPEC §12).
+    may_split: bool,
+    /// A composite job whose sub-jobs all succeeded: the run merges their commits into its
+    /// own and goes on from the commit (see [`crate::composite`]).
+    composite: bool,
     session_id: Option<String>,
     /// The auto-heal this attempt starts with, until it has run.
     heal: std::sync::Mutex<Option<Box<Heal>>>,
@@ -95,13 +100,24 @@ impl NodeRun {
             Vec::new()
         };
         let inputs = dependency_inputs(&spec, &graph, state, node);
+        let job = spec.jobs.get(node);
+        let composite = job.is_some_and(|j| {
+            graph.dependencies(node).any(|d| {
+                spec.jobs.get(d).and_then(|s| s.parent.as_deref()) == Some(j.producer_id.as_str())
+            })
+        });
+        let may_split = job.is_some_and(|j| crate::composite::may_split(&spec, j));
         NodeRun {
             inputs,
             inputs_written: std::sync::Mutex::new(None),
             plan: state.id.clone(),
             node_id: ns.id.clone(),
             attempt,
-            resume_from: resume_from.unwrap_or(Phase::MergeFi),
+            // A composite job's own work is done: it goes on from its commit at the earliest.
+            resume_from: match resume_from.unwrap_or(Phase::MergeFi) {
+                p if composite => p.max(Phase::Commit),
+                p => p,
+            },
             repo: state.repo.clone(),
             base_commit: state.base_commit.clone(),
             target_branch: state.target_branch.clone(),
@@ -114,6 +130,8 @@ impl NodeRun {
                     .jobs
                     .get(node)
                     .is_some_and(|j| j.approval == Some(crate::plan::Approval::After)),
+            may_split,
+            composite,
             session_id: ns.session_id.clone(),
             heal: std::sync::Mutex::new(ns.last_attempt().and_then(|a| a.heal.clone())),
             ctx,
@@ -537,6 +555,9 @@ impl NodeRun {
         self.save_specs().await;
         let dir = self.repo.clone();
         self.checks_and_work(&dir, self.resume_from).await?;
+        if let Some(manifest) = self.take_split_manifest(&dir, self.resume_from)? {
+            return Err(NodeFailure::hold(Hold::Split(manifest)));
+        }
         if let Some(post) = self
             .job()
             .and_then(|j| j.postchecks.as_ref())
@@ -554,10 +575,43 @@ impl NodeRun {
     /// (merge-ri, dependents) only once a person approves it.
     pub(super) fn hold_for_approval(&self) -> PhaseResult {
         if self.hold_after {
-            Err(NodeFailure::held())
+            Err(NodeFailure::hold(Hold::Approval))
         } else {
             Ok(())
         }
+    }
+
+    /// The split manifest the work left in `dir` (SPEC §12), taken out of the folder so that
+    /// it is not committed; `None` when the job may not split, its work did not run in this
+    /// attempt, or it left none.
+    pub(super) fn take_split_manifest(
+        &self,
+        dir: &Path,
+        from: Phase,
+    ) -> PhaseResult<Option<String>> {
+        if !self.may_split || from > Phase::Work {
+            return Ok(None);
+        }
+        let path = dir.join(crate::composite::MANIFEST_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(NodeFailure::new(
+                    Phase::Work,
+                    FailureReason::PhaseFailed,
+                    format!("cannot read the split manifest {}: {e}", path.display()),
+                ))
+            }
+        };
+        std::fs::remove_file(&path).map_err(|e| {
+            NodeFailure::new(
+                Phase::Work,
+                FailureReason::PhaseFailed,
+                format!("cannot remove the split manifest {}: {e}", path.display()),
+            )
+        })?;
+        Ok(Some(text))
     }
 }
 

@@ -74,6 +74,15 @@ pub enum PlanEdit {
         /// Options to change.
         update: Box<PlanUpdate>,
     },
+    /// Adds sub-jobs to a composite job that is running or split (the engine's own edit, when
+    /// a [`crate::composite::Controller`] decides so): each gets `parent` set, and the
+    /// composite job comes to depend on them.
+    AddSubJobs {
+        /// producerId of the composite job.
+        parent: String,
+        /// The sub-jobs, named `<parent>/<name>`.
+        jobs: Vec<JobSpec>,
+    },
 }
 
 impl PlanEdit {
@@ -87,6 +96,7 @@ impl PlanEdit {
             PlanEdit::AddAfter { .. } => "add_after",
             PlanEdit::UpdateJob { .. } => "update_job",
             PlanEdit::UpdatePlan { .. } => "update_plan",
+            PlanEdit::AddSubJobs { .. } => "add_sub_jobs",
         }
     }
 }
@@ -421,6 +431,25 @@ pub fn apply_edits(
                     ));
                 }
                 update.apply(&mut out);
+            }
+            PlanEdit::AddSubJobs { parent, jobs } => {
+                let p = cx.position(&out, parent)?;
+                if !matches!(
+                    status_of(parent),
+                    Some(NodeStatus::Running | NodeStatus::CompletedSplit)
+                ) {
+                    return Err(cx.fail(
+                        Some(parent),
+                        "sub-jobs are added only to a running or split job".into(),
+                    ));
+                }
+                for job in jobs {
+                    cx.adding(&out, &removed, job)?;
+                    let mut job = job.clone();
+                    job.parent = Some(parent.clone());
+                    out.jobs[p].dependencies.push(job.producer_id.clone());
+                    out.jobs.push(job);
+                }
             }
         }
     }

@@ -98,6 +98,9 @@ pub struct PlanSpec {
     /// Usage limits (SPEC §12): the plan pauses when a finished attempt reaches one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::usage::Budget>,
+    /// Whether jobs may split into sub-jobs (SPEC §12) unless a job says otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitPolicy>,
 }
 
 /// A group of the nested form: a name (one path segment, `^[a-z0-9-]{3,64}$`), its jobs and its
@@ -170,6 +173,7 @@ impl PlanSpec {
             worktree_root: None,
             groups: Vec::new(),
             budget: None,
+            split: None,
         }
     }
 
@@ -284,6 +288,25 @@ pub struct JobSpec {
     /// Hold the job for a person's approval (SPEC §12): `before` it starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
+    /// Whether the job may split into sub-jobs (SPEC §12): by default agent work may (when
+    /// its context fills), shell and process work only with `allow`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitPolicy>,
+    /// The composite job this one is a sub-job of (its producerId is `<parent>/<name>`). Set
+    /// by the engine when the composite job expands; a plan file does not set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+}
+
+/// Whether a job may split into sub-jobs (`"split"`, SPEC §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum SplitPolicy {
+    /// It may: a manifest `.orchestrator-split.json` its work leaves turns into sub-jobs.
+    Allow,
+    /// It never splits (a manifest is left alone and committed like any file).
+    Never,
 }
 
 /// When a job waits for a person's approval (SPEC §12).
@@ -316,6 +339,8 @@ impl JobSpec {
             group: None,
             env: Env::new(),
             approval: None,
+            split: None,
+            parent: None,
         }
     }
 

@@ -320,6 +320,46 @@ impl PlanMachine {
         Ok((number, Some(Phase::MergeRi)))
     }
 
+    /// `running -> completed_split`: the job's run made its commit and a split; its attempt
+    /// ends (succeeded: what it did is committed) and its sub-jobs, added by the same batch,
+    /// do the rest.
+    pub fn complete_split(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
+        self.end_attempt(n, AttemptStatus::Succeeded, at, None, None, None)?;
+        self.transition(n, NodeStatus::CompletedSplit, at)
+    }
+
+    /// A new attempt of split node `n`, whose sub-jobs all succeeded: it merges their commits
+    /// into its own and goes on from the commit; its status stays `completed_split` until it
+    /// ends (`succeeded` or `failed`).
+    pub fn continue_composite(
+        &mut self,
+        n: NodeIndex,
+        at: Millis,
+    ) -> Result<(u32, Option<Phase>), ApplyError> {
+        let resume_from = Some(Phase::Commit);
+        self.record_change(StateChange::AttemptStarted {
+            node: n,
+            at,
+            resume_from,
+        })?;
+        Ok((
+            self.record.state.nodes[n].attempts.len() as u32,
+            resume_from,
+        ))
+    }
+
+    /// `completed_split -> failed` with reason `composite_failed` and `message` (a sub-job
+    /// failed, or the controller's decision could not be applied); its descendants are
+    /// blocked.
+    pub fn fail_composite(
+        &mut self,
+        n: NodeIndex,
+        message: String,
+        at: Millis,
+    ) -> Result<(), ApplyError> {
+        self.fail_waiting(n, FailureReason::CompositeFailed, message, at)
+    }
+
     /// `waiting -> ready` for a job a person approved; it is not held again until a retry.
     pub fn approve(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
         self.record_change(StateChange::Approved { node: n })?;
@@ -461,7 +501,17 @@ impl PlanMachine {
             .collect();
         for &n in &crashed {
             if self.status_of(n) == NodeStatus::CompletedSplit {
-                self.transition(n, NodeStatus::Failed, at)?;
+                // Its sub-jobs are in the journal and go on; only a merge of theirs that the
+                // crash stopped ends, to be done again.
+                self.end_attempt(
+                    n,
+                    AttemptStatus::Failed,
+                    at,
+                    Some("the process running this job stopped (crash or kill)".into()),
+                    Some(FailureReason::Crashed),
+                    None,
+                )?;
+                continue;
             } else {
                 let last = self.record.state.nodes[n].last_attempt();
                 let phase = last.and_then(|a| a.phases.last()).map(|p| p.phase);

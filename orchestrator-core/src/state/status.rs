@@ -281,4 +281,7 @@ pub enum FailureReason {
     Canceled,
     /// A person rejected it while it waited for approval.
     Rejected,
+    /// A composite job's controller failed it (SPEC §12): a sub-job failed, a split manifest
+    /// was malformed, or its decision could not be applied.
+    CompositeFailed,
 }

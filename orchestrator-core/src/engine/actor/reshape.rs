@@ -71,6 +71,34 @@ impl PlanActor {
         Ok(())
     }
 
+    /// Applies a composite job's checked sub-jobs edit (see [`super::composite`]). Unlike
+    /// [`PlanActor::edit`] it does not hand this turn's changes over first: sub-jobs are added
+    /// after every job, so no job's index changes, and the completion that caused the edit
+    /// goes to the journal in the same batch.
+    pub(super) fn add_sub_jobs(
+        &mut self,
+        edit: super::composite::SubJobEdit,
+    ) -> std::result::Result<(), crate::state::ApplyError> {
+        let from = layout(&self.machine.record().spec, &edit.spec);
+        let moved = from
+            .iter()
+            .enumerate()
+            .any(|(i, f)| f.is_some_and(|o| o != i && self.running[o].is_some()));
+        let old_len = self.machine.record().state.nodes.len();
+        let was_started = self.machine.record().state.started_at.is_some();
+        self.machine.reshape(
+            vec![edit.edit],
+            was_started,
+            Arc::new(edit.graph),
+            &from,
+            self.clock,
+        )?;
+        self.carry_running(&from, moved, old_len);
+        self.spec = self.machine.record().spec.clone();
+        self.refill_queue();
+        Ok(())
+    }
+
     /// Refuses edits to a plan that is over, or already delivering its result.
     fn check_editable(&self) -> Result<()> {
         let record = self.machine.record();
@@ -88,7 +116,11 @@ impl PlanActor {
     }
 
     /// The spec with `edits` applied, and its graph once it validates like a new plan.
-    fn edited_spec(&self, edits: &[PlanEdit], was_started: bool) -> Result<(PlanSpec, PlanGraph)> {
+    pub(super) fn edited_spec(
+        &self,
+        edits: &[PlanEdit],
+        was_started: bool,
+    ) -> Result<(PlanSpec, PlanGraph)> {
         let record = self.machine.record();
         let state = &record.state;
         let index: HashMap<&str, NodeIndex> = record
@@ -188,6 +220,12 @@ impl PlanActor {
         let graph = self.machine.graph().clone();
         for n in self.machine.ready_nodes() {
             self.queue.push(&graph, n);
+        }
+        // Composite jobs decided done and not yet started on their merge.
+        for &p in self.composite_outputs.keys() {
+            if self.running[p].is_none() {
+                self.queue.push(&graph, p);
+            }
         }
     }
 

@@ -32,9 +32,15 @@ impl NodeRun {
             self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
         }
         self.checks_and_work(&wt, from).await?;
+        let split = self.take_split_manifest(&wt, from)?;
+        // What a split job has so far, and a composite job's merge of its sub-jobs, may
+        // change nothing.
+        let may_be_empty = split.is_some() || self.composite;
         let commit = if self.runs(Phase::Commit) {
-            self.phase(Phase::Commit, |log| self.commit(&git, job, &wt, log))
-                .await?
+            self.phase(Phase::Commit, |log| {
+                self.commit(&git, job, &wt, may_be_empty, log)
+            })
+            .await?
         } else {
             match self.prev_commit.clone() {
                 Some(c) => c,
@@ -44,6 +50,10 @@ impl NodeRun {
                     .map_err(|e| NodeFailure::git(Phase::Commit, e))?,
             }
         };
+        if let Some(manifest) = split {
+            // The rest of the job is its sub-jobs'; its postchecks run once they are merged.
+            return Err(NodeFailure::hold(Hold::Split(manifest)));
+        }
         if let Some(post) = job
             .postchecks
             .as_ref()
@@ -83,8 +93,13 @@ impl NodeRun {
         log: LogSink,
     ) -> PhaseResult<WorktreeStart> {
         let p = Phase::MergeFi;
-        let start = match (self.resume_from > Phase::Commit, &self.prev_commit) {
-            // Resuming after the commit: the worktree must hold the job's own commit.
+        let composite = self.composite && self.prev_commit.is_some();
+        let start = match (
+            self.resume_from > Phase::Commit || composite,
+            &self.prev_commit,
+        ) {
+            // Resuming after the commit, or a composite job going on after its sub-jobs: the
+            // worktree must hold the job's own commit.
             (true, Some(c)) => c.clone(),
             _ => match self.dep_commits.first() {
                 Some(c) => c.clone(),
@@ -105,7 +120,10 @@ impl NodeRun {
         };
         let keep = self.continues_agent_session();
         let laid_out = self.lay_out_worktree(git, wt, &start, keep, &log).await?;
-        let others: Vec<String> = self.dep_commits.iter().skip(1).cloned().collect();
+        // A composite job merges every dependency into its own commit: its sub-jobs' (and its
+        // first dependencies', already in it: nothing to do for those).
+        let skip = usize::from(!composite);
+        let others: Vec<String> = self.dep_commits.iter().skip(skip).cloned().collect();
         if !others.is_empty() {
             let resolver = self.ctx.resolver.as_deref();
             let message = format!("{} forward integration", self.ctx.options.commit_prefix);
@@ -279,6 +297,7 @@ impl NodeRun {
         git: &Arc<dyn GitOperations>,
         job: &JobSpec,
         wt: &Path,
+        may_be_empty: bool,
         log: LogSink,
     ) -> PhaseResult<String> {
         let p = Phase::Commit;
@@ -291,7 +310,10 @@ impl NodeRun {
         {
             Some(c) => c,
             // A timer has nothing to change: its commit is its dependencies' merged one.
-            None if job.expects_no_changes || matches!(job.work, WorkSpec::Timer(_)) => {
+            None if may_be_empty
+                || job.expects_no_changes
+                || matches!(job.work, WorkSpec::Timer(_)) =>
+            {
                 git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?
             }
             None => {

@@ -125,11 +125,12 @@ impl<'a> Validator<'a> {
 
     pub(super) fn producer_id(&mut self, job: &JobSpec) {
         let id = job.producer_id.as_str();
-        // A qualified producerId (a flattened group's job, SPEC §2) is its group path plus its
-        // own id; the pattern holds for every segment. Anywhere else `/` is refused as before.
-        let qualified = id
-            .rsplit_once('/')
-            .filter(|(group, _)| job.group.as_deref() == Some(*group));
+        // A qualified producerId (a flattened group's job, SPEC §2, or a sub-job `<parent>/<name>`,
+        // SPEC §12) is its group path or parent plus its own id; the pattern holds for every
+        // segment. Anywhere else `/` is refused as before.
+        let qualified = id.rsplit_once('/').filter(|(prefix, _)| {
+            job.group.as_deref() == Some(*prefix) || job.parent.as_deref() == Some(*prefix)
+        });
         let problem = match qualified {
             Some(_) => id.split('/').find_map(|segment| {
                 producer_id_problem(segment).map(|reason| format!("segment `{segment}` {reason}"))
