@@ -56,6 +56,7 @@ const LABEL_CHARS: usize = 80;
 ///     session_id: None,
 ///     continues_unfinished: false,
 ///     inputs: None,
+///     may_split: false,
 /// };
 /// let runner = ShellRunner::new();
 /// runner.run(&WorkSpec::shell("echo hi $WHO"), &ctx).await.unwrap();
@@ -141,6 +142,7 @@ impl WorkRunner for ShellRunner {
 ///     session_id: None,
 ///     continues_unfinished: false,
 ///     inputs: None,
+///     may_split: false,
 /// };
 /// // `$HOME; rm -rf x` is one literal argument: nothing expands or runs it.
 /// let spec = WorkSpec::process("printf", ["%s\n", "$HOME; rm -rf x"]);

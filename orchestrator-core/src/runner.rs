@@ -50,6 +50,10 @@ pub struct WorkContext {
     /// The results of the jobs this one depends on (their outputs and commits, and the file
     /// [`crate::inputs::INPUTS_VAR`] names); `None` when none of them has one.
     pub inputs: Option<Arc<crate::inputs::Inputs>>,
+    /// The job may split (SPEC §12): a [`crate::composite::MANIFEST_FILE`] its work leaves in
+    /// [`WorkContext::dir`] turns its remaining work into sub-jobs. An agent runner whose
+    /// agent's context fills asks it for one.
+    pub may_split: bool,
 }
 
 /// The environment variable every process a runner starts for a job carries (set by
@@ -98,6 +102,7 @@ impl WorkContext {
             session_id: None,
             continues_unfinished: false,
             inputs: None,
+            may_split: false,
         }
     }
 }

@@ -41,6 +41,7 @@ fn ctx_with_log(dir: &Path, log: LogSink) -> WorkContext {
         session_id: None,
         continues_unfinished: false,
         inputs: None,
+        may_split: false,
     }
 }
 

@@ -205,6 +205,7 @@ impl Harness {
             session_id: None,
             continues_unfinished: false,
             inputs: None,
+            may_split: false,
         };
         Harness {
             case,

@@ -416,6 +416,7 @@ impl NodeRun {
             session_id: self.session_id.clone(),
             continues_unfinished: phase == Phase::Work && self.continues_agent_session(),
             inputs,
+            may_split: phase == Phase::Work && self.may_split,
         };
         self.heal_first(phase, spec, &ctx).await?;
         let result = runner.run(spec, &ctx).await;
