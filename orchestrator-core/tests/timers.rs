@@ -9,7 +9,6 @@
 //! is paused makes its job ready; it runs when the plan resumes. Cancel cancels a waiting
 //! timer job; force-fail fails it (`force_failed`); a retry waits again, from a new deadline.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use orchestrator_core::ids::now_millis;
@@ -19,25 +18,16 @@ use orchestrator_core::plan::{
 };
 use orchestrator_core::state::{FailureReason, NodeStatus, WaitingFor};
 use orchestrator_core::{
-    report, FnRunner, InMemoryPlanRepository, Orchestrator, OrchestratorEvent, PlanId, PlanStatus,
-    RetryRequest, WorkOutput,
+    report, InMemoryPlanRepository, Orchestrator, OrchestratorEvent, PlanId, PlanStatus,
+    RetryRequest,
 };
 
-type Ran = Arc<Mutex<Vec<String>>>;
+mod common;
+
+use common::{ran, Ran};
 
 fn orchestrator(repo: &InMemoryPlanRepository, ran: &Ran) -> Orchestrator {
-    let ran = ran.clone();
-    Orchestrator::builder()
-        .repository(repo.clone())
-        .runner(
-            "shell",
-            FnRunner::sync(move |_, ctx| {
-                ran.lock().expect("lock").push(ctx.producer_id.clone());
-                Ok(WorkOutput::default())
-            }),
-        )
-        .build()
-        .expect("build")
+    common::recording(repo, ran)
 }
 
 /// `cool` (a timer) -> `after`; `free` runs meanwhile.
@@ -47,10 +37,6 @@ fn plan(timer: WorkSpec) -> PlanSpec {
         .job(JobSpec::new("cool", "Cool down", timer))
         .job(JobSpec::new("after", "After", WorkSpec::shell("after")).depends_on(["cool"]))
         .job(JobSpec::new("free", "Free", WorkSpec::shell("free")))
-}
-
-fn ran(r: &Ran) -> Vec<String> {
-    r.lock().expect("lock").clone()
 }
 
 /// The timer job's `(since, until)`, asserting that it waits on its timer.

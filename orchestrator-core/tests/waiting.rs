@@ -8,7 +8,7 @@
 //! rejected job holds it for approval again; cancel cancels a waiting job; force-fail fails
 //! it (`force_failed`); the wait is journaled, so a plan reopened after a restart still waits.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use orchestrator_core::plan::{Approval, Isolation, JobSpec, PlanSpec, WorkSpec};
 use orchestrator_core::state::{FailureReason, NodeStatus, WaitingFor};
@@ -17,21 +17,12 @@ use orchestrator_core::{
     PlanStatus, RetryRequest, WorkOutput,
 };
 
-type Ran = Arc<Mutex<Vec<String>>>;
+mod common;
+
+use common::{ran, Ran};
 
 fn orchestrator(repo: &InMemoryPlanRepository, ran: &Ran) -> Orchestrator {
-    let ran = ran.clone();
-    Orchestrator::builder()
-        .repository(repo.clone())
-        .runner(
-            "shell",
-            FnRunner::sync(move |_, ctx| {
-                ran.lock().expect("lock").push(ctx.producer_id.clone());
-                Ok(WorkOutput::default())
-            }),
-        )
-        .build()
-        .expect("build")
+    common::recording(repo, ran)
 }
 
 /// `gate` (approval before) -> `after`; `free` runs meanwhile.
@@ -44,10 +35,6 @@ fn plan() -> PlanSpec {
         )
         .job(JobSpec::new("after", "After", WorkSpec::shell("after")).depends_on(["gate"]))
         .job(JobSpec::new("free", "Free", WorkSpec::shell("free")))
-}
-
-fn ran(r: &Ran) -> Vec<String> {
-    r.lock().expect("lock").clone()
 }
 
 async fn status_of(o: &Orchestrator, id: &PlanId, job: usize) -> NodeStatus {

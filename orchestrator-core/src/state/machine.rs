@@ -183,6 +183,17 @@ impl PlanMachine {
     ) -> Result<(u32, Option<Phase>), ApplyError> {
         self.transition(n, NodeStatus::Running, at)?;
         let resume_from = self.record.state.nodes[n].resume_from;
+        self.start_attempt(n, at, resume_from)
+    }
+
+    /// Records a new attempt of node `n` resuming from `resume_from`; returns its number and
+    /// that phase.
+    fn start_attempt(
+        &mut self,
+        n: NodeIndex,
+        at: Millis,
+        resume_from: Option<Phase>,
+    ) -> Result<(u32, Option<Phase>), ApplyError> {
         self.record_change(StateChange::AttemptStarted {
             node: n,
             at,
@@ -336,16 +347,7 @@ impl PlanMachine {
         n: NodeIndex,
         at: Millis,
     ) -> Result<(u32, Option<Phase>), ApplyError> {
-        let resume_from = Some(Phase::Commit);
-        self.record_change(StateChange::AttemptStarted {
-            node: n,
-            at,
-            resume_from,
-        })?;
-        Ok((
-            self.record.state.nodes[n].attempts.len() as u32,
-            resume_from,
-        ))
+        self.start_attempt(n, at, Some(Phase::Commit))
     }
 
     /// `completed_split -> failed` with reason `composite_failed` and `message` (a sub-job
