@@ -397,3 +397,64 @@ async fn rejecting_cancelling_and_restarting_an_approval_after_job() {
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
     assert_eq!(ran(&r).iter().filter(|j| *j == "check").count(), 1);
 }
+
+#[tokio::test]
+async fn reshaping_around_a_waiting_job() {
+    use orchestrator_core::plan::{JobUpdate, PlanEdit};
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = started(&o, dir.path()).await;
+
+    // A waiting job keeps its place: its work, dependencies and existence are fixed while it
+    // waits (reject or cancel it to change it); its display name may change.
+    let err = o
+        .edit_plan(
+            &id,
+            vec![PlanEdit::UpdateJob {
+                job: "gate".into(),
+                update: Box::new(JobUpdate {
+                    work: Some(WorkSpec::shell("other")),
+                    ..JobUpdate::default()
+                }),
+            }],
+        )
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("waiting"), "{err}");
+    let err = o
+        .edit_plan(&id, vec![PlanEdit::RemoveJob { job: "gate".into() }])
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("waiting"), "{err}");
+    o.edit_plan(
+        &id,
+        vec![PlanEdit::UpdateJob {
+            job: "gate".into(),
+            update: Box::new(JobUpdate {
+                name: Some("Production deploy".into()),
+                ..JobUpdate::default()
+            }),
+        }],
+    )
+    .await
+    .expect("a new name");
+
+    // A new job after it waits with the other dependents; the wait goes on unchanged.
+    o.edit_plan(
+        &id,
+        vec![PlanEdit::AddJob {
+            job: Box::new(
+                JobSpec::new("notify", "Notify", WorkSpec::shell("notify")).depends_on(["gate"]),
+            ),
+        }],
+    )
+    .await
+    .expect("add a dependent");
+    assert_eq!(status_of(&o, &id, 0).await, NodeStatus::Waiting);
+    o.approve(&id, "gate").await.expect("approve");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    let mut done = ran(&r);
+    done.sort();
+    assert_eq!(done, ["after", "free", "gate", "notify"]);
+}
