@@ -230,3 +230,93 @@ async fn a_restart_while_sub_jobs_wait_goes_on_without_repeating_the_split() {
         );
     }
 }
+
+/// A controller that answers the split with the sub-jobs it was made with.
+#[derive(Debug)]
+struct Answer(Vec<JobSpec>);
+
+impl orchestrator_core::composite::Controller for Answer {
+    fn decide(
+        &self,
+        facts: &orchestrator_core::composite::CompositeFacts<'_>,
+    ) -> orchestrator_core::composite::Decision {
+        use orchestrator_core::composite::Decision;
+        match facts.request {
+            Some(_) => Decision::Spawn(self.0.clone()),
+            None => Decision::Done { output: None },
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_decision_that_cannot_be_applied_fails_the_job_with_nothing_half_applied() {
+    let sub = |name: &str, deps: &[&str]| {
+        JobSpec::new(format!("big/{name}"), name, WorkSpec::shell(name))
+            .depends_on(deps.iter().map(|d| format!("big/{d}")))
+    };
+    let nine: Vec<JobSpec> = (0..9).map(|i| sub(&format!("part-{i}"), &[])).collect();
+    let cases: Vec<(&str, Vec<JobSpec>, &str)> = vec![
+        (
+            "a cycle",
+            vec![sub("aaa", &["bbb"]), sub("bbb", &["aaa"])],
+            "cycle",
+        ),
+        (
+            "a reused name",
+            vec![sub("aaa", &[]), sub("aaa", &[])],
+            "already exists",
+        ),
+        ("too many", nine, "at most 8"),
+        (
+            "a name outside the job",
+            vec![JobSpec::new("elsewhere", "x", WorkSpec::shell("x"))],
+            "is not named `big/<name>`",
+        ),
+        (
+            "a dependency outside the job",
+            vec![JobSpec::new("big/aaa", "x", WorkSpec::shell("x")).depends_on(["after"])],
+            "no sub-job of `big`",
+        ),
+    ];
+    for (label, jobs, words) in cases {
+        let ran = Ran::default();
+        let seen = ran.clone();
+        let o = Orchestrator::builder()
+            .controller("split", Answer(jobs))
+            .runner(
+                "shell",
+                FnRunner::sync(move |spec, ctx| {
+                    if let WorkSpec::Shell(s) = spec {
+                        seen.lock().expect("lock").push(s.command.clone());
+                        if s.command == "big" {
+                            std::fs::write(ctx.dir.join(".orchestrator-split.json"), MANIFEST)
+                                .expect("write the manifest");
+                        }
+                    }
+                    Ok(WorkOutput::default())
+                }),
+            )
+            .build()
+            .expect("build");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let id = o.run(plan(), dir.path()).await.expect("run");
+        assert_eq!(
+            o.wait(&id).await.expect("wait"),
+            PlanStatus::Failed,
+            "{label}"
+        );
+        let record = o.status(&id).await.expect("status");
+        assert_eq!(record.spec.jobs.len(), 2, "{label}: nothing added");
+        let big = &record.state.nodes[0];
+        assert_eq!(big.status, NodeStatus::Failed, "{label}");
+        let last = big.last_attempt().expect("attempt");
+        assert_eq!(
+            last.failure_reason,
+            Some(FailureReason::CompositeFailed),
+            "{label}"
+        );
+        let error = last.error.clone().unwrap_or_default();
+        assert!(error.contains(words), "{label}: {error}");
+        assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked, "{label}");
+    }
+}
