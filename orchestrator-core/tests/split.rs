@@ -320,3 +320,39 @@ async fn a_decision_that_cannot_be_applied_fails_the_job_with_nothing_half_appli
         assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked, "{label}");
     }
 }
+
+#[tokio::test]
+async fn splits_nest_three_levels_deep_and_no_deeper() {
+    const NEST: &str = r#"{"items": [{"name": "aaa", "task": "Deeper", "instructions": "nest"}]}"#;
+    let o = Orchestrator::builder()
+        .runner(
+            "shell",
+            FnRunner::sync(|_, ctx| {
+                // Every job asks to split again.
+                std::fs::write(ctx.dir.join(".orchestrator-split.json"), NEST)
+                    .expect("write the manifest");
+                Ok(WorkOutput::default())
+            }),
+        )
+        .build()
+        .expect("build");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = o.run(plan(), dir.path()).await.expect("run");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    let record = o.status(&id).await.expect("status");
+    let ids: Vec<&str> = record
+        .spec
+        .jobs
+        .iter()
+        .map(|j| j.producer_id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        ["big", "after", "big/aaa", "big/aaa/aaa", "big/aaa/aaa/aaa"],
+        "the job three levels down did not split"
+    );
+    assert!(
+        dir.path().join(".orchestrator-split.json").exists(),
+        "its manifest is left where it was"
+    );
+}
