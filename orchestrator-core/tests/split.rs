@@ -356,3 +356,20 @@ async fn splits_nest_three_levels_deep_and_no_deeper() {
         "its manifest is left where it was"
     );
 }
+
+#[tokio::test]
+async fn canceling_while_sub_jobs_run_cancels_the_split_job_too() {
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = builder(&repo, &r, MANIFEST, true);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = o.run(plan(), dir.path()).await.expect("run");
+    while o.status(&id).await.expect("status").state.nodes[0].status != NodeStatus::CompletedSplit {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    o.cancel(&id).await.expect("cancel");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Canceled);
+    let record = o.status(&id).await.expect("status");
+    for (job, node) in record.spec.jobs.iter().zip(&record.state.nodes) {
+        assert_eq!(node.status, NodeStatus::Canceled, "{}", job.producer_id);
+    }
+}

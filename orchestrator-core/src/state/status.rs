@@ -57,7 +57,7 @@ impl NodeStatus {
                 | (Ready, Scheduled | Blocked | Canceled)
                 | (Scheduled, Running | Failed | Canceled)
                 | (Running, Succeeded | Failed | Canceled | CompletedSplit)
-                | (CompletedSplit, Succeeded | Failed)
+                | (CompletedSplit, Succeeded | Failed | Canceled)
                 | (Ready | Running, Waiting)
                 | (Waiting, Ready | Failed | Canceled)
                 | (Failed, Pending)

@@ -168,6 +168,16 @@ impl PlanActor {
         self.machine
             .cancel(self.clock)
             .map_err(|e| self.transition_error(e))?;
+        // A split job waiting for its sub-jobs runs nothing itself: it is canceled with them.
+        for n in 0..self.running.len() {
+            if self.running[n].is_none() && self.machine.status_of(n) == NodeStatus::CompletedSplit
+            {
+                self.machine
+                    .cancel_node(n, self.clock)
+                    .map_err(|e| self.transition_error(e))?;
+            }
+        }
+        self.composite_outputs.clear();
         self.queue.clear();
         self.stop_all(StopReason::Cancel);
         Ok(())

@@ -61,6 +61,8 @@ fn transition_table_is_exactly_spec_section_3() {
         (Running, CompletedSplit),
         (CompletedSplit, Succeeded),
         (CompletedSplit, Failed),
+        // Canceled with its plan while its sub-jobs run (not in SPEC §3's table).
+        (CompletedSplit, Canceled),
         (Failed, Pending),
         (Blocked, Pending),
         // SPEC §12 waiting (waiting -> running comes with the agents' own waits and
