@@ -458,3 +458,29 @@ async fn reshaping_around_a_waiting_job() {
     done.sort();
     assert_eq!(done, ["after", "free", "gate", "notify"]);
 }
+
+#[tokio::test]
+async fn archive_refuses_a_waiting_plan_and_recover_after_cancel_waits_again() {
+    let (repo, r) = (InMemoryPlanRepository::new(), Ran::default());
+    let o = orchestrator(&repo, &r);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = started(&o, dir.path()).await;
+
+    // Archive: only an ended plan; a waiting one is not (cancel it first).
+    let err = o.archive(&id).await.expect_err("refused");
+    assert!(err.to_string().contains("waiting"), "{err}");
+    assert_eq!(status_of(&o, &id, 0).await, NodeStatus::Waiting);
+
+    // Recover after cancel: the canceled gate is new work again and waits for approval.
+    o.cancel(&id).await.expect("cancel");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Canceled);
+    o.recover(&id).await.expect("recover");
+    o.resume(&id).await.expect("resume");
+    assert_eq!(
+        o.wait_or_waiting(&id).await.expect("wait"),
+        PlanStatus::Waiting
+    );
+    assert_eq!(status_of(&o, &id, 0).await, NodeStatus::Waiting);
+    o.approve(&id, "gate").await.expect("approve");
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+}
