@@ -46,6 +46,10 @@ pub struct Turn {
     /// The answer once every step has a result.
     #[serde(default = "default_final_text")]
     pub final_text: String,
+    /// The prompt tokens every reply of this turn reports as its usage (e.g. to fill a
+    /// CLI's context window); `None` reports an estimate from the request's size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
 }
 
 fn default_final_text() -> String {
@@ -62,6 +66,7 @@ impl Default for Turn {
             when: None,
             steps: Vec::new(),
             final_text: default_final_text(),
+            input_tokens: None,
         }
     }
 }
@@ -104,6 +109,19 @@ impl Turn {
     /// Sets the final text.
     pub fn final_text(mut self, text: impl Into<String>) -> Self {
         self.final_text = text.into();
+        self
+    }
+
+    /// Makes every reply of this turn report `tokens` prompt tokens as its usage (in each
+    /// wire format's usage fields), instead of an estimate from the request's size.
+    ///
+    /// ```
+    /// use orchestrator_testkit::Turn;
+    /// let turn = Turn::when("big job").write_file("a.txt", "a\n").input_tokens(170_000);
+    /// assert_eq!(turn.input_tokens, Some(170_000));
+    /// ```
+    pub fn input_tokens(mut self, tokens: u64) -> Self {
+        self.input_tokens = Some(tokens);
         self
     }
 }
@@ -182,6 +200,13 @@ impl Script {
         self
     }
 
+    /// Makes the default turn's replies report `tokens` prompt tokens (see
+    /// [`Turn::input_tokens`]).
+    pub fn input_tokens(mut self, tokens: u64) -> Self {
+        self.default_turn = self.default_turn.input_tokens(tokens);
+        self
+    }
+
     /// Adds a turn chosen by prompt text (see [`Turn::when`]).
     pub fn on_prompt(mut self, turn: Turn) -> Self {
         self.turns.push(turn);
@@ -210,6 +235,18 @@ impl Script {
                     .is_none_or(|when| prompt.contains(when))
             })
             .unwrap_or(&self.default_turn)
+    }
+
+    /// The prompt tokens a reply to this conversation reports: its turn's
+    /// [`Turn::input_tokens`] when set (requests without tools included, which belong to no
+    /// turn: they report the estimate), else the conversation's estimate.
+    pub fn reported_input_tokens(&self, conversation: &Conversation) -> u64 {
+        if conversation.tools.is_empty() {
+            return conversation.input_tokens;
+        }
+        self.turn_for(&conversation.prompt)
+            .input_tokens
+            .unwrap_or(conversation.input_tokens)
     }
 
     /// What the model answers to this conversation.
@@ -246,6 +283,32 @@ mod tests {
             "appended"
         );
         assert_eq!(script.turn_for("create it").final_text, "default");
+    }
+
+    #[test]
+    fn a_turn_can_report_its_prompt_tokens() {
+        let script = Script::new().on_prompt(Turn::when("big").input_tokens(170_000));
+        let offered = vec![crate::ToolSpec {
+            name: "Write".into(),
+            schema: Value::Null,
+            freeform: false,
+        }];
+        let mut conversation = Conversation {
+            prompt: "a big job".into(),
+            tools: offered,
+            input_tokens: 12,
+            ..Conversation::default()
+        };
+        assert_eq!(script.reported_input_tokens(&conversation), 170_000);
+        conversation.prompt = "a small job".into();
+        assert_eq!(script.reported_input_tokens(&conversation), 12);
+        conversation.prompt = "a big job".into();
+        conversation.tools.clear();
+        assert_eq!(
+            script.reported_input_tokens(&conversation),
+            12,
+            "side calls keep the estimate"
+        );
     }
 
     #[test]

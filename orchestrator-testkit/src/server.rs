@@ -260,9 +260,10 @@ fn answer(request: &HttpRequest, body: &Value, script: &Script) -> (HttpResponse
             "error".to_owned(),
         );
     }
-    let respond = |conversation: Conversation,
+    let respond = |mut conversation: Conversation,
                    sse: fn(&Conversation, &Reply) -> EventStream,
                    json: fn(&Conversation, &Reply) -> Value| {
+        conversation.input_tokens = script.reported_input_tokens(&conversation);
         let reply = script.reply(&conversation);
         let answer = describe(&reply);
         let response = if conversation.stream {
@@ -330,7 +331,8 @@ fn gemini_answer(
             )
         }
     };
-    let conversation = gemini::conversation(body, len, model, stream);
+    let mut conversation = gemini::conversation(body, len, model, stream);
+    conversation.input_tokens = script.reported_input_tokens(&conversation);
     let mut reply = script.reply(&conversation);
     if let (Reply::Text(text), Some(schema)) = (&mut reply, gemini::response_schema(body)) {
         *text = gemini::instance_of(schema).to_string();
