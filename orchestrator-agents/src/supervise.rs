@@ -451,9 +451,8 @@ impl Supervisor {
         tree::become_subreaper();
         let token = Tree::token(invocation.token_prefix.as_deref());
         let started = Instant::now();
-        let mut child = invocation
-            .command(&token)
-            .spawn()
+        let mut child = spawn(invocation, &token)
+            .await
             .map_err(|e| spawn_error(invocation.program_name(), e))?;
         let group = Group::of(&child);
         let tree = Tree::new(token, child.id());
@@ -757,6 +756,29 @@ impl Drop for Readers {
             task.abort();
         }
     }
+}
+
+/// Spawns `invocation`'s command, trying again a few times while the program is "text file
+/// busy": a script written just before it runs can still be open for writing in a child that
+/// another thread of this process forked at that moment (until that child execs), which makes
+/// exec fail with ETXTBSY for a few milliseconds.
+async fn spawn(invocation: &Invocation, token: &str) -> io::Result<Child> {
+    const TRIES: u32 = 5;
+    let mut tries = 0;
+    loop {
+        match invocation.command(token).spawn() {
+            Err(e) if is_text_file_busy(&e) && tries + 1 < TRIES => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(10 << tries)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether `e` is ETXTBSY (Linux and the BSDs: 26).
+fn is_text_file_busy(e: &io::Error) -> bool {
+    cfg!(unix) && e.raw_os_error() == Some(26)
 }
 
 #[cfg(test)]
