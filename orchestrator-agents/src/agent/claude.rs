@@ -32,6 +32,11 @@ use super::{
 /// result whose `result` is `API Error: <status> <message>` and whose `api_error_status` is
 /// the HTTP status (exit code 1); the status decides whether the work runner retries.
 ///
+/// Context ([`Transcript::context_tokens`], for [`ContextPressure`](super::ContextPressure)):
+/// each main-agent `assistant` event carries its model call's `message.usage`; the context
+/// size is its `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens`
+/// (subagents' events and the synthetic message of a failed call are left out).
+///
 /// Reply ([`Transcript::reply`]): the successful `result` event's `result` text; until it
 /// comes (a run cut short has none), the text blocks of the main agent's last `assistant`
 /// event (not a subagent's, whose events carry a `parent_tool_use_id`, nor the synthetic
@@ -122,6 +127,9 @@ impl AgentRunner for ClaudeCode {
                     if let Some(reply) = message_text(&event) {
                         t.set_reply(reply);
                     }
+                    if let Some(tokens) = context_size(&event) {
+                        t.context(tokens);
+                    }
                 }
             }
             Some("result") => {
@@ -176,6 +184,23 @@ fn run_cost(result: &Value) -> Option<f64> {
         .filter_map(|m| m.get("costUSD").and_then(Value::as_f64))
         .collect();
     (!costs.is_empty()).then(|| costs.iter().sum())
+}
+
+/// The context size of the model call an assistant event belongs to: its message's
+/// `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens` (each event of
+/// one message repeats the message's usage).
+fn context_size(event: &Value) -> Option<u64> {
+    let usage = event.get("message")?.get("usage")?;
+    let parts = [
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ]
+    .map(|key| count(usage, key));
+    parts
+        .iter()
+        .any(Option::is_some)
+        .then(|| parts.iter().flatten().sum())
 }
 
 /// Whether an event is the main agent's, not a subagent's (whose events name the `Task`
@@ -241,6 +266,26 @@ mod tests {
         let u = &t.usage;
         assert_eq!((u.input_tokens, u.output_tokens), (Some(25441), Some(11)));
         assert_eq!(u.cost_usd, Some(0.101984));
+    }
+
+    #[test]
+    fn the_context_is_the_latest_main_agent_calls_prompt() {
+        let t = parse(&[
+            r#"{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"a"}],"usage":{"input_tokens":5,"cache_creation_input_tokens":1000,"cache_read_input_tokens":90000,"output_tokens":20}},"parent_tool_use_id":null,"session_id":"s"}"#,
+            r#"{"type":"assistant","message":{"id":"msg_9","content":[{"type":"text","text":"sub"}],"usage":{"input_tokens":150000,"output_tokens":1}},"parent_tool_use_id":"call_task","session_id":"s"}"#,
+            r#"{"type":"assistant","message":{"id":"msg_2","content":[{"type":"text","text":"b"}],"usage":{"input_tokens":3,"cache_read_input_tokens":40000,"output_tokens":9}},"parent_tool_use_id":null,"session_id":"s"}"#,
+            r#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 500"}],"usage":{"input_tokens":0}},"error":"unknown","session_id":"s"}"#,
+        ]);
+        assert_eq!(t.context_tokens, Some(40003), "the latest main-agent call");
+        assert_eq!(
+            t.peak_context_tokens,
+            Some(91005),
+            "the subagent's call is not ours"
+        );
+        let t = parse(&[
+            r#"{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"x"}]},"session_id":"s"}"#,
+        ]);
+        assert_eq!(t.context_tokens, None, "no usage, no context size");
     }
 
     #[test]

@@ -45,6 +45,10 @@ use super::{
 /// and premium requests are the difference between the `accountingSnapshot`s of this run's
 /// `session.shutdown` and the previous one, and the duration is measured instead.
 ///
+/// Context ([`Transcript::context_tokens`], for [`ContextPressure`](super::ContextPressure)):
+/// the `inputTokens` of each `session.usage_record` of this run, read after exit — so a
+/// checkpoint can only be asked for once the run ended.
+///
 /// Reply ([`Transcript::reply`]): the `content` of the last `assistant.message` with text
 /// (not a subagent's, which names its `parentToolCallId`). A model call's answer split into
 /// several messages (`chunkIndex` of `chunkCount`, at reasoning boundaries) shares one
@@ -244,7 +248,12 @@ fn add_session_usage(events: &str, t: &mut Transcript) {
         match event_type(event) {
             Some("session.usage_record") => {
                 let usage = event.pointer("/data/usage").unwrap_or(&Value::Null);
-                add(&mut input, count(usage, "inputTokens"));
+                let prompt = count(usage, "inputTokens");
+                add(&mut input, prompt);
+                if let Some(prompt) = prompt {
+                    // One record per API call: its prompt is the context at that call.
+                    t.context(prompt);
+                }
                 add(&mut output, count(usage, "outputTokens"));
                 add(&mut cached, count(usage, "cacheReadTokens"));
                 if t.usage.model.is_none() {
@@ -352,6 +361,11 @@ mod tests {
         );
         assert_eq!(u.model.as_deref(), Some("gpt-5.5"));
         assert_eq!((u.lines_added, u.duration_ms), (Some(5), Some(900)));
+        assert_eq!(
+            (t.context_tokens, t.peak_context_tokens),
+            (Some(5), Some(10)),
+            "the context of the latest call, and the largest"
+        );
     }
 
     /// A run as Copilot CLI 1.0 prints it (fields trimmed): a tool call's message without

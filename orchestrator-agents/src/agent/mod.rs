@@ -11,6 +11,8 @@
 //!   the worktree, runs the CLI under the [`Supervisor`](crate::Supervisor) with redaction,
 //!   a hang guard and retries, and returns the session id and [`AgentUsage`].
 //! - [`AgentHealer`]: auto-heal through an agent.
+//! - [`ContextPressure`]: when an agent's context is full enough to ask it for a checkpoint
+//!   and a split manifest (SPEC §12).
 //!
 //! # Where things go
 //!
@@ -61,6 +63,7 @@ mod copilot;
 mod gemini;
 mod generic;
 mod heal;
+mod pressure;
 mod redact;
 mod request;
 mod retry;
@@ -80,6 +83,9 @@ pub use copilot::CopilotCli;
 pub use gemini::GeminiCli;
 pub use generic::GenericAgent;
 pub use heal::AgentHealer;
+pub use pressure::{
+    checkpoint_prompt, ContextPressure, Pressure, CHECKPOINT_PREFIX, THRESHOLD_VAR,
+};
 pub use redact::{looks_secret, Redactor, REDACTED};
 pub use request::{AgentCommand, AgentRequest};
 pub use retry::{classify, session_lost, FailureClass, RetryPolicy};

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use orchestrator_core::composite::{SplitManifest, MANIFEST_FILE};
 use orchestrator_core::plan::{AgentSpec, WorkSpec};
 use orchestrator_core::runner::{
     LogStream, WorkContext, WorkFailure, WorkOutput, WorkResult, WorkRunner,
@@ -16,9 +17,10 @@ use orchestrator_core::state::FailureReason;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::pressure::{checkpoint_prompt, Pressure, THRESHOLD_VAR};
 use super::{
-    AgentCommand, AgentRequest, AgentRunner, AgentUsage, ClaudeCode, CodexCli, CopilotCli,
-    FailureClass, GeminiCli, Redactor, RetryPolicy, Transcript,
+    AgentCommand, AgentRequest, AgentRunner, AgentUsage, ClaudeCode, CodexCli, ContextPressure,
+    CopilotCli, FailureClass, GeminiCli, Redactor, RetryPolicy, Transcript,
 };
 use crate::env::ChildEnv;
 use crate::error::Error;
@@ -54,7 +56,11 @@ const RESULT_GRACE: Duration = Duration::from_secs(10);
 ///    ([`RetryPolicy`]), resuming the session the failed try started; when the CLI says the
 ///    session to resume does not exist ([`AgentRunner::session_lost`]; a CLI may not save a
 ///    session whose first model call failed), starts a new session at once instead;
-/// 7. returns the session id and the [`AgentUsage`] as metrics — on failure the session id
+/// 7. when the job [may split](orchestrator_core::WorkContext::may_split) and the run's
+///    context crossed the [`ContextPressure`] threshold, resumes the session once more to ask
+///    the agent for a checkpoint: its work left in the files and the remaining work in the
+///    split manifest, which the engine turns into sub-jobs;
+/// 8. returns the session id and the [`AgentUsage`] as metrics — on failure the session id
 ///    too, so a retry of the job resumes it.
 ///
 /// ```
@@ -74,6 +80,7 @@ pub struct AgentWorkRunner {
     retry: RetryPolicy,
     result_grace: Duration,
     supervisor: Supervisor,
+    context: ContextPressure,
 }
 
 impl Default for AgentWorkRunner {
@@ -100,6 +107,7 @@ impl AgentWorkRunner {
             retry: RetryPolicy::default(),
             result_grace: RESULT_GRACE,
             supervisor: Supervisor::new(),
+            context: ContextPressure::new(),
         }
     }
 
@@ -130,6 +138,27 @@ impl AgentWorkRunner {
     pub fn result_grace(mut self, grace: Duration) -> Self {
         self.result_grace = grace;
         self
+    }
+
+    /// When a run's context counts as full enough to ask the agent for a checkpoint (a split
+    /// manifest). Default: [`ContextPressure::new`] (0.8 of the model's window);
+    /// [`ContextPressure::off`] never asks. The variable
+    /// [`THRESHOLD_VAR`](super::THRESHOLD_VAR) overrides the threshold per run.
+    ///
+    /// ```
+    /// use orchestrator_agents::agent::{AgentWorkRunner, ContextPressure};
+    /// let runner = AgentWorkRunner::new()
+    ///     .context_pressure(ContextPressure::new().threshold(0.6).window("my-model", 32_000));
+    /// assert_eq!(runner.context().limit(Some("my-model")), Some(19_200));
+    /// ```
+    pub fn context_pressure(mut self, pressure: ContextPressure) -> Self {
+        self.context = pressure;
+        self
+    }
+
+    /// The context pressure settings ([`AgentWorkRunner::context_pressure`]).
+    pub fn context(&self) -> &ContextPressure {
+        &self.context
     }
 
     /// Options of the process supervisor.
@@ -165,6 +194,8 @@ struct Tried {
     reply: Option<String>,
     /// The try failed because the session it was to resume does not exist.
     lost_session: bool,
+    /// The largest context of its model calls ([`Transcript::peak_context_tokens`]).
+    peak_context: Option<u64>,
 }
 
 #[async_trait]
@@ -210,10 +241,22 @@ impl WorkRunner for AgentWorkRunner {
             let session = total.session_id.clone();
             match tried.result {
                 Ok(()) => {
+                    let mut reply = tried.reply;
+                    let model = tried.usage.model.as_deref().or(request.model.as_deref());
+                    if let Some(pressure) = self.pressure(&request, ctx, model, tried.peak_context)
+                    {
+                        let checkpoint = self
+                            .checkpoint(&runner, &request, ctx, deadline, &session, pressure)
+                            .await;
+                        if let Some(checkpoint) = checkpoint {
+                            total.absorb(&checkpoint.usage);
+                            reply = checkpoint.reply.or(reply);
+                        }
+                    }
                     let mut output = WorkOutput::default();
-                    output.session_id = session;
+                    output.session_id = total.session_id.clone();
                     output.metrics = Some(total.to_json());
-                    output.output = tried.reply;
+                    output.output = reply;
                     return Ok(output);
                 }
                 Err((failure, FailureClass::Transient)) if attempt < attempts => {
@@ -244,6 +287,97 @@ impl WorkRunner for AgentWorkRunner {
 }
 
 impl AgentWorkRunner {
+    /// Whether the run of `request`, which ended well with its largest context `peak`, should
+    /// be asked for a checkpoint ([`ContextPressure::checkpoint_wanted`], with the threshold
+    /// of [`THRESHOLD_VAR`] in the run's environment when set).
+    fn pressure(
+        &self,
+        request: &AgentRequest,
+        ctx: &WorkContext,
+        model: Option<&str>,
+        peak: Option<u64>,
+    ) -> Option<Pressure> {
+        if !ctx.may_split {
+            return None;
+        }
+        let value = request.env.get_str(THRESHOLD_VAR);
+        let settings = self
+            .context
+            .overridden(value.as_deref())
+            .unwrap_or_else(|note| {
+                ctx.log.line(LogStream::System, &note);
+                self.context.clone()
+            });
+        settings.checkpoint_wanted(ctx.may_split, &ctx.dir, model, peak)
+    }
+
+    /// Resumes `session` with the [`checkpoint_prompt`] (see [`ContextPressure`]). Returns the
+    /// checkpoint run when it ended well; a failed one is logged, and an invalid manifest it
+    /// left removed, so that the job ends unsplit.
+    async fn checkpoint(
+        &self,
+        runner: &Arc<dyn AgentRunner>,
+        request: &AgentRequest,
+        ctx: &WorkContext,
+        deadline: Option<Instant>,
+        session: &Option<String>,
+        pressure: Pressure,
+    ) -> Option<Tried> {
+        let note = format!(
+            "the agent's context reached {} of {} tokens (threshold {:.0}%)",
+            pressure.tokens,
+            pressure.window,
+            pressure.threshold * 100.0
+        );
+        let Some(session) = session.clone() else {
+            ctx.log.line(
+                LogStream::System,
+                &format!("{note}, but it reported no session to resume; no checkpoint"),
+            );
+            return None;
+        };
+        ctx.log.line(
+            LogStream::System,
+            &format!(
+                "{note}; resuming session {session} to ask for a checkpoint and a split                  manifest ({MANIFEST_FILE})"
+            ),
+        );
+        let mut checkpoint = request.clone();
+        checkpoint.resume = Some(session);
+        checkpoint.prompt = checkpoint_prompt(&ctx.dir, &pressure);
+        let tried = self.try_once(runner, &checkpoint, ctx, deadline).await;
+        let manifest = ctx.dir.join(MANIFEST_FILE);
+        match &tried.result {
+            Ok(()) if manifest.exists() => return Some(tried),
+            Ok(()) => ctx.log.line(
+                LogStream::System,
+                "the checkpoint run wrote no split manifest; the job goes on unsplit",
+            ),
+            Err((failure, _)) => ctx.log.line(
+                LogStream::System,
+                &format!(
+                    "the checkpoint run failed; the job goes on unsplit: {}",
+                    first_line(&failure.message)
+                ),
+            ),
+        }
+        let invalid = std::fs::read_to_string(&manifest)
+            .ok()
+            .is_some_and(|text| SplitManifest::parse(&text).is_err());
+        if invalid && tried.result.is_err() {
+            if let Err(e) = std::fs::remove_file(&manifest) {
+                ctx.log.line(
+                    LogStream::System,
+                    &format!(
+                        "cannot remove the partial manifest {}: {e}",
+                        manifest.display()
+                    ),
+                );
+            }
+        }
+        Some(tried).filter(|t| t.result.is_ok())
+    }
+
     /// One run of the CLI: its command prepared, supervised to its end, and judged.
     async fn try_once(
         &self,
@@ -257,6 +391,7 @@ impl AgentWorkRunner {
             usage: AgentUsage::default(),
             reply: None,
             lost_session: false,
+            peak_context: None,
         };
         let (command, env, redactor) = match start_command(runner.as_ref(), request, ctx) {
             Ok(parts) => parts,
@@ -390,6 +525,7 @@ fn conclude(
         usage: t.usage,
         reply: t.reply,
         lost_session,
+        peak_context: t.peak_context_tokens,
     }
 }
 

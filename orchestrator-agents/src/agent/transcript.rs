@@ -29,6 +29,13 @@ pub struct Transcript {
     /// are not replies: a failed run's reply is what the agent said before it failed, if
     /// anything.
     pub reply: Option<String>,
+    /// The context size of the run's latest model call: the prompt tokens it sent, cached
+    /// ones included, as the CLI reports them per call (not summed over calls). `None` when
+    /// the CLI reports no per-call usage. See [`ContextPressure`](super::ContextPressure).
+    pub context_tokens: Option<u64>,
+    /// The largest [`context_tokens`](Self::context_tokens) of the run (the CLI may have
+    /// compacted its context since).
+    pub peak_context_tokens: Option<u64>,
     /// Whether `reply` is still coming in, and how.
     draft: Draft,
 }
@@ -67,6 +74,13 @@ impl Transcript {
         if self.usage.session_id.is_none() {
             self.usage.session_id = id.filter(|s| !s.is_empty());
         }
+    }
+
+    /// Records the context size of a model call (its prompt tokens, cached ones included):
+    /// the latest [`context_tokens`](Self::context_tokens), and the peak.
+    pub fn context(&mut self, tokens: u64) {
+        self.context_tokens = Some(tokens);
+        self.peak_context_tokens = Some(self.peak_context_tokens.map_or(tokens, |p| p.max(tokens)));
     }
 
     /// Records a line that is not a JSON event.
