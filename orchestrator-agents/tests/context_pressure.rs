@@ -3,11 +3,13 @@
 //! context past the threshold is resumed with the checkpoint prompt, writes the split
 //! manifest with Claude Code's own `Write` tool, and the engine (on real git) runs the
 //! manifest's items as sub-jobs whose commits reach the target branch. A run under the
-//! threshold, and a job that may not split, are asked for nothing.
+//! threshold, and a job that may not split, are asked for nothing. Then each of the four CLIs
+//! (Claude Code, Codex, Copilot CLI, Gemini CLI): its per-call usage crosses a threshold set
+//! through `ORCHESTRATOR_CONTEXT_THRESHOLD`, and its resumed session writes the manifest.
 //!
-//! Claude Code is found in `$AGENT_CLIS_BIN` or `<workspace>/.agent-clis/bin` (installed by
-//! `scripts/install-agent-clis.sh`); when it is missing the tests say so on stderr and pass.
-//! Everything is offline: the CLI only talks to the server on 127.0.0.1.
+//! The CLIs are found in `$AGENT_CLIS_BIN` or `<workspace>/.agent-clis/bin` (installed by
+//! `scripts/install-agent-clis.sh`); a test whose CLI is missing says so on stderr and passes.
+//! Everything is offline: the CLIs only talk to the server on 127.0.0.1.
 #![cfg(unix)]
 
 mod common;
@@ -18,10 +20,10 @@ use std::time::Duration;
 
 use common::node;
 use orchestrator_agents::agent::{
-    AgentWorkRunner, ClaudeCode, ContextPressure, ModelEndpoint, ProviderKind, RetryPolicy,
-    CHECKPOINT_PREFIX,
+    AgentRunner, AgentWorkRunner, ClaudeCode, CodexCli, ContextPressure, CopilotCli, GeminiCli,
+    ModelEndpoint, ProviderKind, RetryPolicy, CHECKPOINT_PREFIX, THRESHOLD_VAR,
 };
-use orchestrator_core::composite::MANIFEST_FILE;
+use orchestrator_core::composite::{SplitManifest, MANIFEST_FILE};
 use orchestrator_core::plan::{AgentSpec, JobSpec, PlanSpec, WorkSpec};
 use orchestrator_core::repository::LogQuery;
 use orchestrator_core::{
@@ -53,34 +55,69 @@ fn bin_dir() -> PathBuf {
         })
 }
 
-/// Claude Code's executable, or `None` (after saying so) when it is not installed.
-fn claude() -> Option<PathBuf> {
-    let program = bin_dir().join("claude");
+/// The CLI's executable, or `None` (after saying so) when it is not installed.
+fn installed(cli: &str) -> Option<PathBuf> {
+    let program = bin_dir().join(cli);
     if program.is_file() {
         Some(program)
     } else {
-        eprintln!("skipped: claude not installed (run scripts/install-agent-clis.sh)");
+        eprintln!("skipped: {cli} not installed (run scripts/install-agent-clis.sh)");
         None
     }
 }
 
-/// The `agent` work runner with Claude Code talking to `server`, default context pressure.
-fn agents(program: &Path, server: &ModelServer) -> AgentWorkRunner {
+/// The `agent` work runner with `cli` (at `program`) talking to `server`, default context
+/// pressure.
+fn agents(cli: &str, program: &Path, server: &ModelServer) -> AgentWorkRunner {
     let host = std::env::var("PATH").unwrap_or_default();
-    let claude = ClaudeCode::new()
-        .program(program.display().to_string())
-        .env("PATH", format!("{}:{host}", bin_dir().display()))
-        .endpoint(ModelEndpoint::new(server.url(), ProviderKind::Anthropic).api_key(KEY));
+    let path = format!("{}:{host}", bin_dir().display());
+    let program = program.display().to_string();
+    let openai = ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY);
+    let runner: Arc<dyn AgentRunner> = match cli {
+        "claude" => Arc::new(
+            ClaudeCode::new()
+                .program(program)
+                .env("PATH", path)
+                .endpoint(ModelEndpoint::new(server.url(), ProviderKind::Anthropic).api_key(KEY)),
+        ),
+        "codex" => Arc::new(
+            CodexCli::new()
+                .program(program)
+                .env("PATH", path)
+                .endpoint(openai),
+        ),
+        "copilot" => Arc::new(
+            CopilotCli::new()
+                .program(program)
+                .env("PATH", path)
+                .shared_cache(bin_dir().join("..").join("cache"))
+                .endpoint(openai),
+        ),
+        "gemini" => Arc::new(
+            GeminiCli::new()
+                .program(program)
+                .env("PATH", path)
+                .endpoint(
+                    ModelEndpoint::new(server.url(), ProviderKind::Gemini)
+                        .api_key(KEY)
+                        .model("gemini-2.5-pro"),
+                ),
+        ),
+        other => panic!("no runner for {other}"),
+    };
     AgentWorkRunner::empty()
-        .register_arc("claude", Arc::new(claude))
-        .default_agent("claude")
+        .register_arc(cli, runner)
+        .default_agent(cli)
         .retry(RetryPolicy::new(2, Duration::from_millis(500)))
         .context_pressure(ContextPressure::new())
 }
 
+/// Claude Code on Claude Sonnet 4.5, whose window Claude Code reports as 200k (its default
+/// model's is 1M).
 fn agent_spec(instructions: &str) -> AgentSpec {
     AgentSpec {
         agent: Some("claude".into()),
+        model: Some("claude-sonnet-4-5".into()),
         instructions: Some(instructions.into()),
         timeout: Some(AGENT_TIMEOUT_MS),
         ..AgentSpec::default()
@@ -154,14 +191,14 @@ fn checkpoint_requests(server: &ModelServer) -> usize {
 #[tokio::test]
 async fn a_full_context_splits_the_job_into_sub_jobs_whose_commits_reach_the_target() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(program) = claude() else {
+    let Some(program) = installed("claude") else {
         return;
     };
     let server = ModelServer::start(script()).await.expect("model server");
     let repo = TempRepo::new();
     let o = Orchestrator::builder()
         .git(Git2Operations::new())
-        .runner("agent", agents(&program, &server))
+        .runner("agent", agents("claude", &program, &server))
         .build()
         .expect("orchestrator");
     let mut events = o.subscribe();
@@ -307,9 +344,9 @@ async fn run_once(
     job: &str,
     may_split: bool,
 ) -> Option<(usize, bool)> {
-    let program = claude()?;
+    let program = installed("claude")?;
     let server = ModelServer::start(script).await.expect("model server");
-    let runner = agents(&program, &server);
+    let runner = agents("claude", &program, &server);
     let dir = tempfile::tempdir().expect("tempdir");
     let mut ctx = common::ctx(dir.path());
     ctx.producer_id = job.into();
@@ -369,4 +406,80 @@ async fn a_full_context_asks_the_runner_for_a_checkpoint_when_the_job_may_split(
         assert!(got.1, "the checkpoint run wrote the manifest");
         assert!(got.0 > 0);
     }
+}
+
+/// `cli`'s run reports 100k prompt tokens a call, past a threshold of 0.08 set through
+/// [`THRESHOLD_VAR`] in the spec's env (below every CLI's own compaction): the runner resumes
+/// its session with the checkpoint prompt, and the CLI writes the manifest with its own tool.
+async fn asked_for_a_checkpoint(cli: &str) {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(program) = installed(cli) else {
+        return;
+    };
+    let server = ModelServer::start(
+        Script::new()
+            .write_file("part-one.txt", "one\n")
+            .input_tokens(100_000)
+            .final_text("Wrote part one.")
+            .on_prompt(
+                Turn::when(CHECKPOINT_PREFIX)
+                    .write_file(MANIFEST_FILE, manifest())
+                    .final_text("Checkpoint written."),
+            ),
+    )
+    .await
+    .expect("model server");
+    let runner = agents(cli, &program, &server);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut ctx = common::ctx(dir.path());
+    ctx.may_split = true;
+    let mut spec = AgentSpec {
+        agent: Some(cli.into()),
+        instructions: Some("Create part-one.txt to part-four.txt.".into()),
+        timeout: Some(AGENT_TIMEOUT_MS),
+        ..AgentSpec::default()
+    };
+    spec.env.insert(THRESHOLD_VAR.into(), "0.08".into());
+    let out = runner.run(&WorkSpec::Agent(spec), &ctx).await;
+    let log = ctx.log.take();
+    let out = out.unwrap_or_else(|e| panic!("{cli}: {e}\n{log}"));
+    assert!(
+        log.contains("the agent's context reached 100000 of"),
+        "{cli}: {log}"
+    );
+    assert!(log.contains("(threshold 8%)"), "{cli}: {log}");
+    assert!(checkpoint_requests(&server) > 0, "{cli}");
+    let manifest = std::fs::read_to_string(dir.path().join(MANIFEST_FILE))
+        .unwrap_or_else(|e| panic!("{cli}: no manifest ({e})\n{log}"));
+    let items = SplitManifest::parse(&manifest).map(|m| m.items.len());
+    assert_eq!(items, Ok(3), "{cli}: {manifest}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("part-one.txt"))
+            .ok()
+            .as_deref(),
+        Some("one\n"),
+        "{cli}: the work before the checkpoint stays in the files"
+    );
+    assert_eq!(out.output.as_deref(), Some("Checkpoint written."), "{cli}");
+    assert!(out.session_id.is_some(), "{cli}");
+}
+
+#[tokio::test]
+async fn claude_code_is_asked_for_a_checkpoint() {
+    asked_for_a_checkpoint("claude").await;
+}
+
+#[tokio::test]
+async fn codex_is_asked_for_a_checkpoint() {
+    asked_for_a_checkpoint("codex").await;
+}
+
+#[tokio::test]
+async fn copilot_is_asked_for_a_checkpoint() {
+    asked_for_a_checkpoint("copilot").await;
+}
+
+#[tokio::test]
+async fn gemini_is_asked_for_a_checkpoint() {
+    asked_for_a_checkpoint("gemini").await;
 }

@@ -35,7 +35,8 @@ use super::{
 /// Context ([`Transcript::context_tokens`], for [`ContextPressure`](super::ContextPressure)):
 /// each main-agent `assistant` event carries its model call's `message.usage`; the context
 /// size is its `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens`
-/// (subagents' events and the synthetic message of a failed call are left out).
+/// (subagents' events and the synthetic message of a failed call are left out). The window:
+/// the result's `modelUsage.<model>.contextWindow`.
 ///
 /// Reply ([`Transcript::reply`]): the successful `result` event's `result` text; until it
 /// comes (a run cut short has none), the text blocks of the main agent's last `assistant`
@@ -153,6 +154,7 @@ impl AgentRunner for ClaudeCode {
                     u.cached_tokens = read;
                     u.output_tokens = count(usage, "output_tokens");
                 }
+                t.context_window = context_window(&event, t.usage.model.as_deref());
                 let result = text(&event, "result").filter(|r| !r.is_empty());
                 if !is_error {
                     if let Some(reply) = &result {
@@ -201,6 +203,17 @@ fn context_size(event: &Value) -> Option<u64> {
         .iter()
         .any(Option::is_some)
         .then(|| parts.iter().flatten().sum())
+}
+
+/// The context window the result's `modelUsage` gives for `model` (else for its only model).
+fn context_window(result: &Value, model: Option<&str>) -> Option<u64> {
+    let models = result.get("modelUsage")?.as_object()?;
+    let entry = match model.and_then(|m| models.get(m)) {
+        Some(entry) => entry,
+        None if models.len() == 1 => models.values().next()?,
+        None => return None,
+    };
+    count(entry, "contextWindow")
 }
 
 /// Whether an event is the main agent's, not a subagent's (whose events name the `Task`
@@ -266,6 +279,12 @@ mod tests {
         let u = &t.usage;
         assert_eq!((u.input_tokens, u.output_tokens), (Some(25441), Some(11)));
         assert_eq!(u.cost_usd, Some(0.101984));
+        assert_eq!(t.context_window, None, "no contextWindow reported");
+        let t = parse(&[
+            r#"{"type":"system","subtype":"init","session_id":"s","model":"claude-opus-5-5"}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"session_id":"s","modelUsage":{"claude-haiku-4-5":{"contextWindow":200000},"claude-opus-5-5":{"inputTokens":100000,"contextWindow":1000000,"maxOutputTokens":128000}}}"#,
+        ]);
+        assert_eq!(t.context_window, Some(1_000_000), "the main model's");
     }
 
     #[test]

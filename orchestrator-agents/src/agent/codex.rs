@@ -5,6 +5,7 @@ use orchestrator_core::runner::{LogStream, WorkFailure};
 use serde_json::Value;
 
 use super::cli::{cli_builder, CliSettings};
+use super::pressure::find_file;
 use super::usage::{add, count, find_text, text};
 use super::{
     event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript,
@@ -37,6 +38,11 @@ const KEY_VAR: &str = "ORCHESTRATOR_CODEX_API_KEY";
 /// adds its `usage` (`input_tokens` include `cached_input_tokens`) and a turn, and ends the
 /// run; `turn.failed` and `error` events carry error messages (a 5xx becomes "We're currently
 /// experiencing high demand", which [`classify`](super::classify) counts as transient).
+/// Context ([`Transcript::context_tokens`], for [`ContextPressure`](super::ContextPressure)):
+/// read after exit from the session's rollout file `$CODEX_HOME/sessions/…/rollout-…-<id>.jsonl`,
+/// its `token_count` events since this run's `task_started`: `last_token_usage.input_tokens`
+/// per model call, and `model_context_window` as the window.
+///
 /// Reply ([`Transcript::reply`]): the `text` of the last `item.completed` whose item is an
 /// `agent_message` (`item_type` `assistant_message` in the format's first releases); each arrives
 /// whole, and reasoning, commands and file changes are other item types.
@@ -192,12 +198,83 @@ impl AgentRunner for CodexCli {
     fn extra_env(&self) -> Env {
         self.cli.env.clone()
     }
+
+    fn after_exit(&self, r: &AgentRequest, t: &mut Transcript) {
+        let Some(thread) = t.usage.session_id.clone() else {
+            return;
+        };
+        let suffix = format!("-{thread}.jsonl");
+        let sessions = r.state_dir.join("codex").join("sessions");
+        let rollout = find_file(&sessions, 3, &|name| {
+            name.starts_with("rollout-") && name.ends_with(&suffix)
+        });
+        if let Some(text) = rollout.and_then(|f| std::fs::read_to_string(f).ok()) {
+            add_rollout_context(&text, t);
+        }
+    }
+}
+
+/// Reads this run's part of a Codex rollout file (from its last `task_started` on) into `t`:
+/// the context of each model call from the `token_count` events' `last_token_usage`
+/// (`input_tokens` include the cached ones) and the window from `model_context_window`.
+fn add_rollout_context(rollout: &str, t: &mut Transcript) {
+    let events: Vec<Value> = rollout.lines().filter_map(super::json_event).collect();
+    let payload_type = |e: &Value| e.get("payload").and_then(event_type).map(str::to_owned);
+    let start = events
+        .iter()
+        .rposition(|e| payload_type(e).as_deref() == Some("task_started"))
+        .unwrap_or(0);
+    for event in &events[start..] {
+        if payload_type(event).as_deref() != Some("token_count") {
+            continue;
+        }
+        let Some(info) = event.pointer("/payload/info") else {
+            continue;
+        };
+        if let Some(tokens) = info
+            .get("last_token_usage")
+            .and_then(|u| count(u, "input_tokens"))
+        {
+            t.context(tokens);
+        }
+        if let Some(window) = count(info, "model_context_window") {
+            t.context_window = Some(window);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::agent::{transcript_of, ModelEndpoint, ProviderKind};
+
+    #[test]
+    fn the_context_of_this_runs_calls_from_the_rollout() {
+        let count = |last: u64, total: u64| {
+            format!(
+                r#"{{"type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{total}}},"last_token_usage":{{"input_tokens":{last},"cached_input_tokens":10}},"model_context_window":258400}}}}}}"#
+            )
+        };
+        let rollout = [
+            r#"{"type":"session_meta","payload":{"id":"t-1"}}"#.to_owned(),
+            r#"{"type":"event_msg","payload":{"type":"task_started"}}"#.into(),
+            count(190_000, 190_000),
+            r#"{"type":"event_msg","payload":{"type":"task_complete"}}"#.into(),
+            r#"{"type":"event_msg","payload":{"type":"task_started"}}"#.into(),
+            count(50_000, 240_000),
+            count(60_000, 300_000),
+            r#"{"type":"event_msg","payload":{"type":"token_count","info":null}}"#.into(),
+            "garbage".into(),
+        ]
+        .join("\n");
+        let mut t = Transcript::default();
+        add_rollout_context(&rollout, &mut t);
+        assert_eq!(
+            (t.context_tokens, t.peak_context_tokens, t.context_window),
+            (Some(60_000), Some(60_000), Some(258_400)),
+            "this run's calls only, not the summed totals"
+        );
+    }
 
     #[test]
     fn parses_threads_turns_and_errors() {

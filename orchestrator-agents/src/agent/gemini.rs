@@ -5,6 +5,7 @@ use orchestrator_core::runner::{LogStream, WorkFailure};
 use serde_json::{json, Value};
 
 use super::cli::{cli_builder, CliSettings};
+use super::pressure::find_file;
 use super::usage::{count, find_text, text};
 use super::{
     classify, event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner,
@@ -35,6 +36,12 @@ const EXIT_SERVER_ERROR: i32 = 244;
 /// ends the run (`status` other than `success` is a failure, its `error.message` the reason)
 /// and its `stats` give `input_tokens`, `output_tokens`, `cached` and `duration_ms`. Exit code 244 (the API answered
 /// 5xx) is transient, 144 (4xx) only when it was a rate limit (429).
+///
+/// Context ([`Transcript::context_tokens`], for [`ContextPressure`](super::ContextPressure)):
+/// read after exit from the session's chat record
+/// `$HOME/.gemini/tmp/<project>/chats/session-<time>-<id[..8]>.jsonl`: the `tokens.input`
+/// (cached ones included) of each `gemini` message since this run's prompt (the last `user`
+/// message with text). Gemini CLI reports no window; the table's is used.
 ///
 /// Reply ([`Transcript::reply`]): the model's text arrives as assistant `message` events with
 /// `delta: true`, one chunk each; the chunks in a row make one message, and any other event
@@ -169,6 +176,20 @@ impl AgentRunner for GeminiCli {
         self.cli.env.clone()
     }
 
+    fn after_exit(&self, r: &AgentRequest, t: &mut Transcript) {
+        let Some(short) = t.usage.session_id.as_deref().and_then(|s| s.get(..8)) else {
+            return;
+        };
+        let suffix = format!("-{short}.jsonl");
+        let projects = r.home_dir.join(".gemini").join("tmp");
+        let record = find_file(&projects, 2, &|name| {
+            name.starts_with("session-") && name.ends_with(&suffix)
+        });
+        if let Some(text) = record.and_then(|f| std::fs::read_to_string(f).ok()) {
+            add_chat_context(&text, t);
+        }
+    }
+
     fn classify(&self, exit_code: Option<i32>, t: &Transcript) -> FailureClass {
         match exit_code {
             Some(EXIT_SERVER_ERROR) => FailureClass::Transient,
@@ -188,10 +209,52 @@ impl AgentRunner for GeminiCli {
     }
 }
 
+/// Reads this run's part of a Gemini CLI chat record (from the last user message with text
+/// on) into `t`: the context of each model call from its `gemini` message's `tokens.input`.
+fn add_chat_context(record: &str, t: &mut Transcript) {
+    let messages: Vec<Value> = record.lines().filter_map(super::json_event).collect();
+    let is_prompt = |m: &Value| {
+        event_type(m) == Some("user")
+            && m.get("content")
+                .and_then(Value::as_array)
+                .is_some_and(|parts| parts.iter().any(|p| p.get("text").is_some()))
+    };
+    let start = messages.iter().rposition(is_prompt).unwrap_or(0);
+    for message in &messages[start..] {
+        if event_type(message) == Some("gemini") {
+            if let Some(tokens) = message.get("tokens").and_then(|u| count(u, "input")) {
+                t.context(tokens);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::agent::transcript_of;
+
+    #[test]
+    fn the_context_of_this_runs_calls_from_the_chat_record() {
+        let record = [
+            r#"{"sessionId":"5d89f73f-ed47","kind":"main"}"#,
+            r#"{"id":"u0","type":"user","content":[{"text":"first run"}]}"#,
+            r#"{"id":"g0","type":"gemini","content":"","tokens":{"input":150000,"output":3}}"#,
+            r#"{"$set":{"lastUpdated":"2026-12-01T15:21:26.338Z"}}"#,
+            r#"{"id":"u1","type":"user","content":[{"text":"this run"}]}"#,
+            r#"{"id":"g1","type":"gemini","content":"","tokens":{"input":50000,"cached":10,"output":13}}"#,
+            r#"{"id":"u2","type":"user","content":[{"functionResponse":{"name":"write_file"}}]}"#,
+            r#"{"id":"g2","type":"gemini","content":"ok","tokens":{"input":52000,"output":1}}"#,
+        ]
+        .join("\n");
+        let mut t = Transcript::default();
+        add_chat_context(&record, &mut t);
+        assert_eq!(
+            (t.context_tokens, t.peak_context_tokens),
+            (Some(52_000), Some(52_000)),
+            "this run's calls only"
+        );
+    }
 
     #[test]
     fn parses_init_and_result_stats() {

@@ -1,7 +1,7 @@
 //! [`ContextPressure`]: when an agent's context is full enough to ask it for a checkpoint
 //! (SPEC §12, seed 000's `completed_split`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use orchestrator_core::composite::{MANIFEST_FILE, MAX_SUB_JOBS};
 
@@ -34,7 +34,9 @@ const WINDOWS: &[(&str, u64)] = &[
 /// calls ([`Transcript::peak_context_tokens`](super::Transcript::peak_context_tokens): the
 /// prompt tokens of one call, cached ones included, as the CLI reports them) with
 /// [`threshold`](Self::threshold) × the model's context window
-/// ([`window_for`](Self::window_for)). When the context crossed it, the job
+/// ([`window_for`](Self::window_for): a window set with [`window`](Self::window), else the
+/// one the CLI reports, [`Transcript::context_window`](super::Transcript::context_window),
+/// else the built-in table's). When the context crossed it, the job
 /// [may split](orchestrator_core::WorkContext::may_split) and its worktree holds no
 /// [`MANIFEST_FILE`] yet, the runner resumes the agent's session once more with a
 /// [`checkpoint_prompt`]: stop, leave the work in the files (the engine commits them) and
@@ -44,7 +46,8 @@ const WINDOWS: &[(&str, u64)] = &[
 ///
 /// The check runs after the CLI exited, not mid-stream: stopping a CLI between two model
 /// calls would cut a tool call in flight (its edits half done, its result never recorded in
-/// the session), and Copilot's per-call usage is only on disk once it exited. A run that
+/// the session), and Copilot's, Codex's and Gemini CLI's per-call usage is only read from
+/// their session records once they exited. A run that
 /// keeps going past the threshold may meet its CLI's own compaction first; the peak, not the
 /// latest context, is compared, so a compacted run still checkpoints.
 ///
@@ -52,8 +55,8 @@ const WINDOWS: &[(&str, u64)] = &[
 /// |------------|----------------------------------------------------------------------|------------|
 /// | Claude Code| each main-agent `assistant` event's `message.usage`: `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens` | `--resume ID` |
 /// | Copilot CLI| each `session.usage_record`'s `inputTokens` in the session's `events.jsonl` (after exit) | `--resume ID` |
-/// | Codex      | not reported: `--json` prints only `turn.completed` usage, summed over all of a turn's calls | none       |
-/// | Gemini CLI | not reported: `stream-json` prints only the `result`'s totals            | none       |
+/// | Codex      | each `token_count` event's `last_token_usage.input_tokens` in the session's rollout file (after exit; `--json` prints only usage summed over a turn's calls); window: its `model_context_window` | `exec resume ID` |
+/// | Gemini CLI | each `gemini` message's `tokens.input` in the session's chat record (after exit; `stream-json` prints only totals) | `--resume ID` |
 /// | generic    | not reported                                                         | none       |
 ///
 /// ```
@@ -62,10 +65,11 @@ const WINDOWS: &[(&str, u64)] = &[
 ///     .threshold(0.7)
 ///     .window("my-model", 64_000)
 ///     .default_window(100_000);
-/// assert_eq!(pressure.window_for(Some("claude-sonnet-4-5")), 200_000);
-/// assert_eq!(pressure.window_for(Some("My-Model-2")), 64_000);
-/// assert_eq!(pressure.window_for(None), 100_000);
-/// assert_eq!(pressure.limit(Some("my-model")), Some(44_800));
+/// assert_eq!(pressure.window_for(Some("claude-sonnet-4-5"), None), 200_000);
+/// assert_eq!(pressure.window_for(Some("claude-sonnet-4-5"), Some(1_000_000)), 1_000_000);
+/// assert_eq!(pressure.window_for(Some("My-Model-2"), Some(1_000_000)), 64_000);
+/// assert_eq!(pressure.window_for(None, None), 100_000);
+/// assert_eq!(pressure.limit(Some("my-model"), None), Some(44_800));
 /// let runner = AgentWorkRunner::new().context_pressure(pressure);
 /// # let _ = runner;
 /// ```
@@ -144,32 +148,39 @@ impl ContextPressure {
         self.threshold
     }
 
-    /// The context window of `model` (the default window when it is unknown or `None`).
-    pub fn window_for(&self, model: Option<&str>) -> u64 {
-        let Some(model) = model.map(str::to_ascii_lowercase) else {
-            return self.default_window;
-        };
-        self.windows
-            .iter()
-            .map(|(p, t)| (p.as_str(), *t))
-            .chain(WINDOWS.iter().copied())
-            .find(|(pattern, _)| model.contains(pattern))
-            .map_or(self.default_window, |(_, tokens)| tokens)
+    /// The context window of `model`: a window set for it with [`window`](Self::window),
+    /// else the one its CLI `reported`, else the built-in table's, else the default window.
+    pub fn window_for(&self, model: Option<&str>, reported: Option<u64>) -> u64 {
+        let model = model.map(str::to_ascii_lowercase);
+        let matching = |pattern: &str| model.as_deref().is_some_and(|m| m.contains(pattern));
+        let configured = self.windows.iter().find(|(p, _)| matching(p)).map(|e| e.1);
+        let known = || WINDOWS.iter().find(|(p, _)| matching(p)).map(|e| e.1);
+        configured
+            .or(reported.filter(|&w| w > 0))
+            .or_else(known)
+            .unwrap_or(self.default_window)
     }
 
-    /// The context size, in tokens, past which `model`'s run asks for a checkpoint; `None`
-    /// when the checks are off.
-    pub fn limit(&self, model: Option<&str>) -> Option<u64> {
+    /// The context size, in tokens, past which a run of `model` (whose CLI `reported` its
+    /// window, or not) asks for a checkpoint; `None` when the checks are off.
+    pub fn limit(&self, model: Option<&str>, reported: Option<u64>) -> Option<u64> {
         let threshold = self.threshold?;
-        Some((self.window_for(model) as f64 * threshold).round() as u64)
+        Some((self.window_for(model, reported) as f64 * threshold).round() as u64)
     }
 
-    /// Whether a run of `model` whose largest context was `peak` crossed the threshold.
-    pub fn crossed(&self, model: Option<&str>, peak: Option<u64>) -> Option<Pressure> {
-        let (tokens, limit, threshold) = (peak?, self.limit(model)?, self.threshold?);
+    /// Whether a run of `model` whose largest context was `peak` crossed the threshold (the
+    /// window as [`window_for`](Self::window_for) says).
+    pub fn crossed(
+        &self,
+        model: Option<&str>,
+        reported: Option<u64>,
+        peak: Option<u64>,
+    ) -> Option<Pressure> {
+        let (tokens, threshold) = (peak?, self.threshold?);
+        let limit = self.limit(model, reported)?;
         (tokens >= limit).then(|| Pressure {
             tokens,
-            window: self.window_for(model),
+            window: self.window_for(model, reported),
             threshold,
         })
     }
@@ -199,20 +210,46 @@ impl ContextPressure {
     }
 
     /// Whether a run should be asked for a checkpoint: the job `may_split`, no manifest is in
-    /// `dir` yet, and the run of `model` crossed the threshold with its largest context
-    /// `peak`.
+    /// `dir` yet, and the run of `model` (its window `reported` by the CLI, or not) crossed
+    /// the threshold with its largest context `peak`.
     pub fn checkpoint_wanted(
         &self,
         may_split: bool,
         dir: &Path,
         model: Option<&str>,
+        reported: Option<u64>,
         peak: Option<u64>,
     ) -> Option<Pressure> {
         if !may_split || dir.join(MANIFEST_FILE).exists() {
             return None;
         }
-        self.crossed(model, peak)
+        self.crossed(model, reported, peak)
     }
+}
+
+/// The first file below `dir` (at most `depth` folders down, in name order) whose name
+/// `matches`: where a CLI keeps a session's own record.
+pub(crate) fn find_file(
+    dir: &Path,
+    depth: usize,
+    matches: &dyn Fn(&str) -> bool,
+) -> Option<PathBuf> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).ok()?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in &entries {
+        let path = entry.path();
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if !is_dir && entry.file_name().to_str().is_some_and(matches) {
+            return Some(path);
+        }
+    }
+    if depth == 0 {
+        return None;
+    }
+    entries
+        .iter()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .find_map(|e| find_file(&e.path(), depth - 1, matches))
 }
 
 fn valid_fraction(fraction: f64) -> Option<f64> {
@@ -225,7 +262,9 @@ fn valid_fraction(fraction: f64) -> Option<f64> {
 ///
 /// ```
 /// use orchestrator_agents::agent::{checkpoint_prompt, ContextPressure};
-/// let pressure = ContextPressure::new().crossed(Some("claude-opus-4"), Some(170_000)).unwrap();
+/// let pressure = ContextPressure::new()
+///     .crossed(Some("claude-opus-4"), None, Some(170_000))
+///     .unwrap();
 /// let prompt = checkpoint_prompt(std::path::Path::new("/wt"), &pressure);
 /// assert!(prompt.starts_with("Context checkpoint:"));
 /// assert!(prompt.contains("/wt/.orchestrator-split.json"));
@@ -256,26 +295,49 @@ mod tests {
     #[test]
     fn windows_by_model_name() {
         let p = ContextPressure::new();
-        assert_eq!(p.window_for(Some("claude-sonnet-4-5-20250929")), 200_000);
-        assert_eq!(p.window_for(Some("claude-sonnet-4-5[1m]")), 1_000_000);
-        assert_eq!(p.window_for(Some("opus")), 200_000);
-        assert_eq!(p.window_for(Some("gemini-2.5-pro")), 1_048_576);
-        assert_eq!(p.window_for(Some("gpt-5.5")), 272_000);
         assert_eq!(
-            p.window_for(Some("llama-3")),
+            p.window_for(Some("claude-sonnet-4-5-20250929"), None),
+            200_000
+        );
+        assert_eq!(p.window_for(Some("claude-sonnet-4-5[1m]"), None), 1_000_000);
+        assert_eq!(p.window_for(Some("opus"), None), 200_000);
+        assert_eq!(p.window_for(Some("gemini-2.5-pro"), None), 1_048_576);
+        assert_eq!(p.window_for(Some("gpt-5.5"), None), 272_000);
+        assert_eq!(
+            p.window_for(Some("llama-3"), None),
             ContextPressure::DEFAULT_WINDOW
         );
         let p = p.window("claude", 100_000).window("CLAUDE-X", 50_000);
-        assert_eq!(p.window_for(Some("claude-x-1")), 50_000, "the latest first");
-        assert_eq!(p.window_for(Some("claude-y")), 100_000, "before the table");
+        assert_eq!(
+            p.window_for(Some("claude-x-1"), None),
+            50_000,
+            "the latest first"
+        );
+        assert_eq!(
+            p.window_for(Some("claude-y"), None),
+            100_000,
+            "before the table"
+        );
+        assert_eq!(
+            p.window_for(Some("claude-y"), Some(1_000_000)),
+            100_000,
+            "a window set wins over the reported one"
+        );
+        let p = ContextPressure::new();
+        assert_eq!(
+            p.window_for(Some("claude-y"), Some(1_000_000)),
+            1_000_000,
+            "reported"
+        );
+        assert_eq!(p.window_for(None, Some(0)), ContextPressure::DEFAULT_WINDOW);
     }
 
     #[test]
     fn the_threshold_is_a_fraction_of_the_window() {
         let p = ContextPressure::new();
-        assert_eq!(p.limit(Some("claude-opus-4")), Some(160_000));
-        assert_eq!(p.crossed(Some("claude-opus-4"), Some(159_999)), None);
-        let crossed = p.crossed(Some("claude-opus-4"), Some(160_000));
+        assert_eq!(p.limit(Some("claude-opus-4"), None), Some(160_000));
+        assert_eq!(p.crossed(Some("claude-opus-4"), None, Some(159_999)), None);
+        let crossed = p.crossed(Some("claude-opus-4"), None, Some(160_000));
         assert_eq!(
             crossed,
             Some(Pressure {
@@ -284,11 +346,21 @@ mod tests {
                 threshold: 0.8
             })
         );
-        assert_eq!(p.crossed(Some("claude-opus-4"), None), None, "not reported");
+        assert_eq!(
+            p.crossed(Some("claude-opus-4"), None, None),
+            None,
+            "not reported"
+        );
         for bad in [0.0, -1.0, 1.5, f64::NAN] {
-            assert_eq!(ContextPressure::new().threshold(bad).limit(None), None);
+            assert_eq!(
+                ContextPressure::new().threshold(bad).limit(None, None),
+                None
+            );
         }
-        assert_eq!(ContextPressure::off().crossed(None, Some(u64::MAX)), None);
+        assert_eq!(
+            ContextPressure::off().crossed(None, None, Some(u64::MAX)),
+            None
+        );
     }
 
     #[test]
@@ -313,12 +385,15 @@ mod tests {
         let p = ContextPressure::new();
         let model = Some("claude-sonnet-4-5");
         assert_eq!(
-            p.checkpoint_wanted(true, dir.path(), model, Some(159_000)),
+            p.checkpoint_wanted(true, dir.path(), model, None, Some(159_000)),
             None
         );
-        assert_eq!(p.checkpoint_wanted(true, dir.path(), model, None), None);
+        assert_eq!(
+            p.checkpoint_wanted(true, dir.path(), model, None, None),
+            None
+        );
         assert!(p
-            .checkpoint_wanted(true, dir.path(), model, Some(170_000))
+            .checkpoint_wanted(true, dir.path(), model, None, Some(170_000))
             .is_some());
     }
 
@@ -328,7 +403,7 @@ mod tests {
         let p = ContextPressure::new();
         let model = Some("claude-sonnet-4-5");
         assert_eq!(
-            p.checkpoint_wanted(false, dir.path(), model, Some(199_000)),
+            p.checkpoint_wanted(false, dir.path(), model, None, Some(199_000)),
             None
         );
     }
@@ -339,7 +414,7 @@ mod tests {
         std::fs::write(dir.path().join(MANIFEST_FILE), "{}").expect("write");
         let p = ContextPressure::new();
         assert_eq!(
-            p.checkpoint_wanted(true, dir.path(), Some("claude"), Some(199_000)),
+            p.checkpoint_wanted(true, dir.path(), Some("claude"), None, Some(199_000)),
             None
         );
     }

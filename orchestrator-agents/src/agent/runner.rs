@@ -149,7 +149,7 @@ impl AgentWorkRunner {
     /// use orchestrator_agents::agent::{AgentWorkRunner, ContextPressure};
     /// let runner = AgentWorkRunner::new()
     ///     .context_pressure(ContextPressure::new().threshold(0.6).window("my-model", 32_000));
-    /// assert_eq!(runner.context().limit(Some("my-model")), Some(19_200));
+    /// assert_eq!(runner.context().limit(Some("my-model"), None), Some(19_200));
     /// ```
     pub fn context_pressure(mut self, pressure: ContextPressure) -> Self {
         self.context = pressure;
@@ -196,6 +196,8 @@ struct Tried {
     lost_session: bool,
     /// The largest context of its model calls ([`Transcript::peak_context_tokens`]).
     peak_context: Option<u64>,
+    /// The context window the CLI reported ([`Transcript::context_window`]).
+    context_window: Option<u64>,
 }
 
 #[async_trait]
@@ -241,10 +243,10 @@ impl WorkRunner for AgentWorkRunner {
             let session = total.session_id.clone();
             match tried.result {
                 Ok(()) => {
-                    let mut reply = tried.reply;
                     let model = tried.usage.model.as_deref().or(request.model.as_deref());
-                    if let Some(pressure) = self.pressure(&request, ctx, model, tried.peak_context)
-                    {
+                    let pressure = self.pressure(&request, ctx, model, &tried);
+                    let mut reply = tried.reply;
+                    if let Some(pressure) = pressure {
                         let checkpoint = self
                             .checkpoint(&runner, &request, ctx, deadline, &session, pressure)
                             .await;
@@ -287,15 +289,15 @@ impl WorkRunner for AgentWorkRunner {
 }
 
 impl AgentWorkRunner {
-    /// Whether the run of `request`, which ended well with its largest context `peak`, should
-    /// be asked for a checkpoint ([`ContextPressure::checkpoint_wanted`], with the threshold
-    /// of [`THRESHOLD_VAR`] in the run's environment when set).
+    /// Whether the run `tried` of `request`, which ended well, should be asked for a
+    /// checkpoint ([`ContextPressure::checkpoint_wanted`], with the threshold of
+    /// [`THRESHOLD_VAR`] in the run's environment when set).
     fn pressure(
         &self,
         request: &AgentRequest,
         ctx: &WorkContext,
         model: Option<&str>,
-        peak: Option<u64>,
+        tried: &Tried,
     ) -> Option<Pressure> {
         if !ctx.may_split {
             return None;
@@ -308,7 +310,13 @@ impl AgentWorkRunner {
                 ctx.log.line(LogStream::System, &note);
                 self.context.clone()
             });
-        settings.checkpoint_wanted(ctx.may_split, &ctx.dir, model, peak)
+        settings.checkpoint_wanted(
+            ctx.may_split,
+            &ctx.dir,
+            model,
+            tried.context_window,
+            tried.peak_context,
+        )
     }
 
     /// Resumes `session` with the [`checkpoint_prompt`] (see [`ContextPressure`]). Returns the
@@ -392,6 +400,7 @@ impl AgentWorkRunner {
             reply: None,
             lost_session: false,
             peak_context: None,
+            context_window: None,
         };
         let (command, env, redactor) = match start_command(runner.as_ref(), request, ctx) {
             Ok(parts) => parts,
@@ -526,6 +535,7 @@ fn conclude(
         reply: t.reply,
         lost_session,
         peak_context: t.peak_context_tokens,
+        context_window: t.context_window,
     }
 }
 

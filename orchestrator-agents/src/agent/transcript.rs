@@ -36,6 +36,8 @@ pub struct Transcript {
     /// The largest [`context_tokens`](Self::context_tokens) of the run (the CLI may have
     /// compacted its context since).
     pub peak_context_tokens: Option<u64>,
+    /// The model's context window in tokens, when the CLI reports it (Claude Code, Codex).
+    pub context_window: Option<u64>,
     /// Whether `reply` is still coming in, and how.
     draft: Draft,
 }
