@@ -151,3 +151,45 @@ fn kill_9_at_random_moments_of_a_growing_plan_then_resume() {
          after the split was recorded"
     );
 }
+
+#[test]
+fn a_malformed_manifest_fails_the_job_naming_the_file_and_field_and_keeps_its_commit() {
+    let repo = Repo::new();
+    let manifest = repo.scratch.join("bad-items.json");
+    std::fs::write(
+        &manifest,
+        r#"{"items": [{"name": "one", "task": "One", "instructions": "x", "dependsOn": ["zzz"]}]}"#,
+    )
+    .expect("write");
+    let plan = repo.plan(
+        "bad.json",
+        &json!({"name": "bad-split", "jobs": [
+            {"producerId": "big", "task": "Do it all", "dependencies": [], "split": "allow",
+             "work": format!("echo big > big.txt; cp '{}' .orchestrator-split.json",
+                             manifest.display())},
+            job("after", "echo a > after.txt", &["big"]),
+        ]}),
+    );
+    let run = repo.run(&["run", plan.to_str().expect("utf-8"), "--json", "-q"]);
+    run.expect_code(1);
+    let doc = run.json();
+    let big = job_doc(&doc, "big");
+    assert_eq!(big["status"], "failed", "{doc:#}");
+    assert_eq!(big["failureReason"], "composite_failed");
+    assert_eq!(
+        big["error"],
+        ".orchestrator-split.json: items[0].dependsOn[0]: `zzz` names no item of this manifest"
+    );
+    let commit = big["commit"]
+        .as_str()
+        .expect("the work so far is committed");
+    let files = repo.git(&["ls-tree", "-r", "--name-only", commit]);
+    assert!(files.contains("big.txt"), "{files}");
+    assert!(!files.contains(".orchestrator-split.json"), "{files}");
+    assert_eq!(job_doc(&doc, "after")["status"], "blocked");
+    assert_eq!(
+        doc["jobs"].as_array().map(Vec::len),
+        Some(2),
+        "nothing added"
+    );
+}
