@@ -14,11 +14,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::node;
+use common::{bin_dir, installed, node};
 use orchestrator_agents::agent::{
     AgentRunner, AgentWorkRunner, ClaudeCode, CodexCli, ContextPressure, CopilotCli, GeminiCli,
     ModelEndpoint, ProviderKind, RetryPolicy, CHECKPOINT_PREFIX, THRESHOLD_VAR,
@@ -43,28 +43,6 @@ const PLAN_TIMEOUT: Duration = Duration::from_secs(240);
 /// What the first turn's calls report: past 0.8 of a Claude model's 200k window, and below
 /// the point where Claude Code compacts on its own (about 167k).
 const FULL_CONTEXT: u64 = 165_000;
-
-fn bin_dir() -> PathBuf {
-    std::env::var_os("AGENT_CLIS_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(".agent-clis")
-                .join("bin")
-        })
-}
-
-/// The CLI's executable, or `None` (after saying so) when it is not installed.
-fn installed(cli: &str) -> Option<PathBuf> {
-    let program = bin_dir().join(cli);
-    if program.is_file() {
-        Some(program)
-    } else {
-        eprintln!("skipped: {cli} not installed (run scripts/install-agent-clis.sh)");
-        None
-    }
-}
 
 /// The `agent` work runner with `cli` (at `program`) talking to `server`, default context
 /// pressure.

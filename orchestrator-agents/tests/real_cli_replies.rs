@@ -12,6 +12,8 @@
 //! Everything is offline: the CLIs only talk to the server on 127.0.0.1.
 #![cfg(unix)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,6 +29,8 @@ use orchestrator_core::runner::{LogSink, LogStream};
 use orchestrator_core::{OrchestratorEvent, Phase, PlanId, WorkContext, WorkRunner};
 use orchestrator_testkit::{ModelServer, Script};
 
+use common::{bin_dir, installed};
+
 /// The real CLIs are heavy (Node.js, a few hundred MB of memory each): one test at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -36,25 +40,8 @@ const KEY: &str = "testkit-key";
 const AGENT_TIMEOUT_MS: u64 = 90_000;
 
 /// Where the CLIs are installed.
-fn bin_dir() -> PathBuf {
-    std::env::var_os("AGENT_CLIS_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join(".agent-clis").join("bin"))
-}
-
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The CLI's executable, or `None` (after saying so) when it is not installed.
-fn installed(cli: &str) -> Option<PathBuf> {
-    let program = bin_dir().join(cli);
-    if program.is_file() {
-        Some(program)
-    } else {
-        eprintln!("skipped: {cli} not installed (run scripts/install-agent-clis.sh)");
-        None
-    }
 }
 
 /// The cache Copilot unpacks itself into once.

@@ -14,7 +14,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::node;
+use common::{bin_dir, installed, node};
 use orchestrator_agents::agent::{
     AgentHealer, AgentRunner, AgentWorkRunner, ClaudeCode, CodexCli, CopilotCli, GeminiCli,
     ModelEndpoint, ProviderKind, RetryPolicy,
@@ -40,29 +40,6 @@ const KEY: &str = "testkit-key";
 const AGENT_TIMEOUT_MS: u64 = 90_000;
 /// Longest a whole plan may take.
 const PLAN_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// Where the CLIs are installed.
-fn bin_dir() -> PathBuf {
-    std::env::var_os("AGENT_CLIS_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(".agent-clis")
-                .join("bin")
-        })
-}
-
-/// The CLI's executable, or `None` (after saying so) when it is not installed.
-fn installed(cli: &str) -> Option<PathBuf> {
-    let program = bin_dir().join(cli);
-    if program.is_file() {
-        Some(program)
-    } else {
-        eprintln!("skipped: {cli} not installed (run scripts/install-agent-clis.sh)");
-        None
-    }
-}
 
 /// The cache Copilot unpacks itself into once: `$AGENT_CLIS_CACHE` or
 /// `<workspace>/.agent-clis/cache`.

@@ -2,7 +2,7 @@
 //! process and waiting helpers are shared: `orchestrator_testkit::fixtures`.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use orchestrator_core::events::{EventBus, OrchestratorEvent};
 use orchestrator_core::plan::Env;
@@ -61,4 +61,28 @@ pub fn node<'a>(record: &'a PlanRecord, producer: &str) -> &'a NodeState {
         .position(|j| j.producer_id == producer)
         .expect("job exists");
     &record.state.nodes[i]
+}
+
+/// Where the real agent CLIs are installed (`scripts/install-agent-clis.sh`; `AGENT_CLIS_BIN`
+/// overrides).
+pub fn bin_dir() -> PathBuf {
+    std::env::var_os("AGENT_CLIS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(".agent-clis")
+                .join("bin")
+        })
+}
+
+/// The CLI's executable, or `None` (after saying so) when it is not installed.
+pub fn installed(cli: &str) -> Option<PathBuf> {
+    let program = bin_dir().join(cli);
+    if program.is_file() {
+        Some(program)
+    } else {
+        eprintln!("skipped: {cli} not installed (run scripts/install-agent-clis.sh)");
+        None
+    }
 }
