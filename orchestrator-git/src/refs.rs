@@ -178,7 +178,12 @@ pub(crate) fn compare_and_swap(
         }
     };
     let result = match expected {
-        None => repo.reference(&name, new, false, log).map(|_| ()),
+        // "Must not exist" as the zero id, which libgit2 checks under the ref's lock: a plain
+        // create checks before taking the lock, so of two processes creating the branch at
+        // once the second could overwrite the first's.
+        None => repo
+            .reference_matching(&name, new, true, Oid::zero(), log)
+            .map(|_| ()),
         Some(old) => {
             if branch_tip(repo, branch)?.is_none() {
                 return Err(changed(repo));

@@ -91,3 +91,30 @@ async fn sixteen_jobs_at_once_lose_no_merge() {
     );
     assert!(ops.list_worktrees(&repo).await.expect("list").is_empty());
 }
+
+/// Two processes creating the same branch at once (each its own `Git2Operations`, as two
+/// `orchestrator` processes have): a create from "absent" succeeds for exactly one of them,
+/// every time. libgit2 checks that a new reference is absent before taking its lock, so a
+/// plain create lets the second writer overwrite the first's branch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_branch_created_from_absent_by_racing_writers_has_one_winner() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = common::fixture_repo(dir.path());
+    let base = git(&repo, &["rev-parse", "HEAD"]);
+    let writers: Vec<Arc<Git2Operations>> =
+        (0..6).map(|_| Arc::new(Git2Operations::new())).collect();
+    for round in 0..60 {
+        let branch = format!("orchestrator/race-{round}");
+        let tries = writers.iter().map(|ops| {
+            let (ops, repo, base, branch) =
+                (Arc::clone(ops), repo.clone(), base.clone(), branch.clone());
+            tokio::spawn(async move { ops.update_branch(&repo, &branch, &base, None).await })
+        });
+        let won = futures::future::join_all(tries)
+            .await
+            .into_iter()
+            .filter(|r| matches!(r, Ok(Ok(()))))
+            .count();
+        assert_eq!(won, 1, "round {round}: {won} writers created {branch}");
+    }
+}
