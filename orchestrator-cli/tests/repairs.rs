@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{tool_call, RawMcp, Repo};
-use orchestrator_testkit::fixtures::{copy_repo, signal, wait_child, wait_for_file};
+use orchestrator_testkit::fixtures::{copy_repo, signal, wait_child, wait_for_line};
 use serde_json::{json, Value};
 
 const TARGET: &str = "orchestrator/repairs";
@@ -150,8 +150,7 @@ fn worktrees_outside_the_repository_are_repaired_and_swept_there() {
     let file = file.to_str().expect("utf-8");
 
     let child = repo.spawn(&["run", file, "-q"]);
-    wait_for_file(&marker, Duration::from_secs(30), "the job to start");
-    let ran_in = std::fs::read_to_string(&marker).expect("marker");
+    let ran_in = wait_for_line(&marker, Duration::from_secs(30), "the job to start");
     let root_real = root.canonicalize().expect("root");
     assert!(
         Path::new(ran_in.trim()).starts_with(&root_real),

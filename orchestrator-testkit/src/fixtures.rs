@@ -28,4 +28,4 @@ pub use process::{
 };
 pub use repo::TempRepo;
 pub use rng::{seed_from_env, Rng};
-pub use wait::{dies_within, gone_within, read_pid, wait_for_file, wait_for_pid};
+pub use wait::{dies_within, gone_within, read_pid, wait_for_file, wait_for_line, wait_for_pid};
