@@ -32,41 +32,43 @@ fn builder(
     manifest: &'static str,
     block: bool,
 ) -> Orchestrator {
-    let ran = ran.clone();
-    let failed = Arc::new(Mutex::new(false));
     Orchestrator::builder()
         .repository(repo.clone())
-        .runner(
-            "shell",
-            FnRunner::new(move |spec, ctx| {
-                let ran = ran.clone();
-                let failed = failed.clone();
-                async move {
-                    let WorkSpec::Shell(s) = spec else {
-                        return Ok(WorkOutput::default());
-                    };
-                    if block && ctx.producer_id.contains('/') {
-                        ctx.cancel.cancelled().await;
-                        return Err(orchestrator_core::runner::WorkFailure::canceled());
-                    }
-                    ran.lock().expect("lock").push(s.command.clone());
-                    if s.command == "big" {
-                        std::fs::write(ctx.dir.join(".orchestrator-split.json"), manifest)
-                            .expect("write the manifest");
-                    }
-                    if s.command == "fail" {
-                        let mut f = failed.lock().expect("lock");
-                        if !*f {
-                            *f = true;
-                            return Err(orchestrator_core::runner::WorkFailure::new("it failed"));
-                        }
-                    }
-                    Ok(WorkOutput::default())
-                }
-            }),
-        )
+        .runner("shell", shell(ran, manifest, block))
         .build()
         .expect("build")
+}
+
+/// The shell runner of [`builder`].
+fn shell(ran: &Ran, manifest: &'static str, block: bool) -> FnRunner {
+    let ran = ran.clone();
+    let failed = Arc::new(Mutex::new(false));
+    FnRunner::new(move |spec, ctx| {
+        let ran = ran.clone();
+        let failed = failed.clone();
+        async move {
+            let WorkSpec::Shell(s) = spec else {
+                return Ok(WorkOutput::default());
+            };
+            if block && ctx.producer_id.contains('/') {
+                ctx.cancel.cancelled().await;
+                return Err(orchestrator_core::runner::WorkFailure::canceled());
+            }
+            ran.lock().expect("lock").push(s.command.clone());
+            if s.command == "big" {
+                std::fs::write(ctx.dir.join(".orchestrator-split.json"), manifest)
+                    .expect("write the manifest");
+            }
+            if s.command == "fail" {
+                let mut f = failed.lock().expect("lock");
+                if !*f {
+                    *f = true;
+                    return Err(orchestrator_core::runner::WorkFailure::new("it failed"));
+                }
+            }
+            Ok(WorkOutput::default())
+        }
+    })
 }
 
 fn plan() -> PlanSpec {
@@ -279,23 +281,9 @@ async fn a_decision_that_cannot_be_applied_fails_the_job_with_nothing_half_appli
         ),
     ];
     for (label, jobs, words) in cases {
-        let ran = Ran::default();
-        let seen = ran.clone();
         let o = Orchestrator::builder()
             .controller("split", Answer(jobs))
-            .runner(
-                "shell",
-                FnRunner::sync(move |spec, ctx| {
-                    if let WorkSpec::Shell(s) = spec {
-                        seen.lock().expect("lock").push(s.command.clone());
-                        if s.command == "big" {
-                            std::fs::write(ctx.dir.join(".orchestrator-split.json"), MANIFEST)
-                                .expect("write the manifest");
-                        }
-                    }
-                    Ok(WorkOutput::default())
-                }),
-            )
+            .runner("shell", shell(&Ran::default(), MANIFEST, false))
             .build()
             .expect("build");
         let dir = tempfile::tempdir().expect("tempdir");

@@ -50,12 +50,7 @@ async fn deadline(o: &Orchestrator, id: &PlanId) -> (u64, u64) {
 }
 
 async fn started(o: &Orchestrator, timer: WorkSpec, dir: &std::path::Path) -> PlanId {
-    let id = o.run(plan(timer), dir).await.expect("run");
-    assert_eq!(
-        o.wait_or_waiting(&id).await.expect("wait"),
-        PlanStatus::Waiting
-    );
-    id
+    common::run_until_waiting(o, plan(timer), dir).await
 }
 
 #[tokio::test]

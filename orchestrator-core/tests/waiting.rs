@@ -42,10 +42,7 @@ async fn status_of(o: &Orchestrator, id: &PlanId, job: usize) -> NodeStatus {
 }
 
 async fn started(o: &Orchestrator, dir: &std::path::Path) -> PlanId {
-    let id = o.run(plan(), dir).await.expect("run");
-    let status = o.wait_or_waiting(&id).await.expect("wait");
-    assert_eq!(status, PlanStatus::Waiting);
-    id
+    common::run_until_waiting(o, plan(), dir).await
 }
 
 #[tokio::test]
@@ -289,12 +286,7 @@ fn after_plan() -> PlanSpec {
 }
 
 async fn held_after(o: &Orchestrator, dir: &std::path::Path) -> PlanId {
-    let id = o.run(after_plan(), dir).await.expect("run");
-    assert_eq!(
-        o.wait_or_waiting(&id).await.expect("wait"),
-        PlanStatus::Waiting
-    );
-    id
+    common::run_until_waiting(o, after_plan(), dir).await
 }
 
 #[tokio::test]

@@ -88,6 +88,8 @@ pub(crate) struct PlanActor {
     usage: crate::usage::Usage,
     /// Deadlines of the timer jobs waiting.
     timers: waiting::Timers,
+    /// Some job may be held before it starts ([`waiting::plan_holds`]).
+    holds: bool,
     /// Composite jobs whose sub-jobs may all have ended: their controller is asked this turn.
     composites: Vec<NodeIndex>,
     /// Composite jobs their controller found done, with the output it gave: they are queued
@@ -149,6 +151,7 @@ impl PlanActor {
     ) -> (PlanActor, watch::Receiver<PlanStatus>) {
         let id = record.state.id.clone();
         let spec = record.spec.clone();
+        let holds = waiting::plan_holds(&spec);
         let max_parallel = max_parallel_of(&spec);
         let n = record.state.nodes.len();
         let mut machine = PlanMachine::new(record, graph);
@@ -185,6 +188,7 @@ impl PlanActor {
             remaps: Vec::new(),
             usage,
             timers: waiting::Timers::default(),
+            holds,
             composites: Vec::new(),
             composite_outputs: Default::default(),
         };
@@ -582,7 +586,7 @@ impl PlanActor {
         let graph = self.machine.graph().clone();
         // A job that must wait first (approval, timer) is held as soon as it is ready, not
         // when a slot frees: its wait does not queue behind running jobs.
-        if self.timers.plan_holds && self.can_dispatch() {
+        if self.holds && self.can_dispatch() {
             let ready: Vec<NodeIndex> = self.machine.drain_ready().collect();
             for n in ready {
                 if !self.held(n) {

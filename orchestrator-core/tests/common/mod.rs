@@ -5,7 +5,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use orchestrator_core::{FnRunner, InMemoryPlanRepository, Orchestrator, WorkOutput};
+use orchestrator_core::plan::PlanSpec;
+use orchestrator_core::{
+    FnRunner, InMemoryPlanRepository, Orchestrator, PlanId, PlanStatus, WorkOutput,
+};
 
 /// The producerIds of the shell jobs that ran, in order.
 pub type Ran = Arc<Mutex<Vec<String>>>;
@@ -29,4 +32,14 @@ pub fn recording(repo: &InMemoryPlanRepository, ran: &Ran) -> Orchestrator {
 /// What ran so far.
 pub fn ran(r: &Ran) -> Vec<String> {
     r.lock().expect("lock").clone()
+}
+
+/// Runs `plan` in `dir` until it is `waiting`; panics when it ends otherwise.
+pub async fn run_until_waiting(o: &Orchestrator, plan: PlanSpec, dir: &std::path::Path) -> PlanId {
+    let id = o.run(plan, dir).await.expect("run");
+    assert_eq!(
+        o.wait_or_waiting(&id).await.expect("wait"),
+        PlanStatus::Waiting
+    );
+    id
 }

@@ -65,11 +65,10 @@ impl PlanActor {
             {
                 continue;
             }
-            let graph = self.machine.graph();
-            let children_ended = graph
-                .dependencies(p)
-                .filter(|&d| self.is_child_of(d, p))
-                .all(|d| record.state.nodes[d].status.is_terminal());
+            let children_ended = self
+                .children(p)
+                .iter()
+                .all(|&d| record.state.nodes[d].status.is_terminal());
             if !children_ended {
                 continue;
             }
@@ -99,14 +98,20 @@ impl PlanActor {
         }
     }
 
-    /// Whether node `d` is a sub-job of node `p`.
-    fn is_child_of(&self, d: NodeIndex, p: NodeIndex) -> bool {
-        match (self.spec.jobs.get(d), self.spec.jobs.get(p)) {
-            (Some(child), Some(parent)) => {
-                child.parent.as_deref() == Some(parent.producer_id.as_str())
-            }
-            _ => false,
-        }
+    /// The sub-jobs of node `p`, in the plan's order: those of its dependencies whose
+    /// `parent` it is.
+    fn children(&self, p: NodeIndex) -> Vec<NodeIndex> {
+        let Some(parent) = self.spec.jobs.get(p).map(|j| j.producer_id.as_str()) else {
+            return Vec::new();
+        };
+        let mut children: Vec<NodeIndex> = self
+            .machine
+            .graph()
+            .dependencies(p)
+            .filter(|&d| self.spec.jobs.get(d).and_then(|j| j.parent.as_deref()) == Some(parent))
+            .collect();
+        children.sort_unstable();
+        children
     }
 
     /// The controller's answer for composite node `n` (`request`: what its run asked for).
@@ -115,15 +120,12 @@ impl PlanActor {
         let record = self.machine.record();
         let job = self.spec.jobs.get(n)?;
         let children = self
-            .spec
-            .jobs
-            .iter()
-            .enumerate()
-            .filter(|(_, j)| j.parent.as_deref() == Some(job.producer_id.as_str()))
-            .map(|(i, j)| {
+            .children(n)
+            .into_iter()
+            .map(|i| {
                 let node = &record.state.nodes[i];
                 ChildFacts {
-                    producer_id: &j.producer_id,
+                    producer_id: &self.spec.jobs[i].producer_id,
                     status: node.status,
                     output: node.output(),
                     commit: node.commit.as_deref(),

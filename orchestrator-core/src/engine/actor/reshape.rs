@@ -216,6 +216,7 @@ impl PlanActor {
     /// Rebuilds the ready queue and the timers from the reshaped graph.
     fn refill_queue(&mut self) {
         self.timers = super::waiting::Timers::of(self.machine.record());
+        self.holds = super::waiting::plan_holds(&self.spec);
         self.queue = ReadyQueue::default();
         let graph = self.machine.graph().clone();
         for n in self.machine.ready_nodes() {

@@ -23,9 +23,14 @@ const MAX_TIMER_SLEEP: Duration = Duration::from_secs(30);
 #[derive(Debug, Default)]
 pub(super) struct Timers {
     due: BinaryHeap<Reverse<(Millis, NodeIndex)>>,
-    /// Some job of the plan may be held before it starts (approval or timer): only then is
-    /// each newly ready node looked at for a hold before it is queued.
-    pub(super) plan_holds: bool,
+}
+
+/// Whether some job of `spec` may be held before it starts (approval or timer): only then is
+/// each newly ready node looked at for a hold before it is queued.
+pub(super) fn plan_holds(spec: &crate::plan::PlanSpec) -> bool {
+    spec.jobs.iter().any(|j| {
+        j.approval == Some(crate::plan::Approval::Before) || matches!(j.work, WorkSpec::Timer(_))
+    })
 }
 
 impl Timers {
@@ -43,11 +48,7 @@ impl Timers {
                 Some(Reverse((until, n)))
             })
             .collect();
-        let plan_holds = record.spec.jobs.iter().any(|j| {
-            j.approval == Some(crate::plan::Approval::Before)
-                || matches!(j.work, WorkSpec::Timer(_))
-        });
-        Timers { due, plan_holds }
+        Timers { due }
     }
 
     pub(super) fn is_empty(&self) -> bool {

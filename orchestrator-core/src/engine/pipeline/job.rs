@@ -33,9 +33,12 @@ impl NodeRun {
         }
         self.checks_and_work(&wt, from).await?;
         let split = self.take_split_manifest(&wt, from)?;
-        // What a split job has so far, and a composite job's merge of its sub-jobs, may
-        // change nothing.
-        let may_be_empty = split.is_some() || self.composite;
+        // What a split job has so far, a composite job's merge of its sub-jobs and a timer
+        // (its commit is its dependencies' merge) may change nothing.
+        let may_be_empty = job.expects_no_changes
+            || split.is_some()
+            || self.composite
+            || matches!(job.work, WorkSpec::Timer(_));
         let commit = if self.runs(Phase::Commit) {
             self.phase(Phase::Commit, |log| {
                 self.commit(&git, job, &wt, may_be_empty, log)
@@ -292,6 +295,8 @@ impl NodeRun {
         Ok(())
     }
 
+    /// Commits the worktree; with `may_be_empty`, nothing to commit is the job's head, not a
+    /// `no_changes` failure.
     pub(super) async fn commit(
         &self,
         git: &Arc<dyn GitOperations>,
@@ -309,13 +314,7 @@ impl NodeRun {
             .map_err(|e| NodeFailure::git(p, e))?
         {
             Some(c) => c,
-            // A timer has nothing to change: its commit is its dependencies' merged one.
-            None if may_be_empty
-                || job.expects_no_changes
-                || matches!(job.work, WorkSpec::Timer(_)) =>
-            {
-                git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?
-            }
+            None if may_be_empty => git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?,
             None => {
                 // Work committed by the job itself (an agent that commits) counts as changes.
                 let head = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
