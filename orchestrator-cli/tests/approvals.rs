@@ -12,15 +12,7 @@ use orchestrator_testkit::fixtures::{job, job_doc, wait_child};
 use serde_json::{json, Value};
 
 fn gated_plan(repo: &Repo) -> String {
-    let plan = repo.plan(
-        "gated.json",
-        &json!({"name": "gated", "jobs": [
-            {"producerId": "deploy", "task": "Deploy", "work": "echo d > deploy.txt",
-             "dependencies": [], "approval": "before"},
-            job("after", "echo a > after.txt", &["deploy"]),
-            job("free", "echo f > free.txt", &[]),
-        ]}),
-    );
+    let plan = repo.gated_plan();
     let run = repo.run(&[
         "run",
         plan.to_str().expect("utf-8"),

@@ -13,16 +13,7 @@ use serde_json::{json, Value};
 
 /// A plan whose `deploy` waits for approval, with a dependent and a free job.
 fn gated_plan(repo: &Repo) -> String {
-    let plan = repo.plan(
-        "gated.json",
-        &json!({"name": "gated", "jobs": [
-            {"producerId": "deploy", "task": "Deploy", "work": "echo d > deploy.txt",
-             "dependencies": [], "approval": "before"},
-            job("after", "echo a > after.txt", &["deploy"]),
-            job("free", "echo f > free.txt", &[]),
-        ]}),
-    );
-    plan.to_str().expect("utf-8").to_owned()
+    repo.gated_plan().to_str().expect("utf-8").to_owned()
 }
 
 /// A `--notify` command appending each document to `file`, one per line.

@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::ops::Deref;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -137,6 +137,20 @@ impl Repo {
         list.json()["plans"][0]["planId"]
             .as_str()
             .map(str::to_owned)
+    }
+
+    /// The plan file `gated.json`: `deploy` waits for approval (`approval: before`), `after`
+    /// depends on it, `free` runs meanwhile; each writes its own file.
+    pub fn gated_plan(&self) -> PathBuf {
+        self.plan(
+            "gated.json",
+            &serde_json::json!({"name": "gated", "jobs": [
+                {"producerId": "deploy", "task": "Deploy", "work": "echo d > deploy.txt",
+                 "dependencies": [], "approval": "before"},
+                orchestrator_testkit::fixtures::job("after", "echo a > after.txt", &["deploy"]),
+                orchestrator_testkit::fixtures::job("free", "echo f > free.txt", &[]),
+            ]}),
+        )
     }
 
     /// The tree of branch `target`'s tip.
