@@ -17,6 +17,7 @@ use crate::capacity::{Capacity, Slot};
 use crate::engine::context::EngineCtx;
 use crate::engine::messages::{
     ArchiveReport, Hold, HostRequest, Message, NodeFailure, NodeProgress, Reply, RetryRequest,
+    RunEnd,
 };
 use crate::engine::pipeline::NodeRun;
 use crate::engine::queue::ReadyQueue;
@@ -400,7 +401,7 @@ impl PlanActor {
             });
     }
 
-    fn on_done(&mut self, n: NodeIndex, result: std::result::Result<(), NodeFailure>) {
+    fn on_done(&mut self, n: NodeIndex, result: std::result::Result<RunEnd, NodeFailure>) {
         let Some(running) = self.running[n].take() else {
             tracing::error!(node = n, "completion of a node that is not running");
             return;
@@ -409,11 +410,18 @@ impl PlanActor {
         let at = self.clock;
         let outcome = match (running.stop, result) {
             (Some(StopReason::Cancel), _) => self.machine.cancel_node(n, at),
-            (None | Some(StopReason::Pause), Err(f)) if f.hold.is_some() => match f.hold {
-                Some(Hold::Split(manifest)) => self.split(n, &manifest),
-                _ => self.hold_after(n),
-            },
-            (_, Ok(())) => self.machine.succeed(n, at).map(|()| self.clean_up_after(n)),
+            (Some(StopReason::ForceFail), Ok(RunEnd::Held(_))) => self.machine.fail(
+                n,
+                at,
+                "force-failed by the user".into(),
+                FailureReason::ForceFailed,
+                None,
+            ),
+            (_, Ok(RunEnd::Held(Hold::Split(manifest)))) => self.split(n, &manifest),
+            (_, Ok(RunEnd::Held(Hold::Approval))) => self.hold_after(n),
+            (_, Ok(RunEnd::Finished)) => {
+                self.machine.succeed(n, at).map(|()| self.clean_up_after(n))
+            }
             (Some(StopReason::Pause), Err(f)) => {
                 let resume = f
                     .phase

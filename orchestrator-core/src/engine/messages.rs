@@ -101,8 +101,17 @@ pub(crate) enum NodeProgress {
         gen: usize,
         node: NodeIndex,
         changes: Vec<StateChange>,
-        result: std::result::Result<(), NodeFailure>,
+        result: std::result::Result<RunEnd, NodeFailure>,
     },
+}
+
+/// How a node's run that did not fail ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    /// Its pipeline ran to the end: the node succeeded.
+    Finished,
+    /// It stopped on purpose, for the actor to go on from there.
+    Held(Hold),
 }
 
 /// Why a node attempt failed.
@@ -113,8 +122,6 @@ pub(crate) struct NodeFailure {
     pub(crate) phase: Option<Phase>,
     /// A shell or process failure a healer may fix (its `round` is set by the actor).
     pub(crate) heal: Option<Box<Heal>>,
-    /// Not a failure: the run stopped on purpose, for the actor to go on from there.
-    pub(crate) hold: Option<Hold>,
 }
 
 /// Why a run stopped before its end without failing.
@@ -133,18 +140,6 @@ impl NodeFailure {
             reason,
             phase: Some(phase),
             heal: None,
-            hold: None,
-        }
-    }
-
-    /// The run ends here on purpose ([`Hold`]): the actor goes on from there.
-    pub(crate) fn hold(hold: Hold) -> Self {
-        NodeFailure {
-            message: "held".to_owned(),
-            reason: FailureReason::Canceled,
-            phase: None,
-            heal: None,
-            hold: Some(hold),
         }
     }
 

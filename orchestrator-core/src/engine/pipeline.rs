@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::capacity::Slot;
 use crate::engine::context::EngineCtx;
-use crate::engine::messages::{Hold, Message, NodeFailure, NodeProgress};
+use crate::engine::messages::{Hold, Message, NodeFailure, NodeProgress, RunEnd};
 use crate::git::{GitOperations, MergeStyle};
 use crate::ids::{now_millis, NodeId, NodeIndex, PlanId};
 use crate::inputs::{Inputs, JobInput, INPUTS_VAR};
@@ -151,7 +151,9 @@ impl NodeRun {
         // Boxed: the task then holds a pointer, not the largest of three state machines, which
         // tokio would copy on spawn and on completion.
         let result = if self.graph.is_snapshot(self.node) {
-            Box::pin(self.run_snapshot()).await
+            Box::pin(self.run_snapshot())
+                .await
+                .map(|()| RunEnd::Finished)
         } else if self.spec.isolation == Isolation::Worktree {
             Box::pin(self.run_job()).await
         } else {
@@ -552,12 +554,12 @@ impl NodeRun {
 
     // ----- isolation: none -------------------------------------------------------------------
 
-    async fn run_in_place(&self) -> PhaseResult {
+    async fn run_in_place(&self) -> PhaseResult<RunEnd> {
         self.save_specs().await;
         let dir = self.repo.clone();
         self.checks_and_work(&dir, self.resume_from).await?;
         if let Some(manifest) = self.take_split_manifest(&dir, self.resume_from)? {
-            return Err(NodeFailure::hold(Hold::Split(manifest)));
+            return Ok(RunEnd::Held(Hold::Split(manifest)));
         }
         if let Some(post) = self
             .job()
@@ -569,16 +571,17 @@ impl NodeRun {
             })
             .await?;
         }
-        self.hold_for_approval()
+        Ok(self.after_the_phases())
     }
 
-    /// `approval: after` (SPEC §12): the phases passed, and the job's commit moves on
-    /// (merge-ri, dependents) only once a person approves it.
-    pub(super) fn hold_for_approval(&self) -> PhaseResult {
+    /// How a run whose phases passed goes on: an `approval: after` job (SPEC §12) not yet
+    /// approved is held, its commit moving on (merge-ri, dependents) only once a person
+    /// approves it; any other run goes to its end.
+    pub(super) fn after_the_phases(&self) -> RunEnd {
         if self.hold_after {
-            Err(NodeFailure::hold(Hold::Approval))
+            RunEnd::Held(Hold::Approval)
         } else {
-            Ok(())
+            RunEnd::Finished
         }
     }
 

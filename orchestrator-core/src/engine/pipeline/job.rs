@@ -8,10 +8,12 @@ impl NodeRun {
         self.ctx.options.plan_worktree_root(&self.spec, &self.repo)
     }
 
-    pub(super) async fn run_job(&self) -> PhaseResult {
+    pub(super) async fn run_job(&self) -> PhaseResult<RunEnd> {
         self.save_specs().await;
         let git = self.git()?.clone();
-        let Some(job) = self.job() else { return Ok(()) };
+        let Some(job) = self.job() else {
+            return Ok(RunEnd::Finished);
+        };
         let wt = self.worktree.clone().unwrap_or_else(|| {
             self.worktree_root()
                 .join(crate::engine::job_worktree_name(&self.node_id))
@@ -55,7 +57,7 @@ impl NodeRun {
         };
         if let Some(manifest) = split {
             // The rest of the job is its sub-jobs'; its postchecks run once they are merged.
-            return Err(NodeFailure::hold(Hold::Split(manifest)));
+            return Ok(RunEnd::Held(Hold::Split(manifest)));
         }
         if let Some(post) = job
             .postchecks
@@ -67,12 +69,14 @@ impl NodeRun {
             })
             .await?;
         }
-        self.hold_for_approval()?;
+        if let held @ RunEnd::Held(_) = self.after_the_phases() {
+            return Ok(held);
+        }
         if self.graph.is_user_leaf(self.node) {
             self.phase(Phase::MergeRi, |log| self.merge_ri(&git, job, &commit, log))
                 .await?;
         }
-        Ok(())
+        Ok(RunEnd::Finished)
     }
 
     /// Whether this attempt continues the agent session of an earlier, unfinished run of its
