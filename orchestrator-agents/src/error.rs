@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use orchestrator_core::runner::WorkFailure;
 use orchestrator_core::state::FailureReason;
 
-/// Why a process could not be started or supervised.
+/// Why a process could not be started or supervised, or a session operation failed.
 ///
 /// How the process itself ended (exit code, signal, timeout, cancel) is not an error of the
 /// supervisor: that is an [`Outcome`](crate::Outcome).
@@ -56,6 +56,126 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// No session has this id (or id prefix).
+    #[error("unknown session `{given}`{}", known_sessions(known))]
+    UnknownSession {
+        /// What was given.
+        given: String,
+        /// The sessions that exist, comma-separated (may be empty).
+        known: String,
+    },
+    /// An id prefix that fits more than one session.
+    #[error("session `{given}` is ambiguous: it fits {matches}")]
+    AmbiguousSession {
+        /// What was given.
+        given: String,
+        /// The sessions it fits, comma-separated.
+        matches: String,
+    },
+    /// A session id that cannot be one.
+    #[error(
+        "invalid session id `{id}`: use 1 to 64 letters, digits, `-` or `_`, not starting with `-`"
+    )]
+    InvalidSessionId {
+        /// The id.
+        id: String,
+    },
+    /// A session of this id exists already.
+    #[error("session `{id}` exists already")]
+    SessionExists {
+        /// The id.
+        id: String,
+    },
+    /// The session is closed.
+    #[error("session `{id}` is closed; it takes no more turns (fork it to go on)")]
+    SessionClosed {
+        /// The id.
+        id: String,
+    },
+    /// Another process (or task) is running a turn of the session.
+    #[error("session `{id}` is running a turn in another process{}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    SessionBusy {
+        /// The id.
+        id: String,
+        /// The holder's process id, when known.
+        pid: Option<u32>,
+    },
+    /// A turn that does not exist (or has no checkpoint).
+    #[error("session `{id}` has no turn {turn} to go back to; it has turns {turns}")]
+    NoSuchTurn {
+        /// The session.
+        id: String,
+        /// The turn asked for.
+        turn: u32,
+        /// The turns it has (with checkpoints), comma-separated.
+        turns: String,
+    },
+    /// The session runs without a worktree: no checkpoints.
+    #[error("session `{id}` runs without a worktree (isolation none): it has no checkpoints to {action}")]
+    NoCheckpoints {
+        /// The session.
+        id: String,
+        /// What was asked (`revert`, `fork`).
+        action: &'static str,
+    },
+    /// The session's worktree is gone.
+    #[error("the worktree of session `{id}` ({}) is gone", dir.display())]
+    WorktreeGone {
+        /// The session.
+        id: String,
+        /// Where it was.
+        dir: PathBuf,
+    },
+    /// Steering a session that is not running a turn.
+    #[error("session `{id}` is not running a turn; steer it while `send` runs, or send the message as the next prompt")]
+    NotRunning {
+        /// The session.
+        id: String,
+    },
+    /// A session's agent is not registered.
+    #[error("unknown agent `{agent}`; known agents: {known}")]
+    UnknownAgent {
+        /// The agent asked for.
+        agent: String,
+        /// The registered ones.
+        known: String,
+    },
+    /// Reading or writing the session store (or a session's files) failed.
+    #[error("session store {}: {source}", path.display())]
+    SessionStore {
+        /// The file or folder.
+        path: PathBuf,
+        /// What the operating system (or the parser) said.
+        #[source]
+        source: io::Error,
+    },
+    /// A turn's agent failed; the worktree and conversation are back at the last checkpoint.
+    #[error("turn {turn} of session `{id}` failed; the session is back at its last checkpoint: {message}")]
+    TurnFailed {
+        /// The session.
+        id: String,
+        /// The turn.
+        turn: u32,
+        /// What went wrong.
+        message: String,
+    },
+    /// A git operation of a session failed.
+    #[error("{what}: {source}")]
+    SessionGit {
+        /// What the session was doing.
+        what: String,
+        /// What git said.
+        #[source]
+        source: orchestrator_core::git::GitError,
+    },
+}
+
+fn known_sessions(known: &str) -> String {
+    if known.is_empty() {
+        "; there are no sessions".to_owned()
+    } else {
+        format!("; sessions: {known}")
+    }
 }
 
 impl Error {

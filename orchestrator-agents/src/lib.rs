@@ -21,6 +21,10 @@
 //!   auto-heal through an agent, [`AgentHealer`]. Its module documentation has the table of
 //!   which spec field becomes which flag of each CLI.
 //!
+//! - [`session`]: agent sessions (SPEC §14) — [`session::Sessions`]: turns, steering,
+//!   per-turn checkpoints, revert, fork, permissions, stored in a
+//!   [`session::SessionRepository`].
+//!
 //! Only a `shell` spec's `command` is ever given to a shell; env values, `cwd` and process
 //! arguments are never interpreted by one.
 //!
@@ -37,6 +41,7 @@ mod leftovers;
 mod lines;
 mod procs;
 mod runners;
+pub mod session;
 mod supervise;
 mod tree;
 mod workdir;

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use git2::{Oid, Repository, Signature};
 use orchestrator_core::git::{
-    CommitId, ConflictResolver, DiffStats, GitError, GitOperations, JobBranch, MergeStyle,
+    check_own_ref, CommitId, ConflictResolver, DiffStats, GitError, GitOperations, JobBranch,
+    MergeStyle,
 };
 
 use crate::builder::{Git2OperationsBuilder, Identity};
@@ -258,6 +259,31 @@ impl GitOperations for Git2Operations {
             };
             let log = format!("orchestrator: update {branch}");
             refs::compare_and_swap(repo, &branch, new, expected_id, expected.as_deref(), &log)
+        })
+        .await
+    }
+
+    async fn set_ref(&self, repo: &Path, name: &str, commit: &str) -> Result<(), GitError> {
+        check_own_ref(name)?;
+        let (name, commit) = (name.to_string(), commit.to_string());
+        self.locked_repo(repo, "set ref", move |_, repo| {
+            let id = refs::resolve_commit(repo, &commit)?;
+            repo.reference(&name, id, true, "orchestrator: checkpoint")
+                .ctx("set ref")
+                .map(drop)
+        })
+        .await
+    }
+
+    async fn delete_ref(&self, repo: &Path, name: &str) -> Result<(), GitError> {
+        check_own_ref(name)?;
+        let name = name.to_string();
+        self.locked_repo(repo, "delete ref", move |_, repo| {
+            match repo.find_reference(&name) {
+                Ok(mut reference) => reference.delete().ctx("delete ref"),
+                Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(()),
+                Err(e) => Err(error::git("delete ref", e)),
+            }
         })
         .await
     }

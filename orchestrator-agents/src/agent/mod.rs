@@ -63,15 +63,17 @@ mod copilot;
 mod gemini;
 mod generic;
 mod heal;
+mod permission;
 mod pressure;
 mod redact;
 mod request;
 mod retry;
-mod runner;
+pub(crate) mod runner;
 mod transcript;
 mod usage;
 
 use std::fmt::Debug;
+use std::path::Path;
 
 use orchestrator_core::plan::Env;
 use orchestrator_core::runner::{LogStream, WorkFailure};
@@ -83,6 +85,7 @@ pub use copilot::CopilotCli;
 pub use gemini::GeminiCli;
 pub use generic::GenericAgent;
 pub use heal::AgentHealer;
+pub use permission::{PermissionPolicy, PermissionRule, ToolKind};
 pub use pressure::{
     checkpoint_prompt, ContextPressure, Pressure, CHECKPOINT_PREFIX, THRESHOLD_VAR,
 };
@@ -119,6 +122,12 @@ pub trait AgentRunner: Send + Sync + Debug + 'static {
 
     /// Reads what the CLI left on disk after it exited (e.g. Copilot's token usage).
     fn after_exit(&self, _request: &AgentRequest, _transcript: &mut Transcript) {}
+
+    /// Makes a copy of this CLI's state folder usable from another working directory: a
+    /// forked session's conversation was copied from the worktree `from` to `to`, and CLIs
+    /// that file their sessions by working directory must find it there. Default: nothing
+    /// (CLIs that find a session by its id alone).
+    fn relocate_state(&self, _state_dir: &Path, _from: &Path, _to: &Path) {}
 
     /// Whether a failed run failed because the session it was asked to resume does not exist
     /// (the work runner then starts a new one). Default: [`session_lost`] on what it said.

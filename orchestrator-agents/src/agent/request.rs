@@ -44,6 +44,8 @@ pub struct AgentRequest {
     pub allowed_urls: Vec<String>,
     /// Session to resume, if any.
     pub resume: Option<String>,
+    /// Which tool requests the agent may make; each CLI enforces it through its own flags.
+    pub permissions: super::PermissionPolicy,
     /// The child's environment so far: the host's, the agent's extra env, the plan/job env,
     /// the spec env, and the per-run directories (`HOME`, `XDG_*`, `TMPDIR`).
     pub env: ChildEnv,
@@ -76,6 +78,7 @@ impl AgentRequest {
             allowed_folders: Vec::new(),
             allowed_urls: Vec::new(),
             resume: None,
+            permissions: super::PermissionPolicy::AllowAll,
             env: ChildEnv::empty(),
         }
     }

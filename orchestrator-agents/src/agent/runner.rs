@@ -25,6 +25,7 @@ use super::{
 use crate::env::ChildEnv;
 use crate::error::Error;
 use crate::runners::{check_env, wrong_kind};
+use crate::session::steer::{steering_prompt, SteerInbox};
 use crate::supervise::{Ending, Invocation, Outcome, Supervisor, SupervisorOptions};
 
 /// Default grace between a CLI's final result event and its exit.
@@ -167,6 +168,11 @@ impl AgentWorkRunner {
         self
     }
 
+    /// The agent used when a spec names none ([`AgentWorkRunner::default_agent`]).
+    pub fn default_agent_name(&self) -> &str {
+        &self.default_agent
+    }
+
     /// The registered agent names, sorted.
     pub fn agent_names(&self) -> impl Iterator<Item = &str> {
         self.agents.keys().map(String::as_str)
@@ -186,14 +192,29 @@ impl AgentWorkRunner {
     }
 }
 
+/// What a run does besides running the CLI: the steering inbox it watches (a message there
+/// interrupts the CLI, which is then resumed with it), and who else sees each output line.
+#[derive(Clone, Default)]
+pub(crate) struct Hooks {
+    /// Where steering messages arrive.
+    pub(crate) inbox: Option<SteerInbox>,
+    /// Called after each output line was parsed, with the transcript so far.
+    pub(crate) on_line: Option<LineHook>,
+}
+
+/// See [`Hooks::on_line`].
+pub(crate) type LineHook = Arc<dyn Fn(LogStream, &str, &Transcript) + Send + Sync>;
+
 /// One try's result, and what the transcript said.
-struct Tried {
-    result: Result<(), (WorkFailure, FailureClass)>,
-    usage: AgentUsage,
+pub(crate) struct Tried {
+    pub(crate) result: Result<(), (WorkFailure, FailureClass)>,
+    pub(crate) usage: AgentUsage,
     /// The agent's final reply ([`Transcript::reply`]).
-    reply: Option<String>,
+    pub(crate) reply: Option<String>,
+    /// Steering messages that interrupted the run (see [`Hooks::inbox`]).
+    pub(crate) steered: Vec<String>,
     /// The try failed because the session it was to resume does not exist.
-    lost_session: bool,
+    pub(crate) lost_session: bool,
     /// The largest context of its model calls ([`Transcript::peak_context_tokens`]).
     peak_context: Option<u64>,
     /// The context window the CLI reported ([`Transcript::context_window`]).
@@ -216,6 +237,21 @@ impl WorkRunner for AgentWorkRunner {
             .cloned()
             .ok_or_else(|| self.unknown_agent(name))?;
         let mut request = prepare(name, agent, runner.as_ref(), ctx)?;
+        // A running job's agent can be steered (`orchestrator session steer PLAN/JOB`).
+        let inbox = SteerInbox::of(&ctx.dir);
+        let _running = inbox
+            .start()
+            .map_err(|e| {
+                ctx.log.line(
+                    LogStream::System,
+                    &format!("steering is off for this run: {e}"),
+                )
+            })
+            .ok();
+        let hooks = Hooks {
+            inbox: Some(inbox),
+            on_line: None,
+        };
         let deadline = agent
             .timeout
             .filter(|&ms| ms > 0)
@@ -224,7 +260,9 @@ impl WorkRunner for AgentWorkRunner {
         let mut total = AgentUsage::default();
         let attempts = self.retry.attempts.max(1);
         for attempt in 1..=attempts {
-            let mut tried = self.try_once(&runner, &request, ctx, deadline).await;
+            let mut tried = self
+                .run_steered(&runner, &mut request, ctx, deadline, &hooks)
+                .await;
             if tried.lost_session {
                 // E.g. a session whose first model call failed was never saved: start afresh
                 // (once, without using up a try) rather than fail on every retry.
@@ -236,7 +274,9 @@ impl WorkRunner for AgentWorkRunner {
                     ),
                 );
                 request.resume = None;
-                tried = self.try_once(&runner, &request, ctx, deadline).await;
+                tried = self
+                    .run_steered(&runner, &mut request, ctx, deadline, &hooks)
+                    .await;
             }
             total.absorb(&tried.usage);
             total.agent = Some(name.to_owned());
@@ -353,7 +393,9 @@ impl AgentWorkRunner {
         let mut checkpoint = request.clone();
         checkpoint.resume = Some(session);
         checkpoint.prompt = checkpoint_prompt(&ctx.dir, &pressure);
-        let tried = self.try_once(runner, &checkpoint, ctx, deadline).await;
+        let tried = self
+            .try_once(runner, &checkpoint, ctx, deadline, &Hooks::default())
+            .await;
         let manifest = ctx.dir.join(MANIFEST_FILE);
         match &tried.result {
             Ok(()) if manifest.exists() => return Some(tried),
@@ -386,6 +428,52 @@ impl AgentWorkRunner {
         Some(tried).filter(|t| t.result.is_ok())
     }
 
+    /// Runs `request` until it ends other than by steering: each steering message
+    /// interrupts the CLI, which is resumed (its session, the files as it left them) with the
+    /// message as the prompt; without a session to resume, it starts again with the message
+    /// after the prompt. `request` keeps the last prompt and session; the answer's usage and
+    /// steering messages cover every round.
+    pub(crate) async fn run_steered(
+        &self,
+        runner: &Arc<dyn AgentRunner>,
+        request: &mut AgentRequest,
+        ctx: &WorkContext,
+        deadline: Option<Instant>,
+        hooks: &Hooks,
+    ) -> Tried {
+        let mut spent = AgentUsage::default();
+        let mut steered = Vec::new();
+        loop {
+            let mut tried = self.try_once(runner, request, ctx, deadline, hooks).await;
+            if tried.steered.is_empty() || ctx.cancel.is_cancelled() {
+                spent.absorb(&tried.usage);
+                tried.usage = spent;
+                steered.append(&mut tried.steered);
+                tried.steered = steered;
+                return tried;
+            }
+            spent.absorb(&tried.usage);
+            let session = tried.usage.session_id.clone().or(request.resume.take());
+            ctx.log.line(
+                LogStream::System,
+                &format!(
+                    "steered: {}; {}",
+                    first_line(&tried.steered.join(" / ")),
+                    match &session {
+                        Some(id) => format!("resuming session {id} with the message"),
+                        None => "no session to resume; starting again with the message".into(),
+                    }
+                ),
+            );
+            request.prompt = match &session {
+                Some(_) => steering_prompt(&tried.steered),
+                None => format!("{}\n\n{}", request.prompt, steering_prompt(&tried.steered)),
+            };
+            request.resume = session;
+            steered.append(&mut tried.steered);
+        }
+    }
+
     /// One run of the CLI: its command prepared, supervised to its end, and judged.
     async fn try_once(
         &self,
@@ -393,11 +481,13 @@ impl AgentWorkRunner {
         request: &AgentRequest,
         ctx: &WorkContext,
         deadline: Option<Instant>,
+        hooks: &Hooks,
     ) -> Tried {
         let failed = |failure: WorkFailure| Tried {
             result: Err((failure, FailureClass::Permanent)),
             usage: AgentUsage::default(),
             reply: None,
+            steered: Vec::new(),
             lost_session: false,
             peak_context: None,
             context_window: None,
@@ -416,27 +506,48 @@ impl AgentWorkRunner {
             .timeout(timeout)
             .job_token_prefix(ctx.job_token_prefix())
             .rewrite(move |line| redactor.redact(&line))
-            .observe(observer(runner, &transcript, &finished));
+            .observe(observer(
+                runner,
+                &transcript,
+                &finished,
+                hooks.on_line.clone(),
+            ));
 
-        let (outcome, hung) = self.supervise(&invocation, ctx, &finished).await;
+        let (outcome, hung, steered) = self
+            .supervise(&invocation, ctx, &finished, hooks.inbox.as_ref())
+            .await;
         let t = std::mem::take(&mut *transcript.lock().unwrap_or_else(|e| e.into_inner()));
-        match outcome {
+        let mut tried = match outcome {
             Ok(outcome) => conclude(runner.as_ref(), request, ctx, &outcome, t, hung),
             Err(e) => failed(start_failure(e, &request.agent)),
-        }
+        };
+        tried.steered = steered;
+        tried
     }
 
     /// Runs `invocation` under the supervisor; once the CLI reported its final result
-    /// (`finished`), gives it [`AgentWorkRunner::result_grace`] to exit, then stops it. Returns
-    /// the supervisor's answer and whether the CLI had to be stopped that way (hung).
+    /// (`finished`), gives it [`AgentWorkRunner::result_grace`] to exit, then stops it; a
+    /// message in `inbox` stops it too. Returns the supervisor's answer, whether the CLI had
+    /// to be stopped as hung, and the steering messages that stopped it.
     async fn supervise(
         &self,
         invocation: &Invocation,
         ctx: &WorkContext,
         finished: &Notify,
-    ) -> (Result<Outcome, Error>, bool) {
+        inbox: Option<&SteerInbox>,
+    ) -> (Result<Outcome, Error>, bool, Vec<String>) {
         let stop = ctx.cancel.child_token();
         let hung = AtomicBool::new(false);
+        let steered = Mutex::new(Vec::new());
+        let steer = async {
+            if let Some(inbox) = inbox {
+                let messages = inbox.next().await;
+                *steered.lock().unwrap_or_else(|e| e.into_inner()) = messages;
+                // Hand the message over by resuming the session: stop this run.
+                stop.cancel();
+            }
+            std::future::pending::<Result<Outcome, Error>>().await
+        };
         let guard = async {
             finished.notified().await;
             tokio::time::sleep(self.result_grace).await;
@@ -455,8 +566,10 @@ impl AgentWorkRunner {
         let outcome = tokio::select! {
             outcome = self.supervisor.run(invocation, &stop, &ctx.log) => outcome,
             never = guard => never,
+            never = steer => never,
         };
-        (outcome, hung.load(Ordering::SeqCst))
+        let steered = std::mem::take(&mut *steered.lock().unwrap_or_else(|e| e.into_inner()));
+        (outcome, hung.load(Ordering::SeqCst), steered)
     }
 }
 
@@ -496,6 +609,7 @@ fn observer(
     runner: &Arc<dyn AgentRunner>,
     transcript: &Arc<Mutex<Transcript>>,
     finished: &Arc<Notify>,
+    on_line: Option<LineHook>,
 ) -> impl Fn(LogStream, &str) + Send + Sync + 'static {
     let transcript = transcript.clone();
     let finished = finished.clone();
@@ -507,6 +621,9 @@ fn observer(
             t.plain_line(line);
         }
         runner.parse_line(stream, line, &mut t);
+        if let Some(hook) = &on_line {
+            hook(stream, line, &t);
+        }
         if t.finished && !was_finished {
             finished.notify_one();
         }
@@ -533,6 +650,7 @@ fn conclude(
         result,
         usage: t.usage,
         reply: t.reply,
+        steered: Vec::new(),
         lost_session,
         peak_context: t.peak_context_tokens,
         context_window: t.context_window,
@@ -619,67 +737,33 @@ fn prepare(
     if let Some(section) = ctx.inputs.as_ref().and_then(|i| i.section()) {
         instructions = format!("{}\n\n{section}", instructions.trim_end());
     }
-    let base = ctx.dir.join(".orchestrator").join("agent");
-    let run_dir =
-        unique_run_dir(&base, &format!("{}-{}", ctx.phase, ctx.attempt)).map_err(|e| {
-            startup(format!(
-                "could not create the agent's run directory under {}: {e}",
-                base.display()
-            ))
-        })?;
-    let state_dir = base.join("sessions").join(safe_name(name));
-    // The CLI keeps its sessions under this folder: without it (a new or cleared worktree, a
-    // job now run by another agent) there is nothing to resume.
-    let resumable = state_dir.is_dir();
-    let home = state_dir.join("home");
-    let tmp = run_dir.join("tmp");
-    let xdg = [
-        ("XDG_CONFIG_HOME", home.join(".config")),
-        ("XDG_DATA_HOME", home.join(".local").join("share")),
-        ("XDG_STATE_HOME", home.join(".local").join("state")),
-        ("XDG_CACHE_HOME", home.join(".cache")),
-    ];
-    let dirs: Vec<PathBuf> = xdg
-        .iter()
-        .map(|(_, d)| d.clone())
-        .chain([tmp.clone()])
-        .collect();
-    let instructions_file = run_dir.join("instructions.md");
-    materialize(&dirs, &[(instructions_file.clone(), instructions)])?;
-
     check_env(&ctx.env, "plan/job")?;
     check_env(&spec.env, "spec")?;
-    let mut env = ChildEnv::from_host();
-    env.overlay(&runner.extra_env());
-    env.overlay(&ctx.env);
-    env.overlay(&spec.env);
-    env.set("HOME", &home);
-    for (var, dir) in &xdg {
-        env.set(var, dir);
-    }
-    for var in ["TMPDIR", "TMP", "TEMP"] {
-        env.set(var, &tmp);
-    }
-
+    // The CLI keeps its sessions under its state folder: without it (a new or cleared
+    // worktree, a job now run by another agent) there is nothing to resume.
+    let resumable = state_dir_of(&ctx.dir, name).is_dir();
+    let run_name = format!("{}-{}", ctx.phase, ctx.attempt);
+    let mut request = base_request(
+        name,
+        runner,
+        &ctx.dir,
+        &run_name,
+        &[&ctx.env, &spec.env],
+        instructions,
+    )?;
     let mut allowed_folders = Vec::with_capacity(spec.allowed_folders.len());
     for folder in &spec.allowed_folders {
         let path = ctx.dir.join(folder);
         allowed_folders.push(path.canonicalize().unwrap_or(path));
     }
-    let prompt = format!(
+    request.prompt = format!(
         "Read the file {} and carry out the instructions in it completely. They are job \
          `{}`: {}. Work in the current directory ({}); do not ask questions.",
-        instructions_file.display(),
+        request.instructions_file.display(),
         ctx.producer_id,
         first_line(&ctx.task),
         ctx.dir.display()
     );
-    let mut request = AgentRequest::new(&ctx.dir, prompt);
-    request.agent = name.to_owned();
-    request.instructions_file = instructions_file;
-    request.run_dir = run_dir;
-    request.state_dir = state_dir;
-    request.home_dir = home;
     request.model = spec.model.clone();
     request.model_tier = spec.model_tier;
     request.effort = spec.effort;
@@ -700,6 +784,64 @@ fn prepare(
             request.prompt
         );
     }
+    Ok(request)
+}
+
+/// The request of one run of agent `name` in `dir`, named `run_name` (its run directory is
+/// `<dir>/.orchestrator/agent/<run_name>[-n]`): the directories created, `instructions`
+/// written to the run's `instructions.md` (the prompt is left for the caller), and the
+/// environment built — the host's, the runner's extra env, then `overlays` in order, then the
+/// agent's own `HOME`, `XDG_*_HOME` and `TMPDIR`.
+pub(crate) fn base_request(
+    name: &str,
+    runner: &dyn AgentRunner,
+    dir: &Path,
+    run_name: &str,
+    overlays: &[&orchestrator_core::plan::Env],
+    instructions: String,
+) -> Result<AgentRequest, WorkFailure> {
+    let base = dir.join(".orchestrator").join("agent");
+    let run_dir = unique_run_dir(&base, run_name).map_err(|e| {
+        startup(format!(
+            "could not create the agent's run directory under {}: {e}",
+            base.display()
+        ))
+    })?;
+    let state_dir = state_dir_of(dir, name);
+    let home = state_dir.join("home");
+    let tmp = run_dir.join("tmp");
+    let xdg = [
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local").join("share")),
+        ("XDG_STATE_HOME", home.join(".local").join("state")),
+        ("XDG_CACHE_HOME", home.join(".cache")),
+    ];
+    let dirs: Vec<PathBuf> = xdg
+        .iter()
+        .map(|(_, d)| d.clone())
+        .chain([tmp.clone()])
+        .collect();
+    let instructions_file = run_dir.join("instructions.md");
+    materialize(&dirs, &[(instructions_file.clone(), instructions)])?;
+
+    let mut env = ChildEnv::from_host();
+    env.overlay(&runner.extra_env());
+    for overlay in overlays {
+        env.overlay(overlay);
+    }
+    env.set("HOME", &home);
+    for (var, dir) in &xdg {
+        env.set(var, dir);
+    }
+    for var in ["TMPDIR", "TMP", "TEMP"] {
+        env.set(var, &tmp);
+    }
+    let mut request = AgentRequest::new(dir, String::new());
+    request.agent = name.to_owned();
+    request.instructions_file = instructions_file;
+    request.run_dir = run_dir;
+    request.state_dir = state_dir;
+    request.home_dir = home;
     request.env = env;
     Ok(request)
 }
@@ -745,6 +887,15 @@ fn unique_run_dir(base: &Path, name: &str) -> io::Result<PathBuf> {
         }
     }
     Err(io::Error::other("no free run directory name"))
+}
+
+/// Where agent `name` keeps its state (config home, sessions) for `dir`:
+/// `<dir>/.orchestrator/agent/sessions/<name>`.
+pub(crate) fn state_dir_of(dir: &Path, name: &str) -> PathBuf {
+    dir.join(".orchestrator")
+        .join("agent")
+        .join("sessions")
+        .join(safe_name(name))
 }
 
 /// An agent name usable as a directory name.

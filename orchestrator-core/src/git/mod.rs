@@ -198,6 +198,16 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
         expected: Option<&str>,
     ) -> Result<(), GitError>;
 
+    /// Points the ref `name` at `commit`, creating or overwriting it. Only for the SDK's own
+    /// namespace: `name` must start with [`OWN_REFS`] (`refs/orchestrator/`), so no branch or
+    /// tag is ever moved; anything else is [`GitError::InvalidBranchName`]. Session checkpoints
+    /// (`refs/orchestrator/sessions/<id>/turn-<n>`) are written this way.
+    async fn set_ref(&self, repo: &Path, name: &str, commit: &str) -> Result<(), GitError>;
+
+    /// Deletes the ref `name` (in [`OWN_REFS`], as for [`GitOperations::set_ref`]); deleting
+    /// a missing ref is not an error.
+    async fn delete_ref(&self, repo: &Path, name: &str) -> Result<(), GitError>;
+
     /// Deletes a local branch; refuses the default branch and checked-out branches.
     /// Deleting a missing branch is not an error.
     async fn delete_branch(&self, repo: &Path, branch: &str) -> Result<(), GitError>;
@@ -343,6 +353,45 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
         let _ = (repo, worktrees, branches);
         Ok(Vec::new())
     }
+}
+
+/// The namespace of the refs the SDK writes itself ([`GitOperations::set_ref`]).
+pub const OWN_REFS: &str = "refs/orchestrator/";
+
+/// Checks that `name` is a ref of the SDK's own namespace ([`OWN_REFS`]) with a valid name
+/// after it (git's ref-format rules for each component).
+///
+/// ```
+/// use orchestrator_core::git::check_own_ref;
+/// assert!(check_own_ref("refs/orchestrator/sessions/s1/turn-0").is_ok());
+/// assert!(check_own_ref("refs/heads/main").is_err());
+/// assert!(check_own_ref("refs/orchestrator/a..b").is_err());
+/// ```
+pub fn check_own_ref(name: &str) -> Result<(), GitError> {
+    let invalid = |reason: &str| GitError::InvalidBranchName {
+        name: name.to_string(),
+        reason: reason.to_string(),
+    };
+    let Some(rest) = name.strip_prefix(OWN_REFS) else {
+        return Err(invalid("the SDK only writes refs under refs/orchestrator/"));
+    };
+    let bad_part = |part: &str| {
+        part.is_empty()
+            || part.starts_with('.')
+            || part.ends_with(".lock")
+            || part.ends_with('.')
+            || part.contains("..")
+            || part.contains("@{")
+            || part
+                .chars()
+                .any(|c| c.is_ascii_control() || " ~^:?*[\\".contains(c))
+    };
+    if rest.split('/').any(bad_part) {
+        return Err(invalid(
+            "a component is empty, starts with `.`, ends with `.lock` or `.`, or holds `..`, `@{`, a space, a control character or one of ~ ^ : ? * [ \\",
+        ));
+    }
+    Ok(())
 }
 
 /// Resolves `path` physically: `..` and `.` are applied and every existing prefix has its

@@ -91,6 +91,14 @@ impl GitOperations for Retrying {
         .await
     }
 
+    async fn set_ref(&self, repo: &Path, name: &str, commit: &str) -> Result<(), GitError> {
+        again("set ref", false, || self.0.set_ref(repo, name, commit)).await
+    }
+
+    async fn delete_ref(&self, repo: &Path, name: &str) -> Result<(), GitError> {
+        again("delete ref", false, || self.0.delete_ref(repo, name)).await
+    }
+
     async fn delete_branch(&self, repo: &Path, branch: &str) -> Result<(), GitError> {
         again("delete branch", false, || {
             self.0.delete_branch(repo, branch)
@@ -272,6 +280,12 @@ mod tests {
             _: &str,
             _: Option<&str>,
         ) -> Result<(), GitError> {
+            unreachable!()
+        }
+        async fn set_ref(&self, _: &Path, _: &str, _: &str) -> Result<(), GitError> {
+            unreachable!()
+        }
+        async fn delete_ref(&self, _: &Path, _: &str) -> Result<(), GitError> {
             unreachable!()
         }
         async fn delete_branch(&self, _: &Path, _: &str) -> Result<(), GitError> {

@@ -409,3 +409,41 @@ pub(super) async fn is_ancestor_rules(c: &Case<'_>) {
         format!("unknown commit is NotFound, got {e:?}"),
     );
 }
+
+pub(super) async fn own_refs_are_set_resolved_and_deleted(c: &Case<'_>) {
+    let base = c.base().await;
+    let git = c.git();
+    let name = "refs/orchestrator/sessions/s1/turn-0";
+    c.ok("set_ref", git.set_ref(c.repo(), name, c.main()).await);
+    c.same(
+        c.ok("resolve(own ref)", git.resolve(c.repo(), name).await),
+        base.clone(),
+        "an own ref resolves to the commit it was set to",
+    );
+    c.ok("set_ref again", git.set_ref(c.repo(), name, &base).await);
+    c.same(
+        c.tip(c.main()).await,
+        Some(base.clone()),
+        "setting an own ref moves no branch",
+    );
+    for bad in [
+        "refs/heads/x",
+        "refs/tags/v1",
+        "refs/orchestrator/a..b",
+        "refs/orchestrator/",
+    ] {
+        let e = c.err("set_ref(outside)", git.set_ref(c.repo(), bad, &base).await);
+        c.check(
+            matches!(e, GitError::InvalidBranchName { .. }),
+            format!("set_ref({bad}) is refused as an invalid name, got {e:?}"),
+        );
+    }
+    c.same(c.tip("x").await, None, "a refused set_ref creates nothing");
+    c.ok("delete_ref", git.delete_ref(c.repo(), name).await);
+    let e = c.err("resolve(deleted)", git.resolve(c.repo(), name).await);
+    c.check(
+        matches!(e, GitError::NotFound { .. }),
+        format!("a deleted own ref is gone, got {e:?}"),
+    );
+    c.ok("delete_ref(missing)", git.delete_ref(c.repo(), name).await);
+}

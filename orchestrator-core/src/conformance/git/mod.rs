@@ -97,6 +97,7 @@ where
         default_and_checked_out_branches_are_protected,
         delete_branch_rules,
         is_ancestor_rules,
+        own_refs_are_set_resolved_and_deleted,
         worktree_lifecycle,
         worktree_create_is_reused_on_retry,
         worktree_paths_stay_inside_the_repository,

@@ -118,6 +118,7 @@ impl MemoryGit {
             default_branch: default_branch.to_string(),
             head: Head::Branch(default_branch.to_string()),
             branches: BTreeMap::new(),
+            own_refs: BTreeMap::new(),
             commits: HashMap::new(),
             worktrees: BTreeMap::new(),
             excludes: Vec::new(),

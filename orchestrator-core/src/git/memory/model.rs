@@ -20,6 +20,8 @@ pub(super) struct Repo {
     pub(super) default_branch: String,
     pub(super) head: Head,
     pub(super) branches: BTreeMap<String, CommitId>,
+    /// The SDK's own refs (`refs/orchestrator/...`), by full name.
+    pub(super) own_refs: BTreeMap<String, CommitId>,
     pub(super) commits: HashMap<CommitId, Commit>,
     /// Linked worktrees (canonical path) and their detached HEAD.
     pub(super) worktrees: BTreeMap<PathBuf, CommitId>,
@@ -101,6 +103,9 @@ impl Repo {
         }
         let branch = rev.strip_prefix("refs/heads/").unwrap_or(rev);
         if let Some(id) = self.branches.get(branch) {
+            return Ok(id.clone());
+        }
+        if let Some(id) = self.own_refs.get(rev) {
             return Ok(id.clone());
         }
         if self.commits.contains_key(rev) {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::super::{
-    CommitId, ConflictResolver, DiffStats, GitError, GitOperations, JobBranch, MergeStyle,
+    check_own_ref, CommitId, ConflictResolver, DiffStats, GitError, GitOperations, JobBranch,
+    MergeStyle,
 };
 use super::diff::{is_binary, line_changes};
 use super::model::Head;
@@ -67,6 +68,23 @@ impl GitOperations for MemoryGit {
             });
         }
         r.branches.insert(branch.to_string(), new);
+        Ok(())
+    }
+
+    async fn set_ref(&self, repo: &Path, name: &str, commit: &str) -> Result<(), GitError> {
+        check_own_ref(name)?;
+        let key = canonical(repo)?;
+        let mut state = self.lock();
+        let r = state.repo_mut(&key)?;
+        let id = r.resolve(commit)?;
+        r.own_refs.insert(name.to_string(), id);
+        Ok(())
+    }
+
+    async fn delete_ref(&self, repo: &Path, name: &str) -> Result<(), GitError> {
+        check_own_ref(name)?;
+        let key = canonical(repo)?;
+        self.lock().repo_mut(&key)?.own_refs.remove(name);
         Ok(())
     }
 

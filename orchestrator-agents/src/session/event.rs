@@ -1,0 +1,72 @@
+//! [`SessionEvent`]: what a turn reports while it runs.
+
+use orchestrator_core::runner::LogStream;
+use serde::Serialize;
+
+use super::record::TurnStatus;
+
+/// One event of a session's turn, in the order they happen
+/// ([`Sessions::subscribe`](super::Sessions::subscribe)).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum SessionEvent {
+    /// A turn started.
+    #[serde(rename_all = "camelCase")]
+    TurnStarted {
+        /// The session.
+        session: String,
+        /// The turn number.
+        turn: u32,
+        /// The prompt.
+        prompt: String,
+    },
+    /// A line the CLI printed (secrets redacted).
+    #[serde(rename_all = "camelCase")]
+    Output {
+        /// The session.
+        session: String,
+        /// The turn number.
+        turn: u32,
+        /// Which stream.
+        stream: LogStream,
+        /// The line.
+        line: String,
+    },
+    /// The agent's message text, as far as it got (each event holds the whole text so far).
+    #[serde(rename_all = "camelCase")]
+    Text {
+        /// The session.
+        session: String,
+        /// The turn number.
+        turn: u32,
+        /// The text.
+        text: String,
+    },
+    /// A steering message was handed to the agent.
+    #[serde(rename_all = "camelCase")]
+    Steered {
+        /// The session.
+        session: String,
+        /// The turn number.
+        turn: u32,
+        /// The message.
+        message: String,
+    },
+    /// A turn ended.
+    #[serde(rename_all = "camelCase")]
+    TurnEnded {
+        /// The session.
+        session: String,
+        /// The turn number.
+        turn: u32,
+        /// How it ended.
+        status: TurnStatus,
+        /// The agent's final reply.
+        reply: Option<String>,
+        /// The checkpoint commit.
+        checkpoint: Option<String>,
+        /// Token usage and cost as the CLI reported them.
+        usage: Option<serde_json::Value>,
+    },
+}

@@ -1,0 +1,45 @@
+//! Agent sessions (SPEC §14): one agent CLI's conversation in one worktree, turn by turn.
+//!
+//! - [`Sessions`] opens, runs and keeps the sessions of a repository: [`Sessions::create`]
+//!   (agent, model, effort, base revision, isolation, [`PermissionPolicy`](crate::agent::PermissionPolicy)),
+//!   [`Sessions::send`] (a turn; its [`SessionEvent`]s through [`Sessions::subscribe`]),
+//!   [`Sessions::steer`], [`Sessions::set_model`], [`Sessions::revert`], [`Sessions::fork`],
+//!   [`Sessions::close`] (optionally merging onto a branch).
+//! - Checkpoints: after every turn that ended well the worktree is committed (no branch
+//!   moves; the worktree's HEAD is detached) and `refs/orchestrator/sessions/<id>/turn-<n>`
+//!   points at it (`turn-0` is the base); the CLI's state folder (its conversation) is copied
+//!   to `<files>/<id>/turns/<n>/`. `revert N` restores both; `fork N` starts a new session
+//!   from both.
+//! - A turn that fails — the CLI failed, was stopped, or its process died (found by the next
+//!   `send`) — is recorded as failed and the worktree and conversation go back to the last
+//!   checkpoint.
+//! - Storage: a [`SessionRepository`] — [`FileSessionRepository`] (`.orchestrator/sessions/`,
+//!   the default) or [`MemorySessionRepository`]; one turn at a time per session, across
+//!   processes (the second is refused with the first one's pid).
+//!
+//! # Steering
+//!
+//! [`Sessions::steer`] (and `orchestrator session steer`, from any process) drops the
+//! message into the running turn's [`SteerInbox`]. The runner then interrupts the CLI and
+//! resumes its session with the message first, the files as the agent left them. That is the
+//! mechanism for all four built-in CLIs: Copilot CLI, Codex and Gemini CLI read no input while
+//! they work headless, and Claude Code's live `--input-format stream-json` input is not used
+//! yet. Plan jobs' agent phases watch the same inbox in their worktree, so
+//! `orchestrator session steer PLAN/JOB` reaches a running job's agent.
+
+#[cfg(feature = "testing")]
+pub mod conformance;
+mod event;
+mod files;
+mod record;
+mod repository;
+mod sessions;
+pub(crate) mod steer;
+
+pub use event::SessionEvent;
+pub use record::{checkpoint_ref, Isolation, SessionRecord, TurnRecord, TurnStatus};
+pub use repository::{
+    check_session_id, FileSessionRepository, MemorySessionRepository, SessionRepository, TurnLock,
+};
+pub use sessions::{NewSession, Sessions, SessionsBuilder, TurnReport};
+pub use steer::SteerInbox;

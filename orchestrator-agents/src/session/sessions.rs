@@ -1,0 +1,857 @@
+//! [`Sessions`]: opening, running and keeping agent sessions of one repository.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use orchestrator_core::git::{GitOperations, MergeStyle};
+use orchestrator_core::plan::Effort;
+use orchestrator_core::runner::{LogSink, LogStream, WorkContext};
+use orchestrator_core::PlanId;
+use tokio::sync::broadcast;
+
+use super::event::SessionEvent;
+use super::files::SessionFiles;
+use super::record::{checkpoint_ref, now_ms, Isolation, SessionRecord, TurnRecord, TurnStatus};
+use super::repository::{FileSessionRepository, SessionRepository};
+use super::steer::SteerInbox;
+use crate::agent::runner::{base_request, state_dir_of, Hooks};
+use crate::agent::{AgentWorkRunner, PermissionPolicy, Transcript};
+use crate::error::Error;
+
+/// How many events a slow subscriber may fall behind before it misses some.
+const EVENT_CAPACITY: usize = 1024;
+
+/// What a new session is made of ([`Sessions::create`]).
+///
+/// ```
+/// use orchestrator_agents::session::{Isolation, NewSession};
+/// let s = NewSession::new().agent("claude").model("claude-sonnet-4.5").base("main");
+/// assert_eq!(s.isolation, Isolation::Worktree);
+/// ```
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct NewSession {
+    /// The agent (default: the runner's default agent).
+    pub agent: Option<String>,
+    /// The model (default: the CLI's).
+    pub model: Option<String>,
+    /// The effort.
+    pub effort: Option<Effort>,
+    /// The revision the worktree starts at (default `HEAD`).
+    pub base: Option<String>,
+    /// Worktree (default) or none.
+    pub isolation: Isolation,
+    /// With [`Isolation::None`]: the directory to work in (default: the repository).
+    pub dir: Option<PathBuf>,
+    /// Which tool requests the agent may make (default allow-all).
+    pub permissions: PermissionPolicy,
+}
+
+impl NewSession {
+    /// The defaults.
+    pub fn new() -> Self {
+        NewSession::default()
+    }
+    /// Sets the agent.
+    pub fn agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+    /// Sets the model.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+    /// Sets the effort.
+    pub fn effort(mut self, effort: Effort) -> Self {
+        self.effort = Some(effort);
+        self
+    }
+    /// Sets the base revision.
+    pub fn base(mut self, rev: impl Into<String>) -> Self {
+        self.base = Some(rev.into());
+        self
+    }
+    /// Works in `dir` as it is: no worktree, no checkpoints.
+    pub fn no_worktree(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.isolation = Isolation::None;
+        self.dir = Some(dir.into());
+        self
+    }
+    /// Sets the permission policy.
+    pub fn permissions(mut self, policy: PermissionPolicy) -> Self {
+        self.permissions = policy;
+        self
+    }
+}
+
+/// The answer of one turn ([`Sessions::send`]); its JSON is the `--json` of
+/// `orchestrator session send`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TurnReport {
+    /// The session.
+    pub session_id: String,
+    /// The turn number.
+    pub turn: u32,
+    /// The agent's final reply.
+    pub reply: Option<String>,
+    /// The checkpoint commit (worktree sessions).
+    pub checkpoint: Option<String>,
+    /// Token usage and cost as the CLI reported them.
+    pub usage: Option<serde_json::Value>,
+}
+
+/// The agent sessions of one repository (SPEC §14): each a conversation of one agent CLI in
+/// its own worktree, turn by turn, checkpointed after every turn under
+/// `refs/orchestrator/sessions/<id>/turn-<n>`, stored in a [`SessionRepository`] so a later
+/// process goes on where an earlier one stopped.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), orchestrator_agents::Error> {
+/// use orchestrator_agents::session::{NewSession, Sessions};
+/// # let git: std::sync::Arc<dyn orchestrator_core::git::GitOperations> = unimplemented!();
+/// let sessions = Sessions::builder("/work/repo").git_arc(git).build()?;
+/// let s = sessions.create(NewSession::new().agent("claude")).await?;
+/// let turn = sessions.send(&s.id, "Add a README").await?;
+/// println!("{:?} at {:?}", turn.reply, turn.checkpoint);
+/// sessions.revert(&s.id, 0).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Sessions {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    repo: PathBuf,
+    store: Arc<dyn SessionRepository>,
+    git: Arc<dyn GitOperations>,
+    agents: AgentWorkRunner,
+    files: PathBuf,
+    worktrees: PathBuf,
+    events: broadcast::Sender<SessionEvent>,
+}
+
+/// Builds [`Sessions`]: the repository, a [`GitOperations`] (required), the agents, the
+/// store and where worktrees and files go.
+#[derive(Debug)]
+pub struct SessionsBuilder {
+    repo: PathBuf,
+    store: Option<Arc<dyn SessionRepository>>,
+    git: Option<Arc<dyn GitOperations>>,
+    agents: Option<AgentWorkRunner>,
+    files: Option<PathBuf>,
+    worktrees: Option<PathBuf>,
+}
+
+impl SessionsBuilder {
+    /// The git layer (e.g. `orchestrator_git::Git2Operations::new()`).
+    pub fn git(self, git: impl GitOperations) -> Self {
+        self.git_arc(Arc::new(git))
+    }
+    /// A shared git layer.
+    pub fn git_arc(mut self, git: Arc<dyn GitOperations>) -> Self {
+        self.git = Some(git);
+        self
+    }
+    /// The agents (default: [`AgentWorkRunner::new`], the four built-in CLIs).
+    pub fn agents(mut self, agents: AgentWorkRunner) -> Self {
+        self.agents = Some(agents);
+        self
+    }
+    /// The store (default: [`FileSessionRepository::for_repo`]).
+    pub fn store(mut self, store: impl SessionRepository) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+    /// Where each session's logs and conversation copies go (default
+    /// `<repo>/.orchestrator/sessions`).
+    pub fn files(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.files = Some(dir.into());
+        self
+    }
+    /// Where session worktrees go (default `<repo>/.worktrees/sessions`).
+    pub fn worktree_root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.worktrees = Some(dir.into());
+        self
+    }
+
+    /// The sessions; an error when no git layer was given or the repository is not a folder.
+    pub fn build(self) -> Result<Sessions, Error> {
+        let git = self.git.ok_or_else(|| Error::SessionStore {
+            path: self.repo.clone(),
+            source: std::io::Error::other(
+                "Sessions need a git layer: call .git(orchestrator_git::Git2Operations::new())",
+            ),
+        })?;
+        let repo = std::fs::canonicalize(&self.repo).map_err(|source| Error::SessionStore {
+            path: self.repo.clone(),
+            source,
+        })?;
+        let files = self
+            .files
+            .unwrap_or_else(|| repo.join(".orchestrator").join("sessions"));
+        let worktrees = self
+            .worktrees
+            .unwrap_or_else(|| repo.join(".worktrees").join("sessions"));
+        let store = self
+            .store
+            .unwrap_or_else(|| Arc::new(FileSessionRepository::new(files.clone())));
+        let (events, _) = broadcast::channel(EVENT_CAPACITY);
+        Ok(Sessions {
+            inner: Arc::new(Inner {
+                repo,
+                store,
+                git,
+                agents: self.agents.unwrap_or_default(),
+                files,
+                worktrees,
+                events,
+            }),
+        })
+    }
+}
+
+impl Sessions {
+    /// A builder for the sessions of the repository at `repo`.
+    pub fn builder(repo: impl Into<PathBuf>) -> SessionsBuilder {
+        SessionsBuilder {
+            repo: repo.into(),
+            store: None,
+            git: None,
+            agents: None,
+            files: None,
+            worktrees: None,
+        }
+    }
+
+    /// Every event of every turn run through these sessions, from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// The repository.
+    pub fn repo(&self) -> &Path {
+        &self.inner.repo
+    }
+
+    fn emit(&self, event: SessionEvent) {
+        let _ = self.inner.events.send(event);
+    }
+
+    fn git_err(what: impl Into<String>) -> impl FnOnce(orchestrator_core::git::GitError) -> Error {
+        let what = what.into();
+        move |source| Error::SessionGit { what, source }
+    }
+
+    /// Every stored session, oldest first.
+    pub async fn list(&self) -> Result<Vec<SessionRecord>, Error> {
+        self.inner.store.list().await
+    }
+
+    /// The session `given`: its id or a unique prefix of one.
+    pub async fn get(&self, given: &str) -> Result<SessionRecord, Error> {
+        if let Some(record) = self.inner.store.load(given).await? {
+            return Ok(record);
+        }
+        let all = self.inner.store.list().await?;
+        let fits: Vec<&SessionRecord> = all.iter().filter(|r| r.id.starts_with(given)).collect();
+        match fits.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(Error::UnknownSession {
+                given: given.to_owned(),
+                known: all
+                    .iter()
+                    .map(|r| r.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+            many => Err(Error::AmbiguousSession {
+                given: given.to_owned(),
+                matches: many
+                    .iter()
+                    .map(|r| r.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// Opens a new session: its worktree at the base revision (checkpoint `turn-0`), or the
+    /// directory with [`Isolation::None`].
+    pub async fn create(&self, new: NewSession) -> Result<SessionRecord, Error> {
+        let agent = new
+            .agent
+            .clone()
+            .unwrap_or_else(|| self.inner.agents.default_agent_name().to_owned());
+        self.check_agent(&agent)?;
+        let id = new_id();
+        let (dir, base) = match new.isolation {
+            Isolation::Worktree => {
+                let rev = new.base.as_deref().unwrap_or("HEAD");
+                let base = self.start_worktree(&id, rev).await?;
+                (self.inner.worktrees.join(&id), Some(base))
+            }
+            _ => {
+                let dir = new.dir.clone().unwrap_or_else(|| self.inner.repo.clone());
+                if !dir.is_dir() {
+                    return Err(Error::WorktreeGone { id, dir });
+                }
+                (dir, None)
+            }
+        };
+        let mut record = SessionRecord::new(&id, agent, self.inner.repo.clone(), dir);
+        record.model = new.model;
+        record.effort = new.effort;
+        record.isolation = new.isolation;
+        record.base = base;
+        record.permissions = new.permissions;
+        self.inner.store.create(&record).await?;
+        Ok(record)
+    }
+
+    fn check_agent(&self, agent: &str) -> Result<(), Error> {
+        if self.inner.agents.agent(agent).is_some() {
+            return Ok(());
+        }
+        Err(Error::UnknownAgent {
+            agent: agent.to_owned(),
+            known: self
+                .inner
+                .agents
+                .agent_names()
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+    }
+
+    /// Creates the worktree of session `id` at `rev` and its `turn-0` ref; returns the commit.
+    async fn start_worktree(&self, id: &str, rev: &str) -> Result<String, Error> {
+        let git = &self.inner.git;
+        let repo = &self.inner.repo;
+        let base = git.resolve(repo, rev).await.map_err(Self::git_err(format!(
+            "cannot resolve the base revision `{rev}`"
+        )))?;
+        self.worktree_at(id, &base).await?;
+        git.set_ref(repo, &checkpoint_ref(id, 0), &base)
+            .await
+            .map_err(Self::git_err("cannot write the base checkpoint"))?;
+        Ok(base)
+    }
+
+    /// Creates the worktree of session `id` at `commit`.
+    async fn worktree_at(&self, id: &str, commit: &str) -> Result<PathBuf, Error> {
+        let git = &self.inner.git;
+        let repo = &self.inner.repo;
+        let root = &self.inner.worktrees;
+        std::fs::create_dir_all(root).map_err(|source| Error::SessionStore {
+            path: root.clone(),
+            source,
+        })?;
+        git.allow_worktree_root(root)
+            .map_err(Self::git_err("cannot use the session worktree root"))?;
+        git.exclude(repo, &["/.orchestrator/", "/.worktrees/"])
+            .await
+            .map_err(Self::git_err(
+                "cannot exclude the session folders from git status",
+            ))?;
+        let dir = root.join(id);
+        git.create_worktree(repo, &dir, commit)
+            .await
+            .map_err(Self::git_err(format!(
+                "cannot create the worktree of session {id}"
+            )))?;
+        Ok(dir)
+    }
+
+    /// Runs one turn: `prompt` to the session's agent, resuming its conversation; the
+    /// worktree is checkpointed when the agent answered. A failed turn leaves the worktree
+    /// and the conversation as they were at the last checkpoint and answers
+    /// [`Error::TurnFailed`].
+    pub async fn send(&self, given: &str, prompt: &str) -> Result<TurnReport, Error> {
+        let id = self.get(given).await?.id;
+        let _lock = self.inner.store.lock(&id).await?;
+        let mut record = self.get(&id).await?;
+        if record.closed {
+            return Err(Error::SessionClosed { id });
+        }
+        self.recover(&mut record).await?;
+        if !record.dir.is_dir() {
+            return Err(Error::WorktreeGone {
+                id,
+                dir: record.dir.clone(),
+            });
+        }
+        let runner = self
+            .inner
+            .agents
+            .agent(&record.agent)
+            .cloned()
+            .ok_or_else(|| Error::UnknownAgent {
+                agent: record.agent.clone(),
+                known: self
+                    .inner
+                    .agents
+                    .agent_names()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let n = record.turns.last().map_or(1, |t| t.turn + 1);
+        record.turns.push(TurnRecord {
+            turn: n,
+            prompt: prompt.to_owned(),
+            steered: Vec::new(),
+            status: TurnStatus::Running,
+            reply: None,
+            error: None,
+            checkpoint: None,
+            cli_session: None,
+            model: record.model.clone(),
+            effort: record.effort,
+            usage: None,
+            started_at: now_ms(),
+            ended_at: None,
+        });
+        self.inner.store.save(&record).await?;
+        self.emit(SessionEvent::TurnStarted {
+            session: id.clone(),
+            turn: n,
+            prompt: prompt.to_owned(),
+        });
+
+        let files = SessionFiles::new(&self.inner.files, &id);
+        let resume = record
+            .cli_session()
+            .map(str::to_owned)
+            .filter(|_| state_dir_of(&record.dir, &record.agent).is_dir());
+        let mut request = base_request(
+            &record.agent,
+            runner.as_ref(),
+            &record.dir,
+            &format!("session-turn-{n}"),
+            &[],
+            prompt.to_owned(),
+        )
+        .map_err(|f| Error::TurnFailed {
+            id: id.clone(),
+            turn: n,
+            message: f.message,
+        })?;
+        request.prompt = prompt.to_owned();
+        request.model = record.model.clone();
+        request.effort = record.effort;
+        request.permissions = record.permissions.clone();
+        request.resume = resume;
+
+        let ctx = self.turn_context(&record, n, &files);
+        let inbox = SteerInbox::of(&record.dir);
+        let running = inbox.start()?;
+        let hooks = Hooks {
+            inbox: Some(inbox),
+            on_line: Some(self.line_hook(&id, n)),
+        };
+        let mut tried = self
+            .inner
+            .agents
+            .run_steered(&runner, &mut request, &ctx, None, &hooks)
+            .await;
+        if tried.lost_session {
+            request.resume = None;
+            tried = self
+                .inner
+                .agents
+                .run_steered(&runner, &mut request, &ctx, None, &hooks)
+                .await;
+        }
+        drop(running);
+        ctx.log.flush().await;
+        for message in &tried.steered {
+            self.emit(SessionEvent::Steered {
+                session: id.clone(),
+                turn: n,
+                message: message.clone(),
+            });
+        }
+        let usage = Some(tried.usage.to_json());
+        let turn = record.turns.last_mut().ok_or_else(|| Error::NoSuchTurn {
+            id: id.clone(),
+            turn: n,
+            turns: String::new(),
+        })?;
+        turn.steered = tried.steered.clone();
+        turn.reply = tried.reply.clone();
+        turn.usage = usage.clone();
+        turn.cli_session = tried.usage.session_id.clone().or(request.resume.clone());
+        turn.ended_at = Some(now_ms());
+        let report = match tried.result {
+            Ok(()) => {
+                let checkpoint = self.checkpoint(&record, n, &files).await?;
+                if let Some(turn) = record.turns.last_mut() {
+                    turn.status = TurnStatus::Succeeded;
+                    turn.checkpoint = checkpoint.clone();
+                }
+                self.inner.store.save(&record).await?;
+                Ok(TurnReport {
+                    session_id: id.clone(),
+                    turn: n,
+                    reply: tried.reply.clone(),
+                    checkpoint,
+                    usage: usage.clone(),
+                })
+            }
+            Err((failure, _)) => {
+                if let Some(turn) = record.turns.last_mut() {
+                    turn.status = TurnStatus::Failed;
+                    turn.error = Some(failure.message.clone());
+                }
+                self.restore_last_good(&record).await?;
+                self.inner.store.save(&record).await?;
+                Err(Error::TurnFailed {
+                    id: id.clone(),
+                    turn: n,
+                    message: failure.message,
+                })
+            }
+        };
+        let last = record.turns.last();
+        self.emit(SessionEvent::TurnEnded {
+            session: id,
+            turn: n,
+            status: last.map_or(TurnStatus::Failed, |t| t.status),
+            reply: tried.reply,
+            checkpoint: last.and_then(|t| t.checkpoint.clone()),
+            usage,
+        });
+        report
+    }
+
+    /// The context a turn's CLI runs in: the session's directory, its log appended to the
+    /// turn's log file.
+    fn turn_context(&self, record: &SessionRecord, n: u32, files: &SessionFiles) -> WorkContext {
+        let mut ctx = WorkContext::detached(&record.dir);
+        ctx.plan_id = PlanId::from(format!("session-{}", record.id));
+        ctx.task = format!("session {} turn {n}", record.id);
+        ctx.producer_id = record.id.clone();
+        let log_file = files.turn_log(n);
+        ctx.log = LogSink::detached().with_writer(Arc::new(move |text: String| {
+            let file = log_file.clone();
+            Box::pin(async move {
+                use tokio::io::AsyncWriteExt;
+                if let Some(parent) = file.parent() {
+                    let _ = tokio::fs::create_dir_all(parent).await;
+                }
+                let opened = tokio::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&file)
+                    .await;
+                if let Ok(mut f) = opened {
+                    let _ = f.write_all(text.as_bytes()).await;
+                }
+            })
+        }));
+        ctx
+    }
+
+    /// The line hook of turn `n`: every line as an [`SessionEvent::Output`], and the agent's
+    /// text as a [`SessionEvent::Text`] when it changed.
+    fn line_hook(&self, id: &str, n: u32) -> crate::agent::runner::LineHook {
+        let events = self.inner.events.clone();
+        let id = id.to_owned();
+        let last_text = Mutex::new(None::<String>);
+        Arc::new(move |stream: LogStream, line: &str, t: &Transcript| {
+            let _ = events.send(SessionEvent::Output {
+                session: id.clone(),
+                turn: n,
+                stream,
+                line: line.to_owned(),
+            });
+            let mut last = last_text.lock().unwrap_or_else(|e| e.into_inner());
+            if t.reply.is_some() && *last != t.reply {
+                last.clone_from(&t.reply);
+                let _ = events.send(SessionEvent::Text {
+                    session: id.clone(),
+                    turn: n,
+                    text: t.reply.clone().unwrap_or_default(),
+                });
+            }
+        })
+    }
+
+    /// Commits the worktree of a turn that ended well as `turn-<n>` and keeps the
+    /// conversation; `None` for sessions without a worktree.
+    async fn checkpoint(
+        &self,
+        record: &SessionRecord,
+        n: u32,
+        files: &SessionFiles,
+    ) -> Result<Option<String>, Error> {
+        if record.isolation == Isolation::None {
+            return Ok(None);
+        }
+        let git = &self.inner.git;
+        let message = format!("session {} turn {n}", record.id);
+        git.commit_all(&record.dir, &message)
+            .await
+            .map_err(Self::git_err(format!("cannot checkpoint turn {n}")))?;
+        let head = git
+            .head(&record.dir)
+            .await
+            .map_err(Self::git_err(format!("cannot checkpoint turn {n}")))?;
+        git.set_ref(&self.inner.repo, &checkpoint_ref(&record.id, n), &head)
+            .await
+            .map_err(Self::git_err(format!("cannot checkpoint turn {n}")))?;
+        files.save_conversation(n, &state_dir_of(&record.dir, &record.agent))?;
+        Ok(Some(head))
+    }
+
+    /// Brings the worktree and the conversation back to the last successful turn (or the
+    /// base).
+    async fn restore_last_good(&self, record: &SessionRecord) -> Result<(), Error> {
+        self.restore(record, record.current_turn()).await
+    }
+
+    /// Brings the worktree and the conversation back to turn `n`.
+    async fn restore(&self, record: &SessionRecord, n: u32) -> Result<(), Error> {
+        if record.isolation == Isolation::None {
+            return Ok(());
+        }
+        let files = SessionFiles::new(&self.inner.files, &record.id);
+        if let Some(commit) = record.checkpoint(n) {
+            self.inner
+                .git
+                .reset_worktree(&record.dir, commit)
+                .await
+                .map_err(Self::git_err(format!("cannot restore turn {n}")))?;
+        }
+        files.restore_conversation(n, &state_dir_of(&record.dir, &record.agent))
+    }
+
+    /// A turn still marked running was cut short by a crash of its process: it is recorded
+    /// as failed, and the worktree and conversation go back to the last checkpoint.
+    async fn recover(&self, record: &mut SessionRecord) -> Result<(), Error> {
+        let mut changed = false;
+        for turn in &mut record.turns {
+            if turn.status == TurnStatus::Running {
+                turn.status = TurnStatus::Failed;
+                turn.error = Some("the process running this turn ended before it did".into());
+                turn.ended_at = Some(now_ms());
+                changed = true;
+            }
+        }
+        if changed {
+            if record.dir.is_dir() {
+                self.restore_last_good(record).await?;
+            }
+            self.inner.store.save(record).await?;
+        }
+        Ok(())
+    }
+
+    /// Hands `message` to the session's running turn; [`Error::NotRunning`] when no turn
+    /// runs.
+    pub async fn steer(&self, given: &str, message: &str) -> Result<(), Error> {
+        let record = self.get(given).await?;
+        SteerInbox::of(&record.dir).post(&record.id, message)
+    }
+
+    /// Switches the model and effort for the next turns (`None` leaves one as it is).
+    pub async fn set_model(
+        &self,
+        given: &str,
+        model: Option<String>,
+        effort: Option<Effort>,
+    ) -> Result<SessionRecord, Error> {
+        let id = self.get(given).await?.id;
+        let _lock = self.inner.store.lock(&id).await?;
+        let mut record = self.get(&id).await?;
+        if record.closed {
+            return Err(Error::SessionClosed { id });
+        }
+        if model.is_some() {
+            record.model = model;
+        }
+        if effort.is_some() {
+            record.effort = effort;
+        }
+        self.inner.store.save(&record).await?;
+        Ok(record)
+    }
+
+    fn checked_turn(
+        record: &SessionRecord,
+        turn: u32,
+        action: &'static str,
+    ) -> Result<String, Error> {
+        if record.isolation == Isolation::None {
+            return Err(Error::NoCheckpoints {
+                id: record.id.clone(),
+                action,
+            });
+        }
+        record
+            .checkpoint(turn)
+            .map(str::to_owned)
+            .ok_or_else(|| Error::NoSuchTurn {
+                id: record.id.clone(),
+                turn,
+                turns: record.turn_numbers(),
+            })
+    }
+
+    /// Goes back to turn `turn`: the worktree as its checkpoint, the conversation as it was
+    /// after it; the turns after it are dropped (and their refs deleted).
+    pub async fn revert(&self, given: &str, turn: u32) -> Result<SessionRecord, Error> {
+        let id = self.get(given).await?.id;
+        let _lock = self.inner.store.lock(&id).await?;
+        let mut record = self.get(&id).await?;
+        if record.closed {
+            return Err(Error::SessionClosed { id });
+        }
+        Self::checked_turn(&record, turn, "revert")?;
+        if !record.dir.is_dir() {
+            return Err(Error::WorktreeGone {
+                id,
+                dir: record.dir.clone(),
+            });
+        }
+        self.restore(&record, turn).await?;
+        let dropped: Vec<u32> = record
+            .turns
+            .iter()
+            .filter(|t| t.turn > turn)
+            .map(|t| t.turn)
+            .collect();
+        for n in dropped {
+            self.inner
+                .git
+                .delete_ref(&self.inner.repo, &checkpoint_ref(&id, n))
+                .await
+                .map_err(Self::git_err(format!(
+                    "cannot drop the checkpoint of turn {n}"
+                )))?;
+        }
+        record.turns.retain(|t| t.turn <= turn);
+        SessionFiles::new(&self.inner.files, &id).drop_after(turn)?;
+        self.inner.store.save(&record).await?;
+        Ok(record)
+    }
+
+    /// Starts a new session from turn `turn` (default: the last successful one) of `given`:
+    /// a worktree of its own at that checkpoint, and a copy of the conversation after it.
+    pub async fn fork(&self, given: &str, turn: Option<u32>) -> Result<SessionRecord, Error> {
+        let source = self.get(given).await?;
+        let turn = turn.unwrap_or_else(|| source.current_turn());
+        let commit = Self::checked_turn(&source, turn, "fork")?;
+        if !source.dir.is_dir() {
+            return Err(Error::WorktreeGone {
+                id: source.id.clone(),
+                dir: source.dir.clone(),
+            });
+        }
+        let id = new_id();
+        let dir = self.worktree_at(&id, &commit).await?;
+        let mut record = SessionRecord::new(&id, &source.agent, self.inner.repo.clone(), dir);
+        record.model = source.model.clone();
+        record.effort = source.effort;
+        record.permissions = source.permissions.clone();
+        record.base = source.base.clone();
+        record.forked_from = Some((source.id.clone(), turn));
+        record.turns = source
+            .turns
+            .iter()
+            .filter(|t| t.turn <= turn && t.status == TurnStatus::Succeeded)
+            .cloned()
+            .collect();
+        let git = &self.inner.git;
+        for n in std::iter::once(0).chain(record.turns.iter().map(|t| t.turn)) {
+            if let Some(commit) = record.checkpoint(n) {
+                git.set_ref(&self.inner.repo, &checkpoint_ref(&id, n), commit)
+                    .await
+                    .map_err(Self::git_err(format!(
+                        "cannot copy the checkpoint of turn {n}"
+                    )))?;
+            }
+        }
+        let from = SessionFiles::new(&self.inner.files, &source.id);
+        let to = SessionFiles::new(&self.inner.files, &id);
+        from.copy_conversation(turn, &to)?;
+        self.inner.store.create(&record).await?;
+        to.restore_conversation(turn, &state_dir_of(&record.dir, &record.agent))?;
+        if let Some(runner) = self.inner.agents.agent(&record.agent) {
+            runner.relocate_state(
+                &state_dir_of(&record.dir, &record.agent),
+                &source.dir,
+                &record.dir,
+            );
+        }
+        Ok(record)
+    }
+
+    /// Closes the session: with `merge`, its last checkpoint is first merged onto that branch
+    /// (created there when missing); the worktree is removed, the checkpoints stay. Returns
+    /// the branch's new tip when merged.
+    pub async fn close(&self, given: &str, merge: Option<&str>) -> Result<Option<String>, Error> {
+        let id = self.get(given).await?.id;
+        let _lock = self.inner.store.lock(&id).await?;
+        let mut record = self.get(&id).await?;
+        if record.closed {
+            return Err(Error::SessionClosed { id });
+        }
+        let git = &self.inner.git;
+        let repo = &self.inner.repo;
+        let mut tip = None;
+        if let Some(branch) = merge {
+            let commit = Self::checked_turn(&record, record.current_turn(), "merge")?;
+            let existing = git
+                .branch_tip(repo, branch)
+                .await
+                .map_err(Self::git_err(format!("cannot read branch {branch}")))?;
+            tip = Some(match existing {
+                None => {
+                    git.update_branch(repo, branch, &commit, None)
+                        .await
+                        .map_err(Self::git_err(format!("cannot create branch {branch}")))?;
+                    commit
+                }
+                Some(_) => {
+                    let message = format!("Merge session {id} into {branch}");
+                    git.merge_into_branch(repo, branch, &commit, &message, MergeStyle::FastForward)
+                        .await
+                        .map_err(Self::git_err(format!(
+                            "cannot merge session {id} into {branch}"
+                        )))?
+                }
+            });
+        }
+        if record.isolation == Isolation::Worktree && record.dir.exists() {
+            git.remove_worktree(repo, &record.dir)
+                .await
+                .map_err(Self::git_err(format!(
+                    "cannot remove the worktree of session {id}"
+                )))?;
+        }
+        record.closed = true;
+        self.inner.store.save(&record).await?;
+        Ok(tip)
+    }
+}
+
+/// A new session id: `s-` and 12 hex digits from the clock, the process and a counter.
+fn new_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mixed = nanos
+        ^ (u64::from(std::process::id()) << 32)
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mixed = mixed.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    format!("s-{:012x}", mixed >> 16)
+}
