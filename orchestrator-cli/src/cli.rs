@@ -11,10 +11,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Exit codes: 0 the plan succeeded (`run`, `retry`, `resume`, `demo`) or the command was done
 /// (every other command, whatever the plan's status); 1 the plan ended without succeeding
 /// (failed, canceled, blocked jobs) or stopped paused (Ctrl-C, SIGTERM, `orchestrator pause`),
-/// or `resume` was refused for a canceled or archived plan; 2 invalid input (a bad plan file or
-/// argument, an unknown plan id or job, approving a job that does not wait for it: the message
-/// names every problem); 3 any other error; 4 `--until-waiting` was given and the plan waits for
-/// a person (a job waits for approval).
+/// or `resume` was refused for a canceled or archived plan, or a `session send` turn failed;
+/// 2 invalid input (a bad plan file or argument, an unknown plan id, job or session, approving
+/// a job that does not wait for it: the message names every problem); 3 any other error;
+/// 4 `--until-waiting` was given and the plan waits for a person (a job waits for approval).
 ///
 /// State lives in `<repo>/.orchestrator`; worktrees in `<repo>/.worktrees` unless the plan's
 /// `worktreeRoot` (or `run --worktree-root`) names another folder. Every state change is flushed
@@ -124,6 +124,23 @@ pub enum Command {
     /// Four shell jobs in a diamond, each in its own worktree; the repository (kept afterwards)
     /// needs no git identity or configuration. Exit code 0 when the demo plan succeeded.
     Demo(DemoArgs),
+    /// Agent sessions: one agent conversation in its own worktree, turn by turn.
+    ///
+    /// `new` opens a session (a detached worktree at --base, checkpoint `turn-0`); each `send`
+    /// is one turn that resumes the agent CLI's own conversation and, when the agent answered,
+    /// commits the worktree as `refs/orchestrator/sessions/<id>/turn-<n>` (no branch moves).
+    /// `revert` and `fork` go back to a turn's checkpoint, `close` ends a session (optionally
+    /// merging its work onto a branch). `steer` hands a message to a running turn, also to a
+    /// running plan job's agent (`PLAN_ID/JOB`). Sessions are stored in
+    /// `<repo>/.orchestrator/sessions` and their worktrees live in `<repo>/.worktrees/sessions`.
+    ///
+    /// SESSION is a session id, a unique prefix of one, or `PLAN_ID/JOB` for the agent of a
+    /// plan's job (steer only: plan jobs' sessions have no stored turns). The agent is --agent,
+    /// else ORCHESTRATOR_AGENT, else copilot; the agent CLI must be on PATH. Exit codes: 0 done;
+    /// 1 the turn failed (the session is back at its last checkpoint) or was interrupted;
+    /// 2 invalid input (an unknown or ambiguous session, a closed session, a turn that does not
+    /// exist, nothing running to steer, a session busy in another process); 3 other errors.
+    Session(SessionArgs),
 }
 
 /// `--repo`.
@@ -359,4 +376,217 @@ pub struct DemoArgs {
     pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `session`.
+#[derive(Debug, Args)]
+pub struct SessionArgs {
+    /// What to do with sessions.
+    #[command(subcommand)]
+    pub command: SessionCommand,
+}
+
+/// The `session` subcommands (SPEC §14).
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Opens a new session: a worktree of its own at --base (default HEAD), no turn yet.
+    ///
+    /// Prints the session id (alone on stdout, for scripts: `id=$(orchestrator session new)`);
+    /// with --json `{"sessionId","worktree"}` (the worktree is detached: no branch). Nothing
+    /// runs until `orchestrator session send`.
+    New(SessionNewArgs),
+    /// Runs one turn: sends PROMPT to the session's agent and prints its reply on stdout.
+    ///
+    /// The agent resumes its own conversation; the turn's progress (turn started, the agent's
+    /// text as it comes, steering, the checkpoint) goes to stderr unless --quiet. When the
+    /// agent answered, the worktree is committed as checkpoint
+    /// `refs/orchestrator/sessions/<id>/turn-<n>`. A failed turn (the agent failed, or this
+    /// command was interrupted or killed) leaves the session at its last checkpoint, exit
+    /// code 1. With --json stdout holds only
+    /// `{"sessionId","turn","reply","checkpoint","usage"}`. --model and --effort switch the
+    /// session's model and effort for this turn and the next ones.
+    Send(SessionSendArgs),
+    /// Hands MESSAGE to the agent while it works: it is interrupted and resumed with it.
+    ///
+    /// SESSION is a session running a turn (`orchestrator session send` in another terminal)
+    /// or `PLAN_ID/JOB`, a running plan job's agent (its job log then shows `steered: ...`).
+    /// Nothing running: exit code 2 (send the message as the next prompt instead).
+    Steer(SessionSteerArgs),
+    /// Shows a session's turns: prompt, reply, status, checkpoint (and usage with --json).
+    ///
+    /// With --json `{"sessionId","turns":[{"turn","prompt","status","reply","checkpoint",
+    /// "usage","steered","error","startedAt","endedAt",...}]}` (fields without a value are left
+    /// out).
+    Log(SessionLogArgs),
+    /// Goes back to turn TURN: the worktree as its checkpoint, the conversation as it was.
+    ///
+    /// The turns after it are dropped (and their checkpoint refs deleted); the next `send`
+    /// continues the conversation from TURN. 0 is the base.
+    Revert(SessionRevertArgs),
+    /// Starts a new session from turn TURN (default: the last one that succeeded).
+    ///
+    /// The new session gets a worktree of its own at that checkpoint and a copy of the
+    /// conversation up to it; the original goes on unchanged. Prints the new session id (alone
+    /// on stdout); with --json `{"sessionId","worktree"}`.
+    Fork(SessionForkArgs),
+    /// Lists the sessions of the repository and the agents of running plan jobs.
+    ///
+    /// One row per session (id, agent, model, turns, status `open`, `running` or `closed`,
+    /// worktree) and per running agent job of a running plan (`PLAN_ID/JOB`, kind `plan-job`,
+    /// status `running` while its agent runs). With --json an array of
+    /// `{"sessionId","kind":"session"|"plan-job","agent","model","turns","status","worktree"}`
+    /// (`model` null when the CLI's default; `turns` 0 for plan jobs, whose sessions have no
+    /// stored turns).
+    List(SessionListArgs),
+    /// Closes a session: its worktree is removed, its checkpoints stay.
+    ///
+    /// With --merge BRANCH its last checkpoint is first merged onto BRANCH (created there when
+    /// it does not exist). A closed session takes no more turns; `fork` still starts new ones
+    /// from it.
+    Close(SessionCloseArgs),
+}
+
+/// Reasoning effort (`--effort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EffortArg {
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// Extra high.
+    Xhigh,
+}
+
+/// A session reference.
+#[derive(Debug, Clone, Args)]
+pub struct SessionRef {
+    /// The session: its id or a unique prefix of it.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `session new`.
+#[derive(Debug, Args)]
+pub struct SessionNewArgs {
+    /// The agent CLI: copilot, claude, codex or gemini (default: $ORCHESTRATOR_AGENT, else
+    /// copilot).
+    #[arg(long, value_name = "A")]
+    pub agent: Option<String>,
+    /// The model (default: the CLI's).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Reasoning effort.
+    #[arg(long, value_enum, value_name = "E")]
+    pub effort: Option<EffortArg>,
+    /// The revision the worktree starts at (default: HEAD).
+    #[arg(long, value_name = "REV", conflicts_with = "no_worktree")]
+    pub base: Option<String>,
+    /// Work in the repository folder itself: no worktree, no checkpoints (no revert or fork).
+    #[arg(long)]
+    pub no_worktree: bool,
+    /// Which tool requests the agent may make: allow-all (the default), read-only, no-shell,
+    /// ask, or a JSON rule object like {"allow": [...], "deny": [...]}.
+    #[arg(long, value_name = "P")]
+    pub permissions: Option<String>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Print `{"sessionId","worktree"}` instead of the id.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `session send`.
+#[derive(Debug, Args)]
+pub struct SessionSendArgs {
+    /// The session: its id or a unique prefix of it.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// The prompt.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: String,
+    /// Switch to this model (for this turn and the next ones).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Switch to this effort (for this turn and the next ones).
+    #[arg(long, value_enum, value_name = "E")]
+    pub effort: Option<EffortArg>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Print only `{"sessionId","turn","reply","checkpoint","usage"}` on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No live progress on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `session steer`.
+#[derive(Debug, Args)]
+pub struct SessionSteerArgs {
+    /// The session (id or unique prefix) running a turn, or `PLAN_ID/JOB` for a running plan
+    /// job's agent.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// The message.
+    #[arg(value_name = "MESSAGE")]
+    pub message: String,
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `session log`.
+#[derive(Debug, Args)]
+pub struct SessionLogArgs {
+    #[command(flatten)]
+    pub session: SessionRef,
+    /// Print `{"sessionId","turns":[...]}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `session revert`.
+#[derive(Debug, Args)]
+pub struct SessionRevertArgs {
+    #[command(flatten)]
+    pub session: SessionRef,
+    /// The turn to go back to (0: the base).
+    #[arg(value_name = "TURN")]
+    pub turn: u32,
+}
+
+/// `session fork`.
+#[derive(Debug, Args)]
+pub struct SessionForkArgs {
+    #[command(flatten)]
+    pub session: SessionRef,
+    /// The turn to start from (default: the last one that succeeded; 0: the base).
+    #[arg(value_name = "TURN")]
+    pub turn: Option<u32>,
+    /// Print `{"sessionId","worktree"}` instead of the id.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `session list`.
+#[derive(Debug, Args)]
+pub struct SessionListArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `session close`.
+#[derive(Debug, Args)]
+pub struct SessionCloseArgs {
+    #[command(flatten)]
+    pub session: SessionRef,
+    /// Merge the session's last checkpoint onto this branch first.
+    #[arg(long, value_name = "BRANCH")]
+    pub merge: Option<String>,
 }

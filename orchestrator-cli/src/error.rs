@@ -106,3 +106,30 @@ impl From<orchestrator_core::plan::ValidationErrors> for CliError {
         CliError::invalid(e.to_string())
     }
 }
+
+impl From<orchestrator_agents::Error> for CliError {
+    /// Session errors (SPEC §14): what the user named that does not fit is invalid input
+    /// (exit 2), a failed turn is exit 1 (the session is back at its last checkpoint), the rest
+    /// exit 3.
+    fn from(e: orchestrator_agents::Error) -> Self {
+        use orchestrator_agents::Error as E;
+        let exit = match &e {
+            E::UnknownSession { .. }
+            | E::AmbiguousSession { .. }
+            | E::InvalidSessionId { .. }
+            | E::SessionClosed { .. }
+            | E::NoSuchTurn { .. }
+            | E::NoCheckpoints { .. }
+            | E::WorktreeGone { .. }
+            | E::NotRunning { .. }
+            | E::UnknownAgent { .. }
+            | E::SessionBusy { .. } => Exit::Invalid,
+            E::TurnFailed { .. } => Exit::PlanNotSucceeded,
+            _ => Exit::Other,
+        };
+        CliError {
+            exit,
+            message: e.to_string(),
+        }
+    }
+}

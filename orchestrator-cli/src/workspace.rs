@@ -24,6 +24,16 @@ fn env_name(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// The agent runner of plans and sessions: the built-in CLIs, `ORCHESTRATOR_AGENT` (when set)
+/// the default agent.
+pub fn agent_runner() -> AgentWorkRunner {
+    let agents = AgentWorkRunner::new();
+    match env_name(AGENT_VAR) {
+        Some(name) => agents.default_agent(name),
+        None => agents,
+    }
+}
+
 /// Folder of the plan store inside the repository (SPEC §4).
 pub const STORE_DIR: &str = ".orchestrator";
 
@@ -170,10 +180,7 @@ impl Workspace {
         machine: Option<MachineSlots>,
     ) -> CliResult<Orchestrator> {
         let store: Arc<dyn PlanRepository> = self.store.clone();
-        let mut agents = AgentWorkRunner::new();
-        if let Some(name) = env_name(AGENT_VAR) {
-            agents = agents.default_agent(name);
-        }
+        let agents = agent_runner();
         let mut builder = Orchestrator::builder()
             .repository_arc(store)
             .git(self.git.clone())

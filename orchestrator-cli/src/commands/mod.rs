@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod inspect;
 pub mod run;
+pub mod session;
 pub mod steer;
 
 use crate::cli::{Command, RepoArgs};
@@ -27,6 +28,7 @@ pub async fn dispatch(command: Command) -> CliResult<Exit> {
         Command::Graph(a) => inspect::graph(a).await,
         Command::Mcp(a) => mcp(a).await,
         Command::Demo(a) => demo::demo(a).await,
+        Command::Session(a) => session::session(a).await,
     }
 }
 
