@@ -5,9 +5,11 @@ use orchestrator_core::runner::{LogStream, WorkFailure};
 use serde_json::Value;
 
 use super::cli::{cli_builder, CliSettings};
+use super::permission::{is_literal, policy_note};
 use super::usage::{count, text};
 use super::{
-    event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript,
+    event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner,
+    PermissionPolicy, PermissionRule, ToolKind, Transcript,
 };
 
 /// Claude Code, run headless:
@@ -16,6 +18,16 @@ use super::{
 /// claude -p <prompt> --output-format stream-json --verbose --dangerously-skip-permissions
 ///        [--model M] [--effort E] [--max-turns N] [--resume ID] [--add-dir D]...
 /// ```
+///
+/// Permissions ([`AgentRequest::permissions`]): `read-only` and `no-shell` keep
+/// `--dangerously-skip-permissions` and add `--disallowedTools` with the file-editing tools
+/// (`Edit`, `Write`, `MultiEdit`, `NotebookEdit`, `EnterWorktree`) and the command-running
+/// ones (`Bash`, `Monitor`, `PowerShell`), which Claude Code then removes from the model's
+/// tools. `ask` and rules run in `--permission-mode dontAsk` (whatever no rule allows is
+/// denied) with `--allowedTools`/`--disallowedTools` patterns: `Read(glob)`, `Edit(glob)` (all
+/// file edits), `Bash(glob)`, `WebFetch`/`WebSearch`, `mcp__server[__tool]`. Claude Code never
+/// asks about reads inside its working directories, so those are only denied by a deny rule
+/// (the log says so).
 ///
 /// Environment: `CLAUDE_CONFIG_DIR=<state>/claude`, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`,
 /// `DISABLE_AUTOUPDATER=1`, `CLAUDE_CODE_MAX_RETRIES=0` (the work runner retries itself, with
@@ -79,11 +91,12 @@ cli_builder!(ClaudeCode);
 impl AgentRunner for ClaudeCode {
     fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
         let config = r.state_dir.join("claude");
+        let mut notes = Vec::new();
         let mut cmd = AgentCommand::new(&self.cli.program)
             .arg("-p")
             .arg(&r.prompt)
             .args(["--output-format", "stream-json", "--verbose"])
-            .arg("--dangerously-skip-permissions")
+            .args(permission_args(&r.permissions, &mut notes))
             .flag_opt("--model", self.cli.model(r))
             .flag_opt("--effort", r.effort_str())
             .flag_opt("--max-turns", r.max_turns.map(|n| n.to_string()))
@@ -94,6 +107,9 @@ impl AgentRunner for ClaudeCode {
                 "Claude Code",
                 "allowedUrls (every tool is approved)",
             ));
+        }
+        for note in notes {
+            cmd = cmd.note(note);
         }
         cmd = cmd
             .dir(&config)
@@ -174,6 +190,109 @@ impl AgentRunner for ClaudeCode {
 
     fn extra_env(&self) -> Env {
         self.cli.env.clone()
+    }
+}
+
+/// Claude Code's tools that change files (`EnterWorktree` creates a git worktree and branch).
+const EDIT_TOOLS: [&str; 5] = [
+    "Edit",
+    "Write",
+    "MultiEdit",
+    "NotebookEdit",
+    "EnterWorktree",
+];
+/// Claude Code's tools that run commands.
+const SHELL_TOOLS: [&str; 3] = ["Bash", "Monitor", "PowerShell"];
+/// How the notes name this CLI.
+const CLI: &str = "Claude Code";
+
+/// The permission flags for `policy` (see [`ClaudeCode`]); what they cannot enforce goes to
+/// `notes`.
+fn permission_args(policy: &PermissionPolicy, notes: &mut Vec<String>) -> Vec<String> {
+    let skip = "--dangerously-skip-permissions".to_owned();
+    let Some(set) = policy.rule_set() else {
+        return vec![skip];
+    };
+    if matches!(
+        policy,
+        PermissionPolicy::ReadOnly | PermissionPolicy::NoShell
+    ) {
+        // Only whole kinds are denied: everything else still runs unasked.
+        let mut args = vec![skip, "--disallowedTools".to_owned()];
+        for (rule, _) in &set.deny {
+            args.extend(whole_kind(rule.kind).unwrap_or_default());
+        }
+        return args;
+    }
+    let mut t = set.translate(CLI, patterns, whole_kind);
+    if set.falls_back(ToolKind::Read) {
+        t.gaps.push(
+            "reads inside the working directories that no rule allows are not denied (Claude Code never asks about them)"
+                .to_owned(),
+        );
+    }
+    notes.extend(policy_note(CLI, policy, &t.gaps));
+    let mut args = vec!["--permission-mode".to_owned(), "dontAsk".to_owned()];
+    if !t.allow.is_empty() {
+        args.push("--allowedTools".to_owned());
+        args.extend(t.allow);
+    }
+    if !t.deny.is_empty() {
+        args.push("--disallowedTools".to_owned());
+        args.extend(t.deny.into_iter().map(|(pattern, _)| pattern));
+    }
+    args
+}
+
+/// The patterns denying every request of `kind`; MCP tools have none, but `dontAsk` denies
+/// them once no rule allows them.
+fn whole_kind(kind: ToolKind) -> Option<Vec<String>> {
+    let names: &[&str] = match kind {
+        ToolKind::Read => &["Read"],
+        ToolKind::Write => &EDIT_TOOLS,
+        ToolKind::Shell => &SHELL_TOOLS,
+        ToolKind::Url => &["WebFetch", "WebSearch"],
+        _ => &[],
+    };
+    Some(names.iter().map(|&n| n.to_owned()).collect())
+}
+
+/// Claude Code's patterns matching exactly what `rule` matches.
+fn patterns(rule: &PermissionRule, _deny: bool) -> Option<Vec<String>> {
+    let Some(glob) = rule.glob.as_deref() else {
+        return match rule.kind {
+            // Allowing the shell allows `Bash`, not the background `Monitor`.
+            ToolKind::Shell => Some(vec!["Bash".to_owned()]),
+            ToolKind::Mcp => None,
+            kind => whole_kind(kind),
+        };
+    };
+    // Claude Code's paths: `//abs` is absolute, `path` relative to the working directory.
+    let path = |tool: &str| {
+        let prefix = if glob.starts_with('/') { "/" } else { "" };
+        vec![format!("{tool}({prefix}{glob})")]
+    };
+    match rule.kind {
+        ToolKind::Read => Some(path("Read")),
+        ToolKind::Write => Some(path("Edit")),
+        // `*` is any text in Claude Code's Bash patterns too; it has no `?`.
+        ToolKind::Shell if !glob.contains('?') => {
+            Some(vec![format!("Bash({})", glob.replace("**", "*"))])
+        }
+        ToolKind::Mcp => {
+            let (server, tool) = glob.split_once('/')?;
+            if !is_literal(server) || server.is_empty() {
+                return None;
+            }
+            match tool {
+                "*" | "**" => Some(vec![format!("mcp__{server}")]),
+                tool if is_literal(tool) && !tool.is_empty() && !tool.contains('/') => {
+                    Some(vec![format!("mcp__{server}__{tool}")])
+                }
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 
@@ -371,6 +490,137 @@ mod tests {
             r#"{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s"}"#,
         ]);
         assert_eq!(t.reply, None);
+    }
+
+    /// The command for `policy`: its arguments after `-p <prompt> --output-format stream-json
+    /// --verbose`, and its notes.
+    fn with_policy(policy: &str) -> (Vec<String>, Vec<String>) {
+        let mut r = AgentRequest::new("/wt", "Do it");
+        r.permissions = policy.parse().unwrap_or_else(|e| panic!("{e}"));
+        let cmd = ClaudeCode::new()
+            .command(&r)
+            .unwrap_or_else(|e| panic!("{e}"));
+        (cmd.args_lossy()[5..].to_vec(), cmd.notes)
+    }
+
+    #[test]
+    fn allow_all_skips_the_permission_checks() {
+        let (args, notes) = with_policy("allow-all");
+        assert_eq!(args, ["--dangerously-skip-permissions"]);
+        assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn read_only_and_no_shell_remove_tools() {
+        let (args, notes) = with_policy("read-only");
+        assert_eq!(
+            args,
+            [
+                "--dangerously-skip-permissions",
+                "--disallowedTools",
+                "Edit",
+                "Write",
+                "MultiEdit",
+                "NotebookEdit",
+                "EnterWorktree",
+                "Bash",
+                "Monitor",
+                "PowerShell"
+            ]
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+        let (args, notes) = with_policy("no-shell");
+        assert_eq!(
+            args,
+            [
+                "--dangerously-skip-permissions",
+                "--disallowedTools",
+                "Bash",
+                "Monitor",
+                "PowerShell"
+            ]
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn rules_become_allowed_and_disallowed_tools() {
+        let (args, notes) = with_policy(
+            r#"{"allow": ["read", "write:src/**", "shell:git *", "shell:cargo ?est", "mcp:github/get_issue", "mcp:jira/*", "url:https://docs.rs/**"],
+                "deny": ["shell:rm *", "write:/etc/**", "url"]}"#,
+        );
+        assert_eq!(
+            args,
+            [
+                "--permission-mode",
+                "dontAsk",
+                "--allowedTools",
+                "Read",
+                "Edit(src/**)",
+                "Bash(git *)",
+                "mcp__github__get_issue",
+                "mcp__jira",
+                "--disallowedTools",
+                "Bash(rm *)",
+                "Edit(//etc/**)",
+                "WebFetch",
+                "WebSearch"
+            ]
+        );
+        assert_eq!(notes.len(), 1, "one note: {notes:?}");
+        let note = &notes[0];
+        assert!(
+            note.contains("Claude Code cannot ask the host about tool requests here; requests not allowed by a rule are denied"),
+            "{note}"
+        );
+        assert!(
+            note.contains("the allow rule `shell:cargo ?est` is left out"),
+            "{note}"
+        );
+        assert!(!note.contains("reads"), "every read is allowed: {note}");
+        assert!(
+            !note.contains("docs.rs"),
+            "url is denied as a whole: {note}"
+        );
+
+        // A deny rule Claude Code has no pattern for is widened to its kind.
+        let (args, notes) = with_policy(r#"{"allow": ["shell"], "deny": ["shell:rm -?f *"]}"#);
+        assert_eq!(
+            args,
+            [
+                "--permission-mode",
+                "dontAsk",
+                "--disallowedTools",
+                "Bash",
+                "Monitor",
+                "PowerShell"
+            ]
+        );
+        assert!(
+            notes[0].contains("the deny rule `shell:rm -?f *` is widened to every shell request"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[0].contains("reads inside the working directories"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn ask_denies_what_it_cannot_ask_about() {
+        let (args, notes) = with_policy("ask");
+        assert_eq!(args, ["--permission-mode", "dontAsk"]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("permission policy `ask`: Claude Code cannot ask the host"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[0].contains(
+                "reads inside the working directories that no rule allows are not denied"
+            ),
+            "{notes:?}"
+        );
     }
 
     #[test]

@@ -5,10 +5,12 @@ use orchestrator_core::runner::{LogStream, WorkFailure};
 use serde_json::Value;
 
 use super::cli::{cli_builder, CliSettings};
+use super::permission::{command_prefix, is_literal, policy_note};
 use super::pressure::find_file;
 use super::usage::{add, count, find_text, text};
 use super::{
-    event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Transcript,
+    event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner,
+    PermissionPolicy, ToolKind, Transcript,
 };
 
 /// Name of the provider a [`ModelEndpoint`](super::ModelEndpoint) becomes in `config.toml`.
@@ -23,6 +25,21 @@ const KEY_VAR: &str = "ORCHESTRATOR_CODEX_API_KEY";
 ///            [--model M] [-c model_reasoning_effort=E] [--add-dir D]... <prompt>
 /// codex exec <same options> resume <ID> <prompt>
 /// ```
+///
+/// Permissions ([`AgentRequest::permissions`]), instead of
+/// `--dangerously-bypass-approvals-and-sandbox`: `read-only` runs `--sandbox read-only -c
+/// approval_policy="never"` (patches are rejected; shell commands still run, but cannot
+/// write: Codex reads files with its shell, so they are not refused, and the log says so);
+/// `no-shell` keeps the bypass and adds `--disable shell_tool` (Codex then has no way to read
+/// files; noted). `ask` and rules run `--sandbox workspace-write` when every write is allowed,
+/// else `--sandbox read-only` (the sandbox cannot tell paths apart), with
+/// `approval_policy="never"`; deny rules of shell commands become `prefix_rule(…,
+/// decision = "forbidden")` lines of `$CODEX_HOME/rules/orchestrator.rules` (Codex refuses
+/// such commands, in compound command lines too, even under the bypass); when no shell
+/// command is allowed, `--disable shell_tool`. Codex cannot deny the shell commands no rule
+/// allows (they run in the sandbox), nor has it read, URL or MCP rules: the log names what is
+/// not enforced. The rules file is written before every run, empty but for a comment
+/// unless there are shell deny rules.
 ///
 /// `CODEX_HOME=<state>/codex` holds a `config.toml` written before each run
 /// (`[analytics] enabled = false`, `[features] plugins = false`). A
@@ -103,6 +120,139 @@ impl CodexCli {
 
 cli_builder!(CodexCli);
 
+/// The execpolicy file of the session's shell deny rules, in `$CODEX_HOME/rules/`.
+const RULES_FILE: &str = "orchestrator.rules";
+/// How the notes name this CLI.
+const CLI: &str = "Codex";
+/// The log note when the shell tool is disabled.
+const NO_SHELL_NOTE: &str = "Codex reads files with its shell tool only: with the shell disabled by the permission policy it cannot read files, its instructions included";
+
+/// How a run enforces a permission policy (see [`CodexCli`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Permissions {
+    /// Sandbox and approval flags.
+    args: Vec<String>,
+    /// The content of [`RULES_FILE`].
+    rules: String,
+    /// Notes for the log.
+    notes: Vec<String>,
+}
+
+impl Permissions {
+    fn of(policy: &PermissionPolicy) -> Permissions {
+        let mut p = Permissions {
+            args: Vec::new(),
+            rules: "# Written by the orchestrator before each run: the shell commands the session's permission policy denies.\n".to_owned(),
+            notes: Vec::new(),
+        };
+        let never = ["-c".to_owned(), r#"approval_policy="never""#.to_owned()];
+        let disable_shell = ["--disable".to_owned(), "shell_tool".to_owned()];
+        let bypass = "--dangerously-bypass-approvals-and-sandbox".to_owned();
+        let Some(set) = policy.rule_set() else {
+            p.args.push(bypass);
+            return p;
+        };
+        let mut gaps = Vec::new();
+        match policy {
+            PermissionPolicy::ReadOnly => {
+                p.args
+                    .extend(["--sandbox".to_owned(), "read-only".to_owned()]);
+                p.args.extend(never);
+                gaps.push("shell commands are not refused but run in a read-only sandbox without network access (they can read files, not write them: Codex reads files with its shell)".to_owned());
+            }
+            PermissionPolicy::NoShell => {
+                p.args.push(bypass);
+                p.args.extend(disable_shell);
+                p.notes.push(NO_SHELL_NOTE.to_owned());
+            }
+            _ => {
+                // Writes: the sandbox allows all of them in the worktree, or none.
+                let writable = set.allows_all(ToolKind::Write);
+                let mode = if writable {
+                    "workspace-write"
+                } else {
+                    "read-only"
+                };
+                p.args.extend(["--sandbox".to_owned(), mode.to_owned()]);
+                p.args.extend(never);
+                if !writable && set.denies_all(ToolKind::Write).is_none() {
+                    let rules: Vec<String> = set
+                        .allowed(ToolKind::Write)
+                        .chain(set.denied(ToolKind::Write).map(|(r, _)| r))
+                        .map(|r| format!("`{r}`"))
+                        .collect();
+                    gaps.push(format!("the write rules {} (Codex's sandbox cannot tell paths apart, so every write is denied)", rules.join(", ")));
+                }
+                // Shell commands: forbidden prefixes, or no shell at all.
+                let mut shell = set.denies_all(ToolKind::Shell).is_none();
+                let mut forbidden = Vec::new();
+                for (rule, reason) in set.denied(ToolKind::Shell) {
+                    let Some(glob) = rule.glob.as_deref() else {
+                        continue;
+                    };
+                    let (words, exact) = match command_prefix(glob) {
+                        Some(words) => (words.to_owned(), true),
+                        None => (literal_words(glob), false),
+                    };
+                    if words.is_empty() {
+                        gaps.push(format!("the deny rule `{rule}` is widened to every shell command (Codex's rules match command prefixes)"));
+                        shell = false;
+                    } else {
+                        if !exact {
+                            gaps.push(format!("the deny rule `{rule}` is widened to every command starting with `{words}` (Codex's rules match command prefixes)"));
+                        }
+                        forbidden.push((words, reason.to_owned()));
+                    }
+                }
+                if shell {
+                    for (words, reason) in forbidden {
+                        let pattern: Vec<String> =
+                            words.split_whitespace().map(starlark_string).collect();
+                        p.rules.push_str(&format!(
+                            "prefix_rule(pattern = [{}], decision = \"forbidden\", justification = {})\n",
+                            pattern.join(", "),
+                            starlark_string(&reason)
+                        ));
+                    }
+                    if set.falls_back(ToolKind::Shell) {
+                        gaps.push("shell commands that no rule allows are not denied (Codex cannot deny commands by default; they run in the sandbox)".to_owned());
+                    }
+                    if !set.allows_all(ToolKind::Read) {
+                        gaps.push("read rules (Codex reads files with its shell, which has no read rules)".to_owned());
+                    }
+                } else {
+                    p.args.extend(disable_shell);
+                    p.notes.push(NO_SHELL_NOTE.to_owned());
+                }
+                if set.allowed(ToolKind::Url).next().is_some() {
+                    gaps.push(
+                        "URL allow rules (the sandbox keeps shell commands off the network)"
+                            .to_owned(),
+                    );
+                }
+                if set.mentions(ToolKind::Mcp) {
+                    gaps.push("MCP rules (no MCP servers are configured for Codex)".to_owned());
+                }
+            }
+        }
+        p.notes.extend(policy_note(CLI, policy, &gaps));
+        p
+    }
+}
+
+/// The words of a shell glob before its first wildcard (`git push*` → `git`).
+fn literal_words(glob: &str) -> String {
+    glob.split_whitespace()
+        .take_while(|w| is_literal(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A Starlark string literal (JSON string escapes are valid Starlark escapes).
+fn starlark_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
 /// A TOML basic string (JSON string escapes are valid TOML escapes).
 fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
@@ -112,9 +262,10 @@ impl AgentRunner for CodexCli {
     fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
         let home = r.state_dir.join("codex");
         let model = self.cli.model(r);
+        let permissions = Permissions::of(&r.permissions);
         let mut cmd = AgentCommand::new(&self.cli.program)
             .args(["exec", "--json", "--skip-git-repo-check"])
-            .arg("--dangerously-bypass-approvals-and-sandbox")
+            .args(&permissions.args)
             .flag_opt("--model", model.as_deref())
             .flag_opt(
                 "-c",
@@ -129,6 +280,9 @@ impl AgentRunner for CodexCli {
         if r.max_turns.is_some() {
             cmd = cmd.note(unsupported("Codex", "maxTurns"));
         }
+        for note in permissions.notes {
+            cmd = cmd.note(note);
+        }
         if !r.allowed_urls.is_empty() {
             cmd = cmd.note(unsupported(
                 "Codex",
@@ -138,6 +292,7 @@ impl AgentRunner for CodexCli {
         cmd = cmd
             .dir(&home)
             .file(home.join("config.toml"), self.config_toml(model.as_deref()))
+            .file(home.join("rules").join(RULES_FILE), permissions.rules)
             .env_path("CODEX_HOME", &home);
         if let Some(key) = self.cli.endpoint.as_ref().and_then(|e| e.api_key.as_ref()) {
             cmd = cmd.env(KEY_VAR, key);
@@ -363,6 +518,141 @@ mod tests {
             ],
         );
         assert_eq!(t.reply, None);
+    }
+
+    /// The command for `policy`: its arguments between `exec --json --skip-git-repo-check`
+    /// and the prompt, its rules file and its notes.
+    fn with_policy(policy: &str) -> (Vec<String>, String, Vec<String>) {
+        let mut r = AgentRequest::new("/wt", "Do it");
+        r.permissions = policy.parse().unwrap_or_else(|e| panic!("{e}"));
+        let cmd = CodexCli::new()
+            .command(&r)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let args = cmd.args_lossy();
+        let rules = cmd
+            .files
+            .iter()
+            .find(|(path, _)| path.ends_with("codex/rules/orchestrator.rules"))
+            .map(|(_, text)| text.clone())
+            .unwrap_or_default();
+        (args[3..args.len() - 1].to_vec(), rules, cmd.notes)
+    }
+
+    const HEADER: &str = "# Written by the orchestrator before each run: the shell commands the session's permission policy denies.\n";
+
+    #[test]
+    fn allow_all_bypasses_the_sandbox_and_clears_the_rules() {
+        let (args, rules, notes) = with_policy("allow-all");
+        assert_eq!(args, ["--dangerously-bypass-approvals-and-sandbox"]);
+        assert_eq!(rules, HEADER, "an earlier run's rules are overwritten");
+        assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn read_only_is_the_read_only_sandbox() {
+        let (args, rules, notes) = with_policy("read-only");
+        assert_eq!(
+            args,
+            ["--sandbox", "read-only", "-c", r#"approval_policy="never""#]
+        );
+        assert_eq!(rules, HEADER);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("shell commands are not refused but run in a read-only sandbox"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn no_shell_disables_the_shell_tool() {
+        let (args, _, notes) = with_policy("no-shell");
+        assert_eq!(
+            args,
+            [
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--disable",
+                "shell_tool"
+            ]
+        );
+        assert_eq!(notes, [NO_SHELL_NOTE]);
+    }
+
+    #[test]
+    fn rules_choose_the_sandbox_and_forbid_command_prefixes() {
+        let (args, rules, notes) = with_policy(
+            r#"{"allow": ["read", "write", "shell:git *", "shell:cargo *"], "deny": ["shell:rm *", "shell:git push*", "shell:git reset --hard"]}"#,
+        );
+        assert_eq!(
+            args,
+            [
+                "--sandbox",
+                "workspace-write",
+                "-c",
+                r#"approval_policy="never""#
+            ]
+        );
+        assert_eq!(
+            rules,
+            format!(
+                "{HEADER}{}{}{}",
+                "prefix_rule(pattern = [\"rm\"], decision = \"forbidden\", justification = \"the session's permission rules deny `shell:rm *`\")\n",
+                "prefix_rule(pattern = [\"git\"], decision = \"forbidden\", justification = \"the session's permission rules deny `shell:git push*`\")\n",
+                "prefix_rule(pattern = [\"git\", \"reset\", \"--hard\"], decision = \"forbidden\", justification = \"the session's permission rules deny `shell:git reset --hard`\")\n",
+            )
+        );
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let note = &notes[0];
+        for gap in [
+            "Codex cannot ask the host",
+            "the deny rule `shell:git push*` is widened to every command starting with `git`",
+            "the deny rule `shell:git reset --hard` is widened to every command starting with `git reset --hard`",
+            "shell commands that no rule allows are not denied",
+        ] {
+            assert!(note.contains(gap), "{gap}: {note}");
+        }
+        assert!(!note.contains("read rules"), "{note}");
+
+        // Writes by path cannot be told apart: every write is denied. No shell rule: no shell.
+        let (args, rules, notes) =
+            with_policy(r#"{"allow": ["write:src/**", "url"], "deny": ["mcp:x/y"]}"#);
+        assert_eq!(
+            args,
+            [
+                "--sandbox",
+                "read-only",
+                "-c",
+                r#"approval_policy="never""#,
+                "--disable",
+                "shell_tool"
+            ]
+        );
+        assert_eq!(rules, HEADER);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(notes[0], NO_SHELL_NOTE);
+        for gap in [
+            "the write rules `write:src/**` (Codex's sandbox cannot tell paths apart, so every write is denied)",
+            "URL allow rules",
+            "MCP rules",
+        ] {
+            assert!(notes[1].contains(gap), "{gap}: {notes:?}");
+        }
+    }
+
+    #[test]
+    fn ask_denies_writes_and_the_shell() {
+        let (args, _, notes) = with_policy("ask");
+        assert_eq!(
+            args,
+            [
+                "--sandbox",
+                "read-only",
+                "-c",
+                r#"approval_policy="never""#,
+                "--disable",
+                "shell_tool"
+            ]
+        );
+        assert!(notes[1].contains("Codex cannot ask the host"), "{notes:?}");
     }
 
     #[test]

@@ -1,17 +1,18 @@
 //! [`CopilotCli`]: GitHub Copilot CLI.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use orchestrator_core::plan::Env;
 use orchestrator_core::runner::{LogStream, WorkFailure};
 use serde_json::Value;
 
 use super::cli::{cli_builder, CliSettings};
+use super::permission::{command_prefix, is_literal, policy_note};
 use super::usage::{add, count, find_text, text};
 use super::ProviderKind;
 use super::{
     event_type, json_event, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner,
-    Transcript,
+    PermissionPolicy, PermissionRule, ToolKind, Transcript,
 };
 
 /// Copilot CLI, run headless:
@@ -21,6 +22,15 @@ use super::{
 ///         --add-dir <worktree> [--add-dir D]... [--allow-url U]... [--model M]
 ///         [--reasoning-effort E] [--resume ID] --log-dir <run>/logs
 /// ```
+///
+/// Permissions ([`AgentRequest::permissions`]): `read-only` and `no-shell` keep
+/// `--allow-all-tools` and add `--deny-tool write` / `--deny-tool shell` (Copilot's deny rules
+/// win over it; the agent sees "Permission to run this tool was denied"). `ask` and rules drop
+/// `--allow-all-tools`, so in `-p` mode whatever no rule allows is denied, and pass
+/// `--allow-tool`/`--deny-tool` patterns: `write` / `write(<absolute path>)` for writes (literal
+/// paths only), `shell` / `shell(git:*)` for commands (`git *` globs; a literal command only
+/// as a deny rule), `url` / `url(<literal url>)`, `server(tool)` / `server` for MCP tools.
+/// Copilot has no permission rule for reads: it reads without asking (the log says so).
 ///
 /// Environment: `COPILOT_HOME=<state>/copilot`; `XDG_CACHE_HOME` is the per-worktree cache
 /// unless [`CopilotCli::shared_cache`] names one shared by all runs (Copilot unpacks about
@@ -117,10 +127,12 @@ impl AgentRunner for CopilotCli {
         let home = r.state_dir.join("copilot");
         let logs = r.run_dir.join("logs");
         let model = self.model(r);
+        let mut notes = Vec::new();
         let mut cmd = AgentCommand::new(&self.cli.program)
             .arg("-p")
             .arg(&r.prompt)
-            .args(["--allow-all-tools", "--no-ask-user", "--no-auto-update"])
+            .args(permission_args(&r.permissions, &r.dir, &mut notes))
+            .args(["--no-ask-user", "--no-auto-update"])
             .args(["--output-format", "json"])
             .flag("--add-dir", &r.dir)
             .flag_each("--add-dir", &r.allowed_folders)
@@ -131,6 +143,9 @@ impl AgentRunner for CopilotCli {
             .flag("--log-dir", &logs);
         if r.max_turns.is_some() {
             cmd = cmd.note(unsupported("Copilot CLI", "maxTurns"));
+        }
+        for note in notes {
+            cmd = cmd.note(note);
         }
         cmd = cmd.dir(&home).dir(&logs).env_path("COPILOT_HOME", &home);
         if let Some(cache) = &self.shared_cache {
@@ -224,6 +239,104 @@ impl AgentRunner for CopilotCli {
         if let Ok(text) = std::fs::read_to_string(events) {
             add_session_usage(&text, t);
         }
+    }
+}
+
+/// How the notes name this CLI.
+const CLI: &str = "Copilot CLI";
+
+/// The permission flags for `policy` in the worktree `dir` (see [`CopilotCli`]); what they
+/// cannot enforce goes to `notes`.
+fn permission_args(policy: &PermissionPolicy, dir: &Path, notes: &mut Vec<String>) -> Vec<String> {
+    let all = "--allow-all-tools".to_owned();
+    let Some(set) = policy.rule_set() else {
+        return vec![all];
+    };
+    let flags = |flag: &str, patterns: Vec<String>| {
+        patterns
+            .into_iter()
+            .flat_map(move |p| [flag.to_owned(), p])
+            .collect::<Vec<_>>()
+    };
+    if matches!(
+        policy,
+        PermissionPolicy::ReadOnly | PermissionPolicy::NoShell
+    ) {
+        let denied = set
+            .deny
+            .iter()
+            .flat_map(|(rule, _)| whole_kind(rule.kind).unwrap_or_default())
+            .collect();
+        return [vec![all], flags("--deny-tool", denied)].concat();
+    }
+    let mut t = set.translate(CLI, |rule, deny| patterns(rule, deny, dir), whole_kind);
+    if set.falls_back(ToolKind::Read) {
+        t.gaps.push(
+            "reads that no rule allows are not denied (Copilot CLI has no permission rule for reads)"
+                .to_owned(),
+        );
+    }
+    notes.extend(policy_note(CLI, policy, &t.gaps));
+    let deny = t.deny.into_iter().map(|(pattern, _)| pattern).collect();
+    [flags("--allow-tool", t.allow), flags("--deny-tool", deny)].concat()
+}
+
+/// The patterns denying every request of `kind`: none for reads (Copilot cannot deny them);
+/// MCP tools need none without `--allow-all-tools` once no rule allows them.
+fn whole_kind(kind: ToolKind) -> Option<Vec<String>> {
+    match kind {
+        ToolKind::Write => Some(vec!["write".to_owned()]),
+        ToolKind::Shell => Some(vec!["shell".to_owned()]),
+        ToolKind::Url => Some(vec!["url".to_owned()]),
+        ToolKind::Mcp => Some(Vec::new()),
+        _ => None,
+    }
+}
+
+/// Copilot's patterns matching exactly what `rule` (a deny rule when `deny`) matches, paths
+/// taken relative to the worktree `dir`.
+fn patterns(rule: &PermissionRule, deny: bool, dir: &Path) -> Option<Vec<String>> {
+    let Some(glob) = rule.glob.as_deref() else {
+        return match rule.kind {
+            // Reads need no permission; "all MCP servers" has no pattern.
+            ToolKind::Read => Some(Vec::new()),
+            ToolKind::Mcp => None,
+            kind => whole_kind(kind),
+        };
+    };
+    match rule.kind {
+        // Reads are allowed anyway.
+        ToolKind::Read if !deny => Some(Vec::new()),
+        // A relative `write(path)` would match that path in any directory.
+        ToolKind::Write if is_literal(glob) => {
+            let path = if glob.starts_with('/') {
+                PathBuf::from(glob)
+            } else {
+                dir.join(glob)
+            };
+            Some(vec![format!("write({})", path.display())])
+        }
+        ToolKind::Shell => match command_prefix(glob) {
+            Some(words) => Some(vec![format!("shell({words}:*)")]),
+            // Copilot matches a literal command by its first words: at least this command.
+            None if deny && is_literal(glob) => Some(vec![format!("shell({glob})")]),
+            None => None,
+        },
+        ToolKind::Url if is_literal(glob) => Some(vec![format!("url({glob})")]),
+        ToolKind::Mcp => {
+            let (server, tool) = glob.split_once('/')?;
+            if server.is_empty() || !is_literal(server) {
+                return None;
+            }
+            match tool {
+                "*" | "**" => Some(vec![server.to_owned()]),
+                tool if !tool.is_empty() && is_literal(tool) && !tool.contains('/') => {
+                    Some(vec![format!("{server}({tool})")])
+                }
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 
@@ -467,6 +580,107 @@ mod tests {
             t.result_error.as_deref(),
             Some("the result reports exit code 1")
         );
+    }
+
+    /// The permission arguments of the command for `policy` (between `-p <prompt>` and
+    /// `--no-ask-user`), and its notes.
+    fn with_policy(policy: &str) -> (Vec<String>, Vec<String>) {
+        let mut r = AgentRequest::new("/wt", "Do it");
+        r.permissions = policy.parse().unwrap_or_else(|e| panic!("{e}"));
+        let cmd = CopilotCli::new()
+            .command(&r)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let args = cmd.args_lossy();
+        let end = args
+            .iter()
+            .position(|a| a == "--no-ask-user")
+            .unwrap_or_default();
+        (args[2..end].to_vec(), cmd.notes)
+    }
+
+    #[test]
+    fn read_only_and_no_shell_deny_tools_over_allow_all() {
+        assert_eq!(
+            with_policy("allow-all"),
+            (vec!["--allow-all-tools".into()], vec![])
+        );
+        let (args, notes) = with_policy("read-only");
+        assert_eq!(
+            args,
+            [
+                "--allow-all-tools",
+                "--deny-tool",
+                "write",
+                "--deny-tool",
+                "shell"
+            ]
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+        let (args, notes) = with_policy("no-shell");
+        assert_eq!(args, ["--allow-all-tools", "--deny-tool", "shell"]);
+        assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn rules_become_allowed_and_denied_tools() {
+        let (args, notes) = with_policy(
+            r#"{"allow": ["read", "write:notes.txt", "write:/tmp/x.log", "shell:git *", "url:https://docs.rs", "mcp:github/*", "mcp:jira/search"],
+                "deny": ["shell:git push *", "shell:rm -rf /", "url:https://docs.rs/private"]}"#,
+        );
+        assert_eq!(
+            args,
+            [
+                "--allow-tool",
+                "write(/wt/notes.txt)",
+                "--allow-tool",
+                "write(/tmp/x.log)",
+                "--allow-tool",
+                "shell(git:*)",
+                "--allow-tool",
+                "url(https://docs.rs)",
+                "--allow-tool",
+                "github",
+                "--allow-tool",
+                "jira(search)",
+                "--deny-tool",
+                "shell(git push:*)",
+                "--deny-tool",
+                "shell(rm -rf /)",
+                "--deny-tool",
+                "url(https://docs.rs/private)"
+            ]
+        );
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("Copilot CLI cannot ask the host about tool requests here; requests not allowed by a rule are denied"),
+            "{notes:?}"
+        );
+        assert!(!notes[0].contains("Not enforced"), "{notes:?}");
+
+        let (args, notes) = with_policy(
+            r#"{"allow": ["write:notes.txt", "shell:make ?"], "deny": ["write:src/**", "read:.env"]}"#,
+        );
+        assert_eq!(
+            args,
+            ["--deny-tool", "write"],
+            "widened; its allow rules dropped"
+        );
+        let note = &notes[0];
+        for gap in [
+            "the deny rule `write:src/**` is widened to every write request",
+            "the deny rule `read:.env` (Copilot CLI cannot deny read requests)",
+            "the allow rule `shell:make ?` is left out",
+            "reads that no rule allows are not denied",
+        ] {
+            assert!(note.contains(gap), "{gap}: {note}");
+        }
+    }
+
+    #[test]
+    fn ask_allows_nothing() {
+        let (args, notes) = with_policy("ask");
+        assert!(args.is_empty(), "no --allow-all-tools: {args:?}");
+        assert!(notes[0].contains("cannot ask the host"), "{notes:?}");
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub use copilot::CopilotCli;
 pub use gemini::GeminiCli;
 pub use generic::GenericAgent;
 pub use heal::AgentHealer;
-pub use permission::{PermissionPolicy, PermissionRule, ToolKind};
+pub use permission::{Permission, PermissionPolicy, PermissionRule, ToolKind};
 pub use pressure::{
     checkpoint_prompt, ContextPressure, Pressure, CHECKPOINT_PREFIX, THRESHOLD_VAR,
 };
