@@ -27,15 +27,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{bin_dir, installed};
+use common::clis::runner_for;
+use common::installed;
 use orchestrator_agents::agent::{
-    AgentCommand, AgentRequest, AgentRunner, AgentWorkRunner, ClaudeCode, CodexCli, CopilotCli,
-    FailureClass, GeminiCli, ModelEndpoint, PermissionPolicy, ProviderKind, RetryPolicy,
-    Transcript,
+    AgentCommand, AgentRequest, AgentRunner, AgentWorkRunner, FailureClass, PermissionPolicy,
+    RetryPolicy, Transcript,
 };
 use orchestrator_core::plan::{AgentSpec, Env, WorkSpec};
 use orchestrator_core::runner::{LogStream, WorkFailure};
@@ -47,66 +47,8 @@ use serde_json::Value;
 /// The real CLIs are heavy (Node.js, a few hundred MB of memory each): one test at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// The API key every CLI sends to the model server.
-const KEY: &str = "testkit-key";
 /// Longest one agent run may take.
 const AGENT_TIMEOUT_MS: u64 = 90_000;
-
-/// The cache Copilot unpacks itself into once: `$AGENT_CLIS_CACHE` or
-/// `<workspace>/.agent-clis/cache` (shared with `real_clis.rs`).
-fn copilot_cache() -> PathBuf {
-    std::env::var_os("AGENT_CLIS_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(".agent-clis")
-                .join("cache")
-        })
-}
-
-/// `PATH` for the CLIs: their bin dir first.
-fn cli_path() -> String {
-    let host = std::env::var("PATH").unwrap_or_default();
-    format!("{}:{host}", bin_dir().display())
-}
-
-/// The runner for `cli`, its program at `program`, talking to `server` (as in `real_clis.rs`).
-fn runner_for(cli: &str, program: &Path, server: &ModelServer) -> Arc<dyn AgentRunner> {
-    let path = cli_path();
-    let program = program.display().to_string();
-    match cli {
-        "claude" => Arc::new(
-            ClaudeCode::new()
-                .program(program)
-                .env("PATH", path)
-                .endpoint(ModelEndpoint::new(server.url(), ProviderKind::Anthropic).api_key(KEY)),
-        ),
-        "codex" => Arc::new(CodexCli::new().program(program).env("PATH", path).endpoint(
-            ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY),
-        )),
-        "copilot" => Arc::new(
-            CopilotCli::new()
-                .program(program)
-                .env("PATH", path)
-                .shared_cache(copilot_cache())
-                .endpoint(
-                    ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY),
-                ),
-        ),
-        "gemini" => Arc::new(
-            GeminiCli::new()
-                .program(program)
-                .env("PATH", path)
-                .endpoint(
-                    ModelEndpoint::new(server.url(), ProviderKind::Gemini)
-                        .api_key(KEY)
-                        .model("gemini-2.5-pro"),
-                ),
-        ),
-        other => panic!("no runner for {other}"),
-    }
-}
 
 /// A runner that runs `inner` with `policy` as the request's permissions.
 #[derive(Debug)]

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::clis::runner_for;
 use common::installed;
-use orchestrator_agents::agent::AgentWorkRunner;
+use orchestrator_agents::agent::{AgentWorkRunner, PermissionPolicy};
 use orchestrator_agents::session::{NewSession, SessionRecord, Sessions};
 use orchestrator_core::plan::Effort;
 use orchestrator_git::Git2Operations;
@@ -349,4 +349,37 @@ async fn copilot_sessions_are_steered_while_they_work() {
 #[tokio::test]
 async fn gemini_sessions_are_steered_while_they_work() {
     steering("gemini").await;
+}
+
+/// A `read-only` session: the agent's write is denied (removed from its tools or refused)
+/// and the turn's checkpoint is the base, the worktree unchanged.
+async fn read_only(cli: &str) {
+    let Some(program) = installed(cli) else { return };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let script = Script::new().on_prompt(
+        Turn::when("WRITE-IT")
+            .write_file("denied.txt", "no\n")
+            .final_text("tried"),
+    );
+    let server = ModelServer::start(script).await.expect("server");
+    let repo = TempRepo::new();
+    let s = sessions(cli, &program, &repo, &server);
+    let session = s
+        .create(NewSession::new().permissions(PermissionPolicy::ReadOnly))
+        .await
+        .expect("create");
+    let turn = s
+        .send(&session.id, "WRITE-IT: create denied.txt")
+        .await
+        .unwrap_or_else(|e| panic!("{cli}: read-only turn: {e}"));
+    assert!(!session.dir.join("denied.txt").exists(), "{cli}: the write was denied");
+    assert_eq!(git(&session.dir, &["status", "--porcelain"]), "", "{cli}");
+    assert_eq!(turn.checkpoint, session.base, "{cli}: nothing to checkpoint");
+}
+
+#[tokio::test]
+async fn read_only_sessions_leave_the_worktree_unchanged() {
+    for cli in common::clis::CLIS {
+        read_only(cli).await;
+    }
 }
