@@ -14,14 +14,14 @@
 
 mod common;
 
+use common::clis::runner_for;
+
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{bin_dir, installed, node};
+use common::{installed, node};
 use orchestrator_agents::agent::{
-    AgentRunner, AgentWorkRunner, ClaudeCode, CodexCli, ContextPressure, CopilotCli, GeminiCli,
-    ModelEndpoint, ProviderKind, RetryPolicy, CHECKPOINT_PREFIX, THRESHOLD_VAR,
+    AgentWorkRunner, ContextPressure, RetryPolicy, CHECKPOINT_PREFIX, THRESHOLD_VAR,
 };
 use orchestrator_core::composite::{SplitManifest, MANIFEST_FILE};
 use orchestrator_core::plan::{AgentSpec, JobSpec, PlanSpec, WorkSpec};
@@ -37,7 +37,6 @@ use serde_json::json;
 /// The real CLIs are heavy: one test at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-const KEY: &str = "testkit-key";
 const AGENT_TIMEOUT_MS: u64 = 90_000;
 const PLAN_TIMEOUT: Duration = Duration::from_secs(240);
 /// What the first turn's calls report: past 0.8 of a Claude model's 200k window, and below
@@ -47,42 +46,7 @@ const FULL_CONTEXT: u64 = 165_000;
 /// The `agent` work runner with `cli` (at `program`) talking to `server`, default context
 /// pressure.
 fn agents(cli: &str, program: &Path, server: &ModelServer) -> AgentWorkRunner {
-    let host = std::env::var("PATH").unwrap_or_default();
-    let path = format!("{}:{host}", bin_dir().display());
-    let program = program.display().to_string();
-    let openai = ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY);
-    let runner: Arc<dyn AgentRunner> = match cli {
-        "claude" => Arc::new(
-            ClaudeCode::new()
-                .program(program)
-                .env("PATH", path)
-                .endpoint(ModelEndpoint::new(server.url(), ProviderKind::Anthropic).api_key(KEY)),
-        ),
-        "codex" => Arc::new(
-            CodexCli::new()
-                .program(program)
-                .env("PATH", path)
-                .endpoint(openai),
-        ),
-        "copilot" => Arc::new(
-            CopilotCli::new()
-                .program(program)
-                .env("PATH", path)
-                .shared_cache(bin_dir().join("..").join("cache"))
-                .endpoint(openai),
-        ),
-        "gemini" => Arc::new(
-            GeminiCli::new()
-                .program(program)
-                .env("PATH", path)
-                .endpoint(
-                    ModelEndpoint::new(server.url(), ProviderKind::Gemini)
-                        .api_key(KEY)
-                        .model("gemini-2.5-pro"),
-                ),
-        ),
-        other => panic!("no runner for {other}"),
-    };
+    let runner = runner_for(cli, program, server);
     AgentWorkRunner::empty()
         .register_arc(cli, runner)
         .default_agent(cli)

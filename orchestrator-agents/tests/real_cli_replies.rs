@@ -14,14 +14,13 @@
 
 mod common;
 
+use common::clis::runner_for;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use orchestrator_agents::agent::{
-    AgentRunner, AgentWorkRunner, ClaudeCode, CodexCli, CopilotCli, GeminiCli, ModelEndpoint,
-    ProviderKind, RetryPolicy, Transcript,
-};
+use orchestrator_agents::agent::{AgentRunner, AgentWorkRunner, RetryPolicy, Transcript};
 use orchestrator_core::events::EventBus;
 use orchestrator_core::inputs::{Inputs, JobInput, SECTION_HEADING};
 use orchestrator_core::plan::{AgentSpec, WorkSpec};
@@ -29,65 +28,13 @@ use orchestrator_core::runner::{LogSink, LogStream};
 use orchestrator_core::{OrchestratorEvent, Phase, PlanId, WorkContext, WorkRunner};
 use orchestrator_testkit::{ModelServer, Script};
 
-use common::{bin_dir, installed};
+use common::installed;
 
 /// The real CLIs are heavy (Node.js, a few hundred MB of memory each): one test at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// The API key every CLI sends to the model server.
-const KEY: &str = "testkit-key";
 /// Longest a run may take.
 const AGENT_TIMEOUT_MS: u64 = 90_000;
-
-/// Where the CLIs are installed.
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The cache Copilot unpacks itself into once.
-fn copilot_cache() -> PathBuf {
-    std::env::var_os("AGENT_CLIS_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join(".agent-clis").join("cache"))
-}
-
-/// The runner for `cli`, its program at `program`, talking to `server`.
-fn runner_for(cli: &str, program: &Path, server: &ModelServer) -> Arc<dyn AgentRunner> {
-    let host = std::env::var("PATH").unwrap_or_default();
-    let path = format!("{}:{host}", bin_dir().display());
-    let program = program.display().to_string();
-    match cli {
-        "claude" => Arc::new(
-            ClaudeCode::new()
-                .program(program)
-                .env("PATH", path)
-                .endpoint(ModelEndpoint::new(server.url(), ProviderKind::Anthropic).api_key(KEY)),
-        ),
-        "codex" => Arc::new(CodexCli::new().program(program).env("PATH", path).endpoint(
-            ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY),
-        )),
-        "copilot" => Arc::new(
-            CopilotCli::new()
-                .program(program)
-                .env("PATH", path)
-                .shared_cache(copilot_cache())
-                .endpoint(
-                    ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY),
-                ),
-        ),
-        "gemini" => Arc::new(
-            GeminiCli::new()
-                .program(program)
-                .env("PATH", path)
-                .endpoint(
-                    ModelEndpoint::new(server.url(), ProviderKind::Gemini)
-                        .api_key(KEY)
-                        .model("gemini-2.5-pro"),
-                ),
-        ),
-        other => panic!("no runner for {other}"),
-    }
-}
 
 /// What one real run printed, line by line with its stream, and how it ended.
 struct Run {

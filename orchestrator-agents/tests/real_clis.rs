@@ -11,13 +11,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{bin_dir, installed, node};
+use common::clis::{cli_path, runner_for, KEY};
+use common::{installed, node};
 use orchestrator_agents::agent::{
-    AgentHealer, AgentRunner, AgentWorkRunner, ClaudeCode, CodexCli, CopilotCli, GeminiCli,
-    ModelEndpoint, ProviderKind, RetryPolicy,
+    AgentHealer, AgentRunner, AgentWorkRunner, ClaudeCode, RetryPolicy,
 };
 use orchestrator_agents::ShellRunner;
 use orchestrator_core::plan::{AgentSpec, JobSpec, PlanSpec, WorkSpec};
@@ -34,71 +33,10 @@ use serde_json::Value;
 /// The real CLIs are heavy (Node.js, a few hundred MB of memory each): one test at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// The API key every CLI sends to the model server.
-const KEY: &str = "testkit-key";
 /// Longest a job's agent may run (the spec's `timeout`, covering retries).
 const AGENT_TIMEOUT_MS: u64 = 90_000;
 /// Longest a whole plan may take.
 const PLAN_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// The cache Copilot unpacks itself into once: `$AGENT_CLIS_CACHE` or
-/// `<workspace>/.agent-clis/cache`.
-fn copilot_cache() -> PathBuf {
-    std::env::var_os("AGENT_CLIS_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(".agent-clis")
-                .join("cache")
-        })
-}
-
-/// `PATH` for the CLIs: their bin dir first (they find each other and `node` there or on the
-/// host's `PATH`).
-fn cli_path() -> String {
-    let host = std::env::var("PATH").unwrap_or_default();
-    format!("{}:{host}", bin_dir().display())
-}
-
-/// The runner for `cli`, its program at `program`, talking to `server`.
-fn runner_for(cli: &str, program: &Path, server: &ModelServer) -> std::sync::Arc<dyn AgentRunner> {
-    let path = cli_path();
-    let program = program.display().to_string();
-    match cli {
-        "claude" => std::sync::Arc::new(
-            ClaudeCode::new()
-                .program(program)
-                .env("PATH", path)
-                .endpoint(ModelEndpoint::new(server.url(), ProviderKind::Anthropic).api_key(KEY)),
-        ),
-        "codex" => {
-            std::sync::Arc::new(CodexCli::new().program(program).env("PATH", path).endpoint(
-                ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY),
-            ))
-        }
-        "copilot" => std::sync::Arc::new(
-            CopilotCli::new()
-                .program(program)
-                .env("PATH", path)
-                .shared_cache(copilot_cache())
-                .endpoint(
-                    ModelEndpoint::new(server.openai_base_url(), ProviderKind::OpenAi).api_key(KEY),
-                ),
-        ),
-        "gemini" => std::sync::Arc::new(
-            GeminiCli::new()
-                .program(program)
-                .env("PATH", path)
-                .endpoint(
-                    ModelEndpoint::new(server.url(), ProviderKind::Gemini)
-                        .api_key(KEY)
-                        .model("gemini-2.5-pro"),
-                ),
-        ),
-        other => panic!("no runner for {other}"),
-    }
-}
 
 /// The `agent` work runner with `cli` registered, retrying transient failures quickly.
 fn agents(cli: &str, runner: std::sync::Arc<dyn AgentRunner>) -> AgentWorkRunner {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use common::clis::runner_for;
 use common::installed;
 use orchestrator_agents::agent::{AgentWorkRunner, PermissionPolicy};
-use orchestrator_agents::session::{NewSession, SessionRecord, Sessions};
+use orchestrator_agents::session::{NewSession, SessionEvent, SessionRecord, Sessions};
 use orchestrator_core::plan::Effort;
 use orchestrator_git::Git2Operations;
 use orchestrator_testkit::fixtures::TempRepo;
@@ -127,6 +127,7 @@ async fn conversation(cli: &str) {
         .await
         .expect("create");
 
+    let mut events = s.subscribe();
     let t1 = s
         .send(&session.id, "TURN-ONE: create a.txt")
         .await
@@ -145,6 +146,29 @@ async fn conversation(cli: &str) {
         ],
     );
     assert_eq!(Some(&turn1), t1.checkpoint.as_ref());
+    // The turn's typed events: the write as a tool call and its result, the reply text.
+    let mut seen = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        seen.push(e);
+    }
+    let call = seen.iter().any(
+        |e| matches!(e, SessionEvent::ToolCall { input, .. } if input.to_string().contains("a.txt")),
+    );
+    assert!(call, "{cli}: the write is a ToolCall event: {seen:?}");
+    let result = seen.iter().any(|e| {
+        matches!(
+            e,
+            SessionEvent::ToolResult {
+                is_error: false,
+                ..
+            }
+        )
+    });
+    assert!(result, "{cli}: its result is a ToolResult event");
+    let text = seen
+        .iter()
+        .any(|e| matches!(e, SessionEvent::Text { text, .. } if text.contains("wrote one")));
+    assert!(text, "{cli}: the reply is a Text event");
     assert_eq!(git(&repo.dir, &["show", &format!("{turn1}:a.txt")]), "one");
 
     let before = server.requests().len();
@@ -354,7 +378,9 @@ async fn gemini_sessions_are_steered_while_they_work() {
 /// A `read-only` session: the agent's write is denied (removed from its tools or refused)
 /// and the turn's checkpoint is the base, the worktree unchanged.
 async fn read_only(cli: &str) {
-    let Some(program) = installed(cli) else { return };
+    let Some(program) = installed(cli) else {
+        return;
+    };
     let _one = ONE_AT_A_TIME.lock().await;
     let script = Script::new().on_prompt(
         Turn::when("WRITE-IT")
@@ -368,13 +394,39 @@ async fn read_only(cli: &str) {
         .create(NewSession::new().permissions(PermissionPolicy::ReadOnly))
         .await
         .expect("create");
+    let mut events = s.subscribe();
     let turn = s
         .send(&session.id, "WRITE-IT: create denied.txt")
         .await
         .unwrap_or_else(|e| panic!("{cli}: read-only turn: {e}"));
-    assert!(!session.dir.join("denied.txt").exists(), "{cli}: the write was denied");
+    assert!(
+        !session.dir.join("denied.txt").exists(),
+        "{cli}: the write was denied"
+    );
     assert_eq!(git(&session.dir, &["status", "--porcelain"]), "", "{cli}");
-    assert_eq!(turn.checkpoint, session.base, "{cli}: nothing to checkpoint");
+    assert_eq!(
+        turn.checkpoint, session.base,
+        "{cli}: nothing to checkpoint"
+    );
+    // Copilot CLI refuses the call (the agent sees a failed tool result) and Codex the patch
+    // (it says so in its log only: its JSON has no item for a rejected patch); Claude Code and
+    // Gemini CLI take the write tools out of the agent's list instead.
+    let (mut refused, mut rejected) = (false, false);
+    while let Ok(e) = events.try_recv() {
+        match e {
+            SessionEvent::ToolResult { is_error: true, .. } => refused = true,
+            SessionEvent::Output { line, .. } => rejected |= line.contains("patch rejected"),
+            _ => {}
+        }
+    }
+    match cli {
+        "copilot" => assert!(
+            refused,
+            "{cli}: the denial reached the agent as a failed tool result"
+        ),
+        "codex" => assert!(rejected, "{cli}: the patch was rejected"),
+        _ => {}
+    }
 }
 
 #[tokio::test]

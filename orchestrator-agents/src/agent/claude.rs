@@ -140,6 +140,10 @@ impl AgentRunner for ClaudeCode {
                 if let Some(error) = text(&event, "error") {
                     t.error(message_text(&event).unwrap_or(error));
                 } else if is_main_agent(&event) {
+                    for block in content_blocks(&event, "tool_use") {
+                        let name = text(block, "name").unwrap_or_default();
+                        t.tool_call(name, block.get("input").cloned().unwrap_or(Value::Null));
+                    }
                     // The reply until the result event says it (a run may end without one).
                     if let Some(reply) = message_text(&event) {
                         t.set_reply(reply);
@@ -147,6 +151,19 @@ impl AgentRunner for ClaudeCode {
                     if let Some(tokens) = context_size(&event) {
                         t.context(tokens);
                     }
+                }
+            }
+            Some("user") if is_main_agent(&event) => {
+                for block in content_blocks(&event, "tool_result") {
+                    let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
+                    let output = match block.get("content") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => {
+                            super::usage::find_text(other, &["text"]).unwrap_or_default()
+                        }
+                        None => String::new(),
+                    };
+                    t.tool_result(None, output, is_error);
                 }
             }
             Some("result") => {
@@ -359,6 +376,16 @@ fn running_as_root() -> bool {
 #[cfg(not(unix))]
 fn running_as_root() -> bool {
     false
+}
+
+/// The content blocks of `kind` (`tool_use`, `tool_result`) of a message event.
+fn content_blocks<'a>(event: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    event
+        .pointer("/message/content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(move |block| event_type(block) == Some(kind))
 }
 
 #[cfg(test)]

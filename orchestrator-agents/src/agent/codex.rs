@@ -327,8 +327,19 @@ impl AgentRunner for CodexCli {
                     t.error(message);
                 }
             }
+            Some("item.started") => {
+                let item = event.get("item").unwrap_or(&Value::Null);
+                if let Some(tool) = tool_item(item) {
+                    t.tool_call(tool, item.clone());
+                }
+            }
             Some("item.completed") => {
                 let item = event.get("item").unwrap_or(&Value::Null);
+                if let Some(tool) = tool_item(item) {
+                    let failed = text(item, "status").is_some_and(|s| s != "completed");
+                    let output = text(item, "aggregated_output").unwrap_or_default();
+                    t.tool_result(Some(tool.to_owned()), output, failed);
+                }
                 // The first releases of this format (autumn 2025) tagged items `item_type` and
                 // named messages `assistant_message`.
                 let kind = event_type(item).or_else(|| item.get("item_type")?.as_str());
@@ -396,6 +407,17 @@ fn add_rollout_context(rollout: &str, t: &mut Transcript) {
             t.context_window = Some(window);
         }
     }
+}
+
+/// The kind of a Codex item that is a tool call (a command, a file change, an MCP tool, a web
+/// search), `None` for messages, reasoning and errors.
+fn tool_item(item: &Value) -> Option<&str> {
+    event_type(item).filter(|kind| {
+        matches!(
+            *kind,
+            "command_execution" | "file_change" | "mcp_tool_call" | "web_search"
+        )
+    })
 }
 
 #[cfg(test)]

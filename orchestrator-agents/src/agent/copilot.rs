@@ -188,6 +188,21 @@ impl AgentRunner for CopilotCli {
                 });
                 t.finish(error);
             }
+            Some("tool.execution_start") => {
+                let data = event.get("data").unwrap_or(&Value::Null);
+                let tool = text(data, "toolName").unwrap_or_default();
+                t.tool_call(tool, data.get("arguments").cloned().unwrap_or(Value::Null));
+            }
+            Some("tool.execution_complete") => {
+                let data = event.get("data").unwrap_or(&Value::Null);
+                let ok = data.get("success").and_then(Value::as_bool) != Some(false);
+                let output = data
+                    .pointer("/result/content")
+                    .or_else(|| data.pointer("/error/message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                t.tool_result(text(data, "toolName"), output, !ok);
+            }
             Some("assistant.message") => {
                 let data = event.get("data").unwrap_or(&Value::Null);
                 if data.get("parentToolCallId").is_some_and(|p| !p.is_null()) {

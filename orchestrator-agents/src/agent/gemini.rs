@@ -173,6 +173,20 @@ impl AgentRunner for GeminiCli {
         t.end_reply();
         match kind {
             Some("init") => t.usage.model = text(&event, "model"),
+            Some("tool_use") => {
+                let tool = text(&event, "tool_name").unwrap_or_default();
+                t.tool_call(
+                    tool,
+                    event.get("parameters").cloned().unwrap_or(Value::Null),
+                );
+            }
+            Some("tool_result") => {
+                let ok = text(&event, "status").is_none_or(|s| s == "success");
+                let output = text(&event, "output")
+                    .or_else(|| find_text(&event, &["message"]))
+                    .unwrap_or_default();
+                t.tool_result(None, output, !ok);
+            }
             Some("error") => {
                 if let Some(message) = find_text(&event, &["message"]) {
                     t.error(message);

@@ -93,7 +93,7 @@ pub use redact::{looks_secret, Redactor, REDACTED};
 pub use request::{AgentCommand, AgentRequest};
 pub use retry::{classify, session_lost, FailureClass, RetryPolicy};
 pub use runner::AgentWorkRunner;
-pub use transcript::Transcript;
+pub use transcript::{ToolActivity, Transcript};
 pub use usage::AgentUsage;
 
 /// One agent CLI: how to start it, how to read its output, how to judge a failure.

@@ -198,12 +198,13 @@ impl AgentWorkRunner {
 pub(crate) struct Hooks {
     /// Where steering messages arrive.
     pub(crate) inbox: Option<SteerInbox>,
-    /// Called after each output line was parsed, with the transcript so far.
+    /// Called after each output line was parsed, with the transcript so far (which then
+    /// records tool activity for it to take).
     pub(crate) on_line: Option<LineHook>,
 }
 
 /// See [`Hooks::on_line`].
-pub(crate) type LineHook = Arc<dyn Fn(LogStream, &str, &Transcript) + Send + Sync>;
+pub(crate) type LineHook = Arc<dyn Fn(LogStream, &str, &mut Transcript) + Send + Sync>;
 
 /// One try's result, and what the transcript said.
 pub(crate) struct Tried {
@@ -497,7 +498,9 @@ impl AgentWorkRunner {
             Err(f) => return failed(f),
         };
 
-        let transcript = Arc::new(Mutex::new(Transcript::default()));
+        let mut fresh = Transcript::default();
+        fresh.record_tools = hooks.on_line.is_some();
+        let transcript = Arc::new(Mutex::new(fresh));
         let finished = Arc::new(Notify::new());
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let invocation = Invocation::new(&command.program, &request.dir)
@@ -622,7 +625,7 @@ fn observer(
         }
         runner.parse_line(stream, line, &mut t);
         if let Some(hook) = &on_line {
-            hook(stream, line, &t);
+            hook(stream, line, &mut t);
         }
         if t.finished && !was_finished {
             finished.notify_one();

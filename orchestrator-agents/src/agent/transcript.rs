@@ -38,8 +38,38 @@ pub struct Transcript {
     pub peak_context_tokens: Option<u64>,
     /// The model's context window in tokens, when the CLI reports it (Claude Code, Codex).
     pub context_window: Option<u64>,
+    /// Tool calls and results seen since the last [`Transcript::take_tools`], when
+    /// [`Transcript::record_tools`] is on (sessions turn them into events; plan jobs keep
+    /// nothing).
+    pub tools: Vec<ToolActivity>,
+    /// Whether the parsers' [`Transcript::tool_call`] and [`Transcript::tool_result`] are
+    /// kept in [`Transcript::tools`].
+    pub record_tools: bool,
     /// Whether `reply` is still coming in, and how.
     draft: Draft,
+}
+
+/// A tool call of the agent, or its result, as the CLI reported it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolActivity {
+    /// The agent called a tool.
+    Call {
+        /// The tool's name as the CLI calls it (`Write`, `apply_patch`, `run_shell_command`,
+        /// `command_execution`, ...).
+        tool: String,
+        /// Its arguments.
+        input: serde_json::Value,
+    },
+    /// A tool call ended.
+    Result {
+        /// The tool, when the CLI names it in the result.
+        tool: Option<String>,
+        /// What it answered (its text, as far as the CLI prints it).
+        output: String,
+        /// It failed or was refused.
+        is_error: bool,
+    },
 }
 
 /// How the [`Transcript::reply`] is still being added to.
@@ -56,6 +86,32 @@ enum Draft {
 }
 
 impl Transcript {
+    /// Notes a tool call (kept when [`Transcript::record_tools`] is on).
+    pub fn tool_call(&mut self, tool: impl Into<String>, input: serde_json::Value) {
+        if self.record_tools {
+            self.tools.push(ToolActivity::Call {
+                tool: tool.into(),
+                input,
+            });
+        }
+    }
+
+    /// Notes a tool result (kept when [`Transcript::record_tools`] is on).
+    pub fn tool_result(&mut self, tool: Option<String>, output: impl Into<String>, is_error: bool) {
+        if self.record_tools {
+            self.tools.push(ToolActivity::Result {
+                tool,
+                output: output.into(),
+                is_error,
+            });
+        }
+    }
+
+    /// The tool activity noted since the last call.
+    pub fn take_tools(&mut self) -> Vec<ToolActivity> {
+        std::mem::take(&mut self.tools)
+    }
+
     /// Most bytes of a reply made of plain output lines ([`Transcript::reply_line`]): the
     /// last ones are kept, in whole lines.
     pub const PLAIN_REPLY_MAX: usize = 1024 * 1024;

@@ -43,6 +43,32 @@ pub enum SessionEvent {
         /// The text.
         text: String,
     },
+    /// The agent called a tool.
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        /// The session.
+        session: String,
+        /// The turn number.
+        turn: u32,
+        /// The tool's name as the CLI calls it.
+        tool: String,
+        /// Its arguments.
+        input: serde_json::Value,
+    },
+    /// A tool call ended.
+    #[serde(rename_all = "camelCase")]
+    ToolResult {
+        /// The session.
+        session: String,
+        /// The turn number.
+        turn: u32,
+        /// The tool, when the CLI names it in the result.
+        tool: Option<String>,
+        /// What it answered.
+        output: String,
+        /// It failed or was refused (a denied permission included).
+        is_error: bool,
+    },
     /// A steering message was handed to the agent.
     #[serde(rename_all = "camelCase")]
     Steered {

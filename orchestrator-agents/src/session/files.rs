@@ -93,6 +93,57 @@ fn remove_dir(dir: &Path) -> Result<(), Error> {
     }
 }
 
+/// Makes a CLI state folder copied from a session in worktree `from` usable in worktree `to`
+/// (a fork): the CLIs file sessions under their working directory and record it in them
+/// (Claude Code: `projects/<the path, every other character than a letter or digit as
+/// `-`>/<session>.jsonl` with `"cwd"` in each line), and resuming one filed under the old
+/// path would work in the old worktree. Every file and folder name holding the old path in
+/// either spelling is renamed, and every text file's mentions of it are rewritten.
+pub(crate) fn relocate(state: &Path, from: &Path, to: &Path) -> io::Result<()> {
+    let (from_text, to_text) = (from.display().to_string(), to.display().to_string());
+    let (from_name, to_name) = (escaped(&from_text), escaped(&to_text));
+    relocate_in(state, &[(&from_text, &to_text), (&from_name, &to_name)])
+}
+
+/// A path as Claude Code spells it in folder names.
+fn escaped(path: &str) -> String {
+    path.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Files larger than this are not rewritten (no CLI keeps its session index that big).
+const MAX_REWRITE: u64 = 64 * 1024 * 1024;
+
+fn relocate_in(dir: &Path, pairs: &[(&str, &str); 2]) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let mut path = entry.path();
+        if let Some(name) = entry.file_name().to_str() {
+            let renamed = pairs
+                .iter()
+                .fold(name.to_owned(), |n, (old, new)| n.replace(old, new));
+            if renamed != name {
+                let target = dir.join(&renamed);
+                std::fs::rename(&path, &target)?;
+                path = target;
+            }
+        }
+        if kind.is_dir() {
+            relocate_in(&path, pairs)?;
+        } else if kind.is_file() && entry.metadata()?.len() <= MAX_REWRITE {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue; // not text
+            };
+            if text.contains(pairs[0].0) {
+                std::fs::write(&path, text.replace(pairs[0].0, pairs[0].1))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Copies the folder `from` to `to` (files, folders and symbolic links as links; sockets and
 /// other special files are left out).
 pub(crate) fn copy_dir(from: &Path, to: &Path) -> io::Result<()> {

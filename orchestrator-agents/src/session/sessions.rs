@@ -16,7 +16,7 @@ use super::record::{checkpoint_ref, now_ms, Isolation, SessionRecord, TurnRecord
 use super::repository::{FileSessionRepository, SessionRepository};
 use super::steer::SteerInbox;
 use crate::agent::runner::{base_request, state_dir_of, Hooks};
-use crate::agent::{AgentWorkRunner, PermissionPolicy, Transcript};
+use crate::agent::{AgentWorkRunner, PermissionPolicy, ToolActivity, Transcript};
 use crate::error::Error;
 
 /// How many events a slow subscriber may fall behind before it misses some.
@@ -557,19 +557,42 @@ impl Sessions {
         ctx
     }
 
-    /// The line hook of turn `n`: every line as an [`SessionEvent::Output`], and the agent's
-    /// text as a [`SessionEvent::Text`] when it changed.
+    /// The line hook of turn `n`: every line as an [`SessionEvent::Output`], the tool calls
+    /// and results the CLI's parser saw, and the agent's text as a [`SessionEvent::Text`]
+    /// when it changed.
     fn line_hook(&self, id: &str, n: u32) -> crate::agent::runner::LineHook {
         let events = self.inner.events.clone();
         let id = id.to_owned();
         let last_text = Mutex::new(None::<String>);
-        Arc::new(move |stream: LogStream, line: &str, t: &Transcript| {
+        Arc::new(move |stream: LogStream, line: &str, t: &mut Transcript| {
             let _ = events.send(SessionEvent::Output {
                 session: id.clone(),
                 turn: n,
                 stream,
                 line: line.to_owned(),
             });
+            for activity in t.take_tools() {
+                let event = match activity {
+                    ToolActivity::Call { tool, input } => SessionEvent::ToolCall {
+                        session: id.clone(),
+                        turn: n,
+                        tool,
+                        input,
+                    },
+                    ToolActivity::Result {
+                        tool,
+                        output,
+                        is_error,
+                    } => SessionEvent::ToolResult {
+                        session: id.clone(),
+                        turn: n,
+                        tool,
+                        output,
+                        is_error,
+                    },
+                };
+                let _ = events.send(event);
+            }
             let mut last = last_text.lock().unwrap_or_else(|e| e.into_inner());
             if t.reply.is_some() && *last != t.reply {
                 last.clone_from(&t.reply);
@@ -781,14 +804,21 @@ impl Sessions {
         let to = SessionFiles::new(&self.inner.files, &id);
         from.copy_conversation(turn, &to)?;
         self.inner.store.create(&record).await?;
-        to.restore_conversation(turn, &state_dir_of(&record.dir, &record.agent))?;
-        if let Some(runner) = self.inner.agents.agent(&record.agent) {
-            runner.relocate_state(
-                &state_dir_of(&record.dir, &record.agent),
-                &source.dir,
-                &record.dir,
-            );
+        let state = state_dir_of(&record.dir, &record.agent);
+        to.restore_conversation(turn, &state)?;
+        if state.is_dir() {
+            super::files::relocate(&state, &source.dir, &record.dir).map_err(|source| {
+                Error::SessionStore {
+                    path: state.clone(),
+                    source,
+                }
+            })?;
         }
+        if let Some(runner) = self.inner.agents.agent(&record.agent) {
+            runner.relocate_state(&state, &source.dir, &record.dir);
+        }
+        // Keep the relocated copy as the fork's own turn, for a later revert to it.
+        to.save_conversation(turn, &state)?;
         Ok(record)
     }
 

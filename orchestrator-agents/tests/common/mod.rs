@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod clis;
+
 use orchestrator_core::events::{EventBus, OrchestratorEvent};
 use orchestrator_core::plan::Env;
 use orchestrator_core::runner::{LogSink, WorkContext};
