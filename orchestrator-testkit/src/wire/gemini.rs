@@ -35,14 +35,14 @@ pub fn conversation(body: &Value, body_len: usize, model: &str, stream: bool) ->
             .iter()
             .filter(|part| part.get("functionResponse").is_some())
             .count();
-        if responses > 0 {
-            results += responses;
-            continue;
-        }
+        // A resumed session whose last call was cut short sends the call's (canceled)
+        // response and the new prompt in one message: the text is the new prompt.
         let text = text_of_parts(parts);
         if !text.is_empty() && !is_injected_context(&text) {
             prompt = text;
             results = 0;
+        } else {
+            results += responses;
         }
     }
     let system = body.get("systemInstruction").unwrap_or(&Value::Null);
