@@ -132,6 +132,14 @@ pub enum Error {
         /// The session.
         id: String,
     },
+    /// No open permission request of this id in the session.
+    #[error("session `{id}` has no open permission request `{request}`")]
+    UnknownPermissionRequest {
+        /// The session.
+        id: String,
+        /// The request id given.
+        request: String,
+    },
     /// A session's agent is not registered.
     #[error("unknown agent `{agent}`; known agents: {known}")]
     UnknownAgent {

@@ -113,7 +113,11 @@ pub struct Invocation {
     rewrite: Option<LineRewrite>,
     token_prefix: Option<String>,
     capture_stdout: bool,
+    input: Option<Input>,
 }
+
+/// Lines for a process's stdin ([`Invocation::input`]): taken by the run that starts it.
+type Input = Arc<std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>>;
 
 impl fmt::Debug for Invocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -127,6 +131,7 @@ impl fmt::Debug for Invocation {
             .field("rewrite", &self.rewrite.is_some())
             .field("token_prefix", &self.token_prefix)
             .field("capture_stdout", &self.capture_stdout)
+            .field("input", &self.input.is_some())
             .finish()
     }
 }
@@ -145,7 +150,16 @@ impl Invocation {
             rewrite: None,
             token_prefix: None,
             capture_stdout: false,
+            input: None,
         }
+    }
+
+    /// Feeds the process's stdin: each line received (a newline is added) is written as it
+    /// comes, and stdin is closed when every sender is dropped. Without it stdin is
+    /// `/dev/null`. A clone of the invocation shares the feed: only the first run gets it.
+    pub fn input(mut self, lines: tokio::sync::mpsc::UnboundedReceiver<String>) -> Self {
+        self.input = Some(Arc::new(std::sync::Mutex::new(Some(lines))));
+        self
     }
 
     /// Starts each run's [`JOB_TOKEN_VAR`] with `prefix`, the job's
@@ -238,7 +252,11 @@ impl Invocation {
             .env_clear()
             .envs(self.env.iter())
             .env(JOB_TOKEN_VAR, token)
-            .stdin(Stdio::null())
+            .stdin(if self.input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -697,6 +715,25 @@ fn ending_of(status: ExitStatus) -> Ending {
 }
 
 /// The tasks reading a child's stdout and stderr; aborted when dropped.
+/// Writes `feed`'s lines to `stdin` until the feed closes (then stdin is closed) or the
+/// process stops reading.
+async fn feed_stdin(
+    mut stdin: tokio::process::ChildStdin,
+    mut feed: tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    use tokio::io::AsyncWriteExt;
+    while let Some(line) = feed.recv().await {
+        let written = async {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await
+        };
+        if written.await.is_err() {
+            return;
+        }
+    }
+}
+
 struct Readers {
     tasks: Vec<JoinHandle<()>>,
 }
@@ -719,6 +756,14 @@ impl Readers {
             max_line_bytes,
         };
         let mut tasks = Vec::with_capacity(2);
+        let feed = invocation
+            .input
+            .as_ref()
+            .and_then(|input| input.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let (Some(stdin), Some(feed)) = (child.stdin.take(), feed) {
+            // Not waited for: it ends when the feed closes or the process is gone.
+            tokio::spawn(feed_stdin(stdin, feed));
+        }
         if let Some(stdout) = child.stdout.take() {
             tasks.push(tokio::spawn(pump(
                 stdout,

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::clis::runner_for;
 use common::installed;
-use orchestrator_agents::agent::{AgentWorkRunner, PermissionPolicy};
+use orchestrator_agents::agent::{AgentWorkRunner, Permission, PermissionPolicy, ToolKind};
 use orchestrator_agents::session::{NewSession, SessionEvent, SessionRecord, Sessions};
 use orchestrator_core::plan::Effort;
 use orchestrator_git::Git2Operations;
@@ -433,5 +433,125 @@ async fn read_only(cli: &str) {
 async fn read_only_sessions_leave_the_worktree_unchanged() {
     for cli in common::clis::CLIS {
         read_only(cli).await;
+    }
+}
+
+/// An `ask` policy with Claude Code (`--permission-prompt-tool stdio`): each tool request
+/// reaches the host as a `PermissionRequested` event, nothing runs before the answer, and the
+/// answer is honored — an allowed write happens, a denied one does not and the agent is told
+/// the reason.
+#[tokio::test]
+async fn claude_ask_policy_puts_tool_requests_to_the_host() {
+    let cli = "claude";
+    let Some(program) = installed(cli) else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let script = Script::new()
+        .on_prompt(
+            Turn::when("ALLOW-IT")
+                .write_file("yes.txt", "yes\n")
+                .final_text("wrote yes"),
+        )
+        .on_prompt(
+            Turn::when("DENY-IT")
+                .write_file("no.txt", "no\n")
+                .final_text("tried no"),
+        );
+    let server = ModelServer::start(script).await.expect("server");
+    let repo = TempRepo::new();
+    let s = sessions(cli, &program, &repo, &server);
+    let session = s
+        .create(NewSession::new().permissions(PermissionPolicy::Ask))
+        .await
+        .expect("create");
+    let cases = [
+        (
+            "ALLOW-IT: write yes.txt",
+            Permission::Allow,
+            "yes.txt",
+            true,
+        ),
+        (
+            "DENY-IT: write no.txt",
+            Permission::deny("not now, says the host"),
+            "no.txt",
+            false,
+        ),
+    ];
+    for (prompt, decision, file, written) in cases {
+        let mut events = s.subscribe();
+        let turn = {
+            let (s, id) = (s.clone(), session.id.clone());
+            tokio::spawn(async move { s.send(&id, prompt).await })
+        };
+        let request = loop {
+            match tokio::time::timeout(Duration::from_secs(90), events.recv()).await {
+                Ok(Ok(SessionEvent::PermissionRequested { request, .. })) => break request,
+                Ok(Ok(_)) => continue,
+                other => panic!("{prompt}: no permission request reached the host: {other:?}"),
+            }
+        };
+        assert_eq!(request.tool, "Write");
+        assert_eq!(request.kind, Some(ToolKind::Write));
+        assert!(request.target.ends_with(file), "{request:?}");
+        assert!(
+            !session.dir.join(file).exists(),
+            "nothing runs before the host answers"
+        );
+        s.answer_permission(&session.id, &request.id, decision)
+            .expect("answer");
+        tokio::time::timeout(Duration::from_secs(90), turn)
+            .await
+            .expect("the turn ends after the answer")
+            .expect("join")
+            .unwrap_or_else(|e| panic!("{prompt}: {e}"));
+        assert_eq!(session.dir.join(file).exists(), written, "{prompt}");
+    }
+    assert!(
+        bodies_since(&server, 0)
+            .iter()
+            .any(|b| b.contains("not now, says the host")),
+        "the agent saw the host's reason as the tool's result"
+    );
+    let e = s
+        .answer_permission(&session.id, "no-such-request", Permission::Allow)
+        .expect_err("unknown request");
+    assert!(
+        e.to_string()
+            .contains("no open permission request `no-such-request`"),
+        "{e}"
+    );
+}
+
+/// Codex, Copilot CLI and Gemini CLI cannot put a tool request to the host: under `ask` the
+/// write is denied, and the turn's log says so once.
+#[tokio::test]
+async fn ask_policy_is_denied_where_the_cli_cannot_ask_the_host() {
+    for cli in ["codex", "copilot", "gemini"] {
+        let Some(program) = installed(cli) else {
+            continue;
+        };
+        let _one = ONE_AT_A_TIME.lock().await;
+        let script = Script::new().on_prompt(
+            Turn::when("ASK-IT")
+                .write_file("asked.txt", "x\n")
+                .final_text("tried"),
+        );
+        let server = ModelServer::start(script).await.expect("server");
+        let repo = TempRepo::new();
+        let s = sessions(cli, &program, &repo, &server);
+        let session = s
+            .create(NewSession::new().permissions(PermissionPolicy::Ask))
+            .await
+            .expect("create");
+        // A CLI may end such a turn with an error of its own; the worktree is what counts.
+        let _ = s.send(&session.id, "ASK-IT: write asked.txt").await;
+        assert!(!session.dir.join("asked.txt").exists(), "{cli}: denied");
+        let log = turn_log(&repo, &session, 1);
+        assert!(
+            log.contains("cannot ask the host about tool requests"),
+            "{cli}: not supported by {cli}, and the log says so: {log}"
+        );
     }
 }

@@ -5,11 +5,11 @@ use orchestrator_core::runner::{LogStream, WorkFailure};
 use serde_json::Value;
 
 use super::cli::{cli_builder, CliSettings};
-use super::permission::{is_literal, policy_note};
+use super::permission::{is_literal, policy_note_for};
 use super::usage::{count, text};
 use super::{
-    event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner,
-    PermissionPolicy, PermissionRule, ToolKind, Transcript,
+    event_type, stdout_event, unsupported, AgentCommand, AgentRequest, AgentRunner, Permission,
+    PermissionPolicy, PermissionRequest, PermissionRule, ToolKind, Transcript,
 };
 
 /// Claude Code, run headless:
@@ -92,11 +92,26 @@ impl AgentRunner for ClaudeCode {
     fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
         let config = r.state_dir.join("claude");
         let mut notes = Vec::new();
-        let mut cmd = AgentCommand::new(&self.cli.program)
-            .arg("-p")
-            .arg(&r.prompt)
+        let mut permissions = permission_args(&r.permissions, r.ask_host, &mut notes);
+        let mut cmd = AgentCommand::new(&self.cli.program).arg("-p");
+        if r.ask_host {
+            // The prompt and the answers to its permission requests go in on stdin; what no
+            // rule decides is asked of the host instead of refused.
+            for arg in &mut permissions {
+                if arg == "dontAsk" {
+                    *arg = "default".to_owned();
+                }
+            }
+            cmd = cmd
+                .args(["--input-format", "stream-json"])
+                .args(["--permission-prompt-tool", "stdio"])
+                .input(user_message(&r.prompt));
+        } else {
+            cmd = cmd.arg(&r.prompt);
+        }
+        let mut cmd = cmd
             .args(["--output-format", "stream-json", "--verbose"])
-            .args(permission_args(&r.permissions, &mut notes))
+            .args(permissions)
             .flag_opt("--model", self.cli.model(r))
             .flag_opt("--effort", r.effort_str())
             .flag_opt("--max-turns", r.max_turns.map(|n| n.to_string()))
@@ -125,6 +140,31 @@ impl AgentRunner for ClaudeCode {
             .endpoint_env(cmd, "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"))
     }
 
+    fn asks_host(&self) -> bool {
+        true
+    }
+
+    fn permission_reply(
+        &self,
+        request: &PermissionRequest,
+        decision: &Permission,
+    ) -> Option<String> {
+        let response = match decision {
+            Permission::Allow => {
+                serde_json::json!({"behavior": "allow", "updatedInput": request.input})
+            }
+            Permission::Deny { reason } => {
+                serde_json::json!({"behavior": "deny", "message": reason})
+            }
+            _ => return None,
+        };
+        let reply = serde_json::json!({
+            "type": "control_response",
+            "response": {"subtype": "success", "request_id": request.id, "response": response},
+        });
+        Some(reply.to_string())
+    }
+
     fn parse_line(&self, stream: LogStream, line: &str, t: &mut Transcript) {
         let Some(event) = stdout_event(stream, line) else {
             return;
@@ -151,6 +191,11 @@ impl AgentRunner for ClaudeCode {
                     if let Some(tokens) = context_size(&event) {
                         t.context(tokens);
                     }
+                }
+            }
+            Some("control_request") => {
+                if let Some(request) = permission_request(&event) {
+                    t.permission_request(request);
                 }
             }
             Some("user") if is_main_agent(&event) => {
@@ -225,7 +270,11 @@ const CLI: &str = "Claude Code";
 
 /// The permission flags for `policy` (see [`ClaudeCode`]); what they cannot enforce goes to
 /// `notes`.
-fn permission_args(policy: &PermissionPolicy, notes: &mut Vec<String>) -> Vec<String> {
+fn permission_args(
+    policy: &PermissionPolicy,
+    ask_host: bool,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
     let skip = "--dangerously-skip-permissions".to_owned();
     let Some(set) = policy.rule_set() else {
         return vec![skip];
@@ -248,7 +297,7 @@ fn permission_args(policy: &PermissionPolicy, notes: &mut Vec<String>) -> Vec<St
                 .to_owned(),
         );
     }
-    notes.extend(policy_note(CLI, policy, &t.gaps));
+    notes.extend(policy_note_for(CLI, policy, &t.gaps, ask_host));
     let mut args = vec!["--permission-mode".to_owned(), "dontAsk".to_owned()];
     if !t.allow.is_empty() {
         args.push("--allowedTools".to_owned());
@@ -386,6 +435,55 @@ fn content_blocks<'a>(event: &'a Value, kind: &'a str) -> impl Iterator<Item = &
         .into_iter()
         .flatten()
         .filter(move |block| event_type(block) == Some(kind))
+}
+
+/// A user message for Claude Code's `--input-format stream-json`.
+fn user_message(text: &str) -> String {
+    serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+    })
+    .to_string()
+}
+
+/// The permission request of a `control_request` event (`--permission-prompt-tool stdio`).
+fn permission_request(event: &Value) -> Option<PermissionRequest> {
+    let request = event.get("request")?;
+    if text(request, "subtype").as_deref() != Some("can_use_tool") {
+        return None;
+    }
+    let id = text(event, "request_id")?;
+    let tool = text(request, "tool_name").unwrap_or_default();
+    let input = request.get("input").cloned().unwrap_or(Value::Null);
+    let field = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|name| text(&input, name))
+            .unwrap_or_default()
+    };
+    let (kind, target) = if EDIT_TOOLS.contains(&tool.as_str()) {
+        (
+            Some(ToolKind::Write),
+            field(&["file_path", "notebook_path"]),
+        )
+    } else if SHELL_TOOLS.contains(&tool.as_str()) {
+        (Some(ToolKind::Shell), field(&["command"]))
+    } else if matches!(tool.as_str(), "Read" | "Glob" | "Grep" | "LS") {
+        (
+            Some(ToolKind::Read),
+            field(&["file_path", "path", "pattern"]),
+        )
+    } else if matches!(tool.as_str(), "WebFetch" | "WebSearch") {
+        (Some(ToolKind::Url), field(&["url", "query"]))
+    } else if let Some(name) = tool.strip_prefix("mcp__") {
+        (Some(ToolKind::Mcp), name.replacen("__", "/", 1))
+    } else {
+        (None, String::new())
+    };
+    let mut r = PermissionRequest::new(id, tool, input);
+    r.kind = kind;
+    r.target = target;
+    Some(r)
 }
 
 #[cfg(test)]

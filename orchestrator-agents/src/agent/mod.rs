@@ -85,7 +85,7 @@ pub use copilot::CopilotCli;
 pub use gemini::GeminiCli;
 pub use generic::GenericAgent;
 pub use heal::AgentHealer;
-pub use permission::{Permission, PermissionPolicy, PermissionRule, ToolKind};
+pub use permission::{Permission, PermissionPolicy, PermissionRequest, PermissionRule, ToolKind};
 pub use pressure::{
     checkpoint_prompt, ContextPressure, Pressure, CHECKPOINT_PREFIX, THRESHOLD_VAR,
 };
@@ -122,6 +122,23 @@ pub trait AgentRunner: Send + Sync + Debug + 'static {
 
     /// Reads what the CLI left on disk after it exited (e.g. Copilot's token usage).
     fn after_exit(&self, _request: &AgentRequest, _transcript: &mut Transcript) {}
+
+    /// Whether this CLI can put tool requests to the host while it works, so that a session's
+    /// `ask` policy reaches the host ([`AgentRequest::ask_host`]). Default: no (the policy's
+    /// asks are then denied).
+    fn asks_host(&self) -> bool {
+        false
+    }
+
+    /// The stdin line answering `request` with `decision` (`Allow` or `Deny`), for a CLI
+    /// that [asks the host](AgentRunner::asks_host).
+    fn permission_reply(
+        &self,
+        _request: &PermissionRequest,
+        _decision: &Permission,
+    ) -> Option<String> {
+        None
+    }
 
     /// Makes a copy of this CLI's state folder usable from another working directory: a
     /// forked session's conversation was copied from the worktree `from` to `to`, and CLIs

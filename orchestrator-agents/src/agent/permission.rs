@@ -269,6 +269,38 @@ pub enum Permission {
     Ask,
 }
 
+/// A tool request a CLI put to the host while it works ([`AgentRequest::ask_host`](super::AgentRequest::ask_host)):
+/// a session decides it with its policy, and asks the host when the policy says
+/// [`Permission::Ask`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PermissionRequest {
+    /// The CLI's id for the request (its answer names it).
+    pub id: String,
+    /// The tool as the CLI names it (`Write`, `Bash`, ...).
+    pub tool: String,
+    /// What kind of request it is, when the tool is known.
+    pub kind: Option<ToolKind>,
+    /// What it acts on: a path, a command line, a URL, `server/tool`.
+    pub target: String,
+    /// The tool's arguments.
+    pub input: Value,
+}
+
+impl PermissionRequest {
+    /// A request `id` for `tool` with `input`, of no known kind yet.
+    pub fn new(id: impl Into<String>, tool: impl Into<String>, input: Value) -> Self {
+        PermissionRequest {
+            id: id.into(),
+            tool: tool.into(),
+            kind: None,
+            target: String::new(),
+            input,
+        }
+    }
+}
+
 impl Permission {
     /// A denial for `reason`.
     pub fn deny(reason: impl Into<String>) -> Self {
@@ -690,6 +722,17 @@ impl RuleSet {
 /// whose unmatched requests it denies), and what it does not enforce (`gaps`). `None` when
 /// there is nothing to say.
 pub(crate) fn policy_note(cli: &str, policy: &PermissionPolicy, gaps: &[String]) -> Option<String> {
+    policy_note_for(cli, policy, gaps, false)
+}
+
+/// [`policy_note`] for a CLI that puts the requests no rule decides to the host when
+/// `host_answers` (a session that [asks the host](super::AgentRequest::ask_host)).
+pub(crate) fn policy_note_for(
+    cli: &str,
+    policy: &PermissionPolicy,
+    gaps: &[String],
+    host_answers: bool,
+) -> Option<String> {
     let asks = matches!(
         policy,
         PermissionPolicy::Ask | PermissionPolicy::Rules { .. }
@@ -698,7 +741,11 @@ pub(crate) fn policy_note(cli: &str, policy: &PermissionPolicy, gaps: &[String])
         return None;
     }
     let mut note = format!("permission policy `{}`: ", policy.name());
-    if asks {
+    if asks && host_answers {
+        note.push_str(&format!(
+            "{cli} puts the tool requests no rule decides to the host"
+        ));
+    } else if asks {
         note.push_str(&format!(
             "{cli} cannot ask the host about tool requests here; requests not allowed by a rule are denied"
         ));

@@ -46,6 +46,10 @@ pub struct AgentRequest {
     pub resume: Option<String>,
     /// Which tool requests the agent may make; each CLI enforces it through its own flags.
     pub permissions: super::PermissionPolicy,
+    /// The host answers the tool requests the policy does not decide by itself, while the CLI
+    /// works ([`PermissionRequest`](super::PermissionRequest)s read from its output, answers
+    /// written to its stdin). Set only for runners that can ([`AgentRunner::asks_host`](super::AgentRunner::asks_host)).
+    pub ask_host: bool,
     /// The child's environment so far: the host's, the agent's extra env, the plan/job env,
     /// the spec env, and the per-run directories (`HOME`, `XDG_*`, `TMPDIR`).
     pub env: ChildEnv,
@@ -79,6 +83,7 @@ impl AgentRequest {
             allowed_urls: Vec::new(),
             resume: None,
             permissions: super::PermissionPolicy::AllowAll,
+            ask_host: false,
             env: ChildEnv::empty(),
         }
     }
@@ -116,6 +121,10 @@ pub struct AgentCommand {
     pub files: Vec<(PathBuf, String)>,
     /// Notes written to the phase log before starting.
     pub notes: Vec<String>,
+    /// Lines written to the CLI's stdin once it started (then stdin stays open for answers
+    /// until the CLI reports its result). Empty: stdin is `/dev/null`, unless the request
+    /// [asks the host](AgentRequest::ask_host).
+    pub input: Vec<String>,
 }
 
 impl AgentCommand {
@@ -128,6 +137,7 @@ impl AgentCommand {
             dirs: Vec::new(),
             files: Vec::new(),
             notes: Vec::new(),
+            input: Vec::new(),
         }
     }
 
@@ -190,6 +200,12 @@ impl AgentCommand {
     /// Writes a file before starting.
     pub fn file(mut self, path: impl Into<PathBuf>, content: impl Into<String>) -> Self {
         self.files.push((path.into(), content.into()));
+        self
+    }
+
+    /// Writes `line` to the CLI's stdin once it started.
+    pub fn input(mut self, line: impl Into<String>) -> Self {
+        self.input.push(line.into());
         self
     }
 

@@ -204,7 +204,11 @@ pub(crate) struct Hooks {
 }
 
 /// See [`Hooks::on_line`].
-pub(crate) type LineHook = Arc<dyn Fn(LogStream, &str, &mut Transcript) + Send + Sync>;
+pub(crate) type LineHook =
+    Arc<dyn Fn(LogStream, &str, &mut Transcript, Option<&StdinLines>) + Send + Sync>;
+
+/// Where a run's stdin lines go (the CLI reads them while it works).
+pub(crate) type StdinLines = tokio::sync::mpsc::UnboundedSender<String>;
 
 /// One try's result, and what the transcript said.
 pub(crate) struct Tried {
@@ -501,6 +505,17 @@ impl AgentWorkRunner {
         let mut fresh = Transcript::default();
         fresh.record_tools = hooks.on_line.is_some();
         let transcript = Arc::new(Mutex::new(fresh));
+        // The CLI's stdin: its command's input lines, then whatever the hook answers, until
+        // it reports its result (closing stdin then lets it exit).
+        let (stdin, feed) = if !command.input.is_empty() || request.ask_host {
+            let (lines, feed) = tokio::sync::mpsc::unbounded_channel();
+            for line in &command.input {
+                let _ = lines.send(line.clone());
+            }
+            (Some(lines), Some(feed))
+        } else {
+            (None, None)
+        };
         let finished = Arc::new(Notify::new());
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let invocation = Invocation::new(&command.program, &request.dir)
@@ -514,7 +529,12 @@ impl AgentWorkRunner {
                 &transcript,
                 &finished,
                 hooks.on_line.clone(),
+                stdin,
             ));
+        let invocation = match feed {
+            Some(feed) => invocation.input(feed),
+            None => invocation,
+        };
 
         let (outcome, hung, steered) = self
             .supervise(&invocation, ctx, &finished, hooks.inbox.as_ref())
@@ -613,7 +633,9 @@ fn observer(
     transcript: &Arc<Mutex<Transcript>>,
     finished: &Arc<Notify>,
     on_line: Option<LineHook>,
+    stdin: Option<StdinLines>,
 ) -> impl Fn(LogStream, &str) + Send + Sync + 'static {
+    let stdin = Mutex::new(stdin);
     let transcript = transcript.clone();
     let finished = finished.clone();
     let runner = runner.clone();
@@ -624,10 +646,13 @@ fn observer(
             t.plain_line(line);
         }
         runner.parse_line(stream, line, &mut t);
+        let mut stdin = stdin.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(hook) = &on_line {
-            hook(stream, line, &mut t);
+            hook(stream, line, &mut t, stdin.as_ref());
         }
         if t.finished && !was_finished {
+            // Its result is in: closing stdin lets a CLI reading it exit.
+            *stdin = None;
             finished.notify_one();
         }
     }

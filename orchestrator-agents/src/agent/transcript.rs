@@ -45,6 +45,9 @@ pub struct Transcript {
     /// Whether the parsers' [`Transcript::tool_call`] and [`Transcript::tool_result`] are
     /// kept in [`Transcript::tools`].
     pub record_tools: bool,
+    /// Tool requests the CLI put to the host since the last
+    /// [`Transcript::take_permission_requests`] (kept when [`Transcript::record_tools`] is on).
+    pub permission_requests: Vec<super::PermissionRequest>,
     /// Whether `reply` is still coming in, and how.
     draft: Draft,
 }
@@ -105,6 +108,19 @@ impl Transcript {
                 is_error,
             });
         }
+    }
+
+    /// Notes a tool request the CLI puts to the host (kept when [`Transcript::record_tools`]
+    /// is on).
+    pub fn permission_request(&mut self, request: super::PermissionRequest) {
+        if self.record_tools {
+            self.permission_requests.push(request);
+        }
+    }
+
+    /// The permission requests noted since the last call.
+    pub fn take_permission_requests(&mut self) -> Vec<super::PermissionRequest> {
+        std::mem::take(&mut self.permission_requests)
     }
 
     /// The tool activity noted since the last call.

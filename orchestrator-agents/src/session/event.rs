@@ -4,6 +4,7 @@ use orchestrator_core::runner::LogStream;
 use serde::Serialize;
 
 use super::record::TurnStatus;
+use crate::agent::PermissionRequest;
 
 /// One event of a session's turn, in the order they happen
 /// ([`Sessions::subscribe`](super::Sessions::subscribe)).
@@ -68,6 +69,17 @@ pub enum SessionEvent {
         output: String,
         /// It failed or was refused (a denied permission included).
         is_error: bool,
+    },
+    /// The agent asks to use a tool the session's policy leaves to the host: answer it with
+    /// [`Sessions::answer_permission`](super::Sessions::answer_permission) (the agent waits).
+    #[serde(rename_all = "camelCase")]
+    PermissionRequested {
+        /// The session.
+        session: String,
+        /// The turn number.
+        turn: u32,
+        /// The request.
+        request: PermissionRequest,
     },
     /// A steering message was handed to the agent.
     #[serde(rename_all = "camelCase")]

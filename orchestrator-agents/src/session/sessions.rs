@@ -1,5 +1,6 @@
 //! [`Sessions`]: opening, running and keeping agent sessions of one repository.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,8 +16,11 @@ use super::files::SessionFiles;
 use super::record::{checkpoint_ref, now_ms, Isolation, SessionRecord, TurnRecord, TurnStatus};
 use super::repository::{FileSessionRepository, SessionRepository};
 use super::steer::SteerInbox;
-use crate::agent::runner::{base_request, state_dir_of, Hooks};
-use crate::agent::{AgentWorkRunner, PermissionPolicy, ToolActivity, Transcript};
+use crate::agent::runner::{base_request, state_dir_of, Hooks, StdinLines};
+use crate::agent::{
+    AgentRunner, AgentWorkRunner, Permission, PermissionPolicy, PermissionRequest, ToolActivity,
+    Transcript,
+};
 use crate::error::Error;
 
 /// How many events a slow subscriber may fall behind before it misses some.
@@ -125,6 +129,16 @@ pub struct Sessions {
     inner: Arc<Inner>,
 }
 
+/// A permission request waiting for the host's answer: where the answer goes.
+struct Pending {
+    request: PermissionRequest,
+    runner: Arc<dyn AgentRunner>,
+    stdin: StdinLines,
+}
+
+/// Open permission requests by session and request id.
+type PendingMap = Arc<Mutex<HashMap<(String, String), Pending>>>;
+
 #[derive(Debug)]
 struct Inner {
     repo: PathBuf,
@@ -134,6 +148,15 @@ struct Inner {
     files: PathBuf,
     worktrees: PathBuf,
     events: broadcast::Sender<SessionEvent>,
+    pending: PendingMap,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("request", &self.request)
+            .finish()
+    }
 }
 
 /// Builds [`Sessions`]: the repository, a [`GitOperations`] (required), the agents, the
@@ -211,6 +234,7 @@ impl SessionsBuilder {
                 files,
                 worktrees,
                 events,
+                pending: PendingMap::default(),
             }),
         })
     }
@@ -445,6 +469,11 @@ impl Sessions {
         request.model = record.model.clone();
         request.effort = record.effort;
         request.permissions = record.permissions.clone();
+        request.ask_host = runner.asks_host()
+            && matches!(
+                record.permissions,
+                PermissionPolicy::Ask | PermissionPolicy::Rules { .. }
+            );
         request.resume = resume;
 
         let ctx = self.turn_context(&record, n, &files);
@@ -452,7 +481,7 @@ impl Sessions {
         let running = inbox.start()?;
         let hooks = Hooks {
             inbox: Some(inbox),
-            on_line: Some(self.line_hook(&id, n)),
+            on_line: Some(self.line_hook(&record, n, &runner)),
         };
         let mut tried = self
             .inner
@@ -468,6 +497,12 @@ impl Sessions {
                 .await;
         }
         drop(running);
+        // Requests the turn left unanswered have no one to answer them any more.
+        self.inner
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(session, _), _| *session != id);
         ctx.log.flush().await;
         for message in &tried.steered {
             self.emit(SessionEvent::Steered {
@@ -560,49 +595,84 @@ impl Sessions {
     /// The line hook of turn `n`: every line as an [`SessionEvent::Output`], the tool calls
     /// and results the CLI's parser saw, and the agent's text as a [`SessionEvent::Text`]
     /// when it changed.
-    fn line_hook(&self, id: &str, n: u32) -> crate::agent::runner::LineHook {
+    fn line_hook(
+        &self,
+        record: &SessionRecord,
+        n: u32,
+        runner: &Arc<dyn AgentRunner>,
+    ) -> crate::agent::runner::LineHook {
         let events = self.inner.events.clone();
-        let id = id.to_owned();
+        let pending = self.inner.pending.clone();
+        let id = record.id.clone();
+        let policy = record.permissions.clone();
+        let dir = record.dir.clone();
+        let runner = runner.clone();
         let last_text = Mutex::new(None::<String>);
-        Arc::new(move |stream: LogStream, line: &str, t: &mut Transcript| {
-            let _ = events.send(SessionEvent::Output {
-                session: id.clone(),
-                turn: n,
-                stream,
-                line: line.to_owned(),
-            });
-            for activity in t.take_tools() {
-                let event = match activity {
-                    ToolActivity::Call { tool, input } => SessionEvent::ToolCall {
-                        session: id.clone(),
-                        turn: n,
-                        tool,
-                        input,
-                    },
-                    ToolActivity::Result {
-                        tool,
-                        output,
-                        is_error,
-                    } => SessionEvent::ToolResult {
-                        session: id.clone(),
-                        turn: n,
-                        tool,
-                        output,
-                        is_error,
-                    },
-                };
-                let _ = events.send(event);
-            }
-            let mut last = last_text.lock().unwrap_or_else(|e| e.into_inner());
-            if t.reply.is_some() && *last != t.reply {
-                last.clone_from(&t.reply);
-                let _ = events.send(SessionEvent::Text {
+        Arc::new(
+            move |stream: LogStream, line: &str, t: &mut Transcript, stdin: Option<&StdinLines>| {
+                for request in t.take_permission_requests() {
+                    let decision = match request.kind {
+                        Some(kind) => policy.decide(kind, &relative(&dir, &request.target)),
+                        None => Permission::Ask,
+                    };
+                    let Some(stdin) = stdin else { continue };
+                    if decision == Permission::Ask {
+                        pending.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                            (id.clone(), request.id.clone()),
+                            Pending {
+                                request: request.clone(),
+                                runner: runner.clone(),
+                                stdin: stdin.clone(),
+                            },
+                        );
+                        let _ = events.send(SessionEvent::PermissionRequested {
+                            session: id.clone(),
+                            turn: n,
+                            request,
+                        });
+                    } else if let Some(reply) = runner.permission_reply(&request, &decision) {
+                        let _ = stdin.send(reply);
+                    }
+                }
+                let _ = events.send(SessionEvent::Output {
                     session: id.clone(),
                     turn: n,
-                    text: t.reply.clone().unwrap_or_default(),
+                    stream,
+                    line: line.to_owned(),
                 });
-            }
-        })
+                for activity in t.take_tools() {
+                    let event = match activity {
+                        ToolActivity::Call { tool, input } => SessionEvent::ToolCall {
+                            session: id.clone(),
+                            turn: n,
+                            tool,
+                            input,
+                        },
+                        ToolActivity::Result {
+                            tool,
+                            output,
+                            is_error,
+                        } => SessionEvent::ToolResult {
+                            session: id.clone(),
+                            turn: n,
+                            tool,
+                            output,
+                            is_error,
+                        },
+                    };
+                    let _ = events.send(event);
+                }
+                let mut last = last_text.lock().unwrap_or_else(|e| e.into_inner());
+                if t.reply.is_some() && *last != t.reply {
+                    last.clone_from(&t.reply);
+                    let _ = events.send(SessionEvent::Text {
+                        session: id.clone(),
+                        turn: n,
+                        text: t.reply.clone().unwrap_or_default(),
+                    });
+                }
+            },
+        )
     }
 
     /// Commits the worktree of a turn that ended well as `turn-<n>` and keeps the
@@ -673,6 +743,40 @@ impl Sessions {
             self.inner.store.save(record).await?;
         }
         Ok(())
+    }
+
+    /// Answers the open permission request `request` of session `session` (a
+    /// [`SessionEvent::PermissionRequested`]) with `decision`: [`Permission::Allow`], or
+    /// [`Permission::Deny`] with the reason the agent is told. Only the process running the
+    /// turn can answer; an unknown or already answered request is
+    /// [`Error::UnknownPermissionRequest`].
+    pub fn answer_permission(
+        &self,
+        session: &str,
+        request: &str,
+        decision: Permission,
+    ) -> Result<(), Error> {
+        let key = (session.to_owned(), request.to_owned());
+        let unknown = || Error::UnknownPermissionRequest {
+            id: session.to_owned(),
+            request: request.to_owned(),
+        };
+        let decision = match decision {
+            Permission::Ask => return Err(unknown()),
+            other => other,
+        };
+        let pending = self
+            .inner
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key)
+            .ok_or_else(unknown)?;
+        let reply = pending
+            .runner
+            .permission_reply(&pending.request, &decision)
+            .ok_or_else(unknown)?;
+        pending.stdin.send(reply).map_err(|_| unknown())
     }
 
     /// Hands `message` to the session's running turn; [`Error::NotRunning`] when no turn
@@ -869,6 +973,14 @@ impl Sessions {
         self.inner.store.save(&record).await?;
         Ok(tip)
     }
+}
+
+/// `target` relative to `dir` when it is a path inside it (policies' globs are relative).
+fn relative(dir: &Path, target: &str) -> String {
+    Path::new(target)
+        .strip_prefix(dir)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| target.to_owned())
 }
 
 /// A new session id: `s-` and 12 hex digits from the clock, the process and a counter.
