@@ -332,6 +332,17 @@ async fn steering(cli: &str) {
     );
     let record = s.get(&session.id).await.expect("get");
     assert_eq!(record.turns[0].steered, ["STEERED-NOW: stop and report"]);
+    // Claude Code takes the message live, in the same process; the others are stopped and
+    // their session resumed with it.
+    let log = turn_log(&repo, &session, 1);
+    let starts = log.matches("starting agent").count();
+    if cli == "claude" {
+        assert!(log.contains("steered live: STEERED-NOW"), "{log}");
+        assert_eq!(starts, 1, "{cli}: no restart: {log}");
+    } else {
+        assert!(log.contains("steered: STEERED-NOW"), "{log}");
+        assert_eq!(starts, 2, "{cli}: stopped and resumed: {log}");
+    }
     assert_eq!(report.turn, 1);
 }
 

@@ -94,7 +94,7 @@ impl AgentRunner for ClaudeCode {
         let mut notes = Vec::new();
         let mut permissions = permission_args(&r.permissions, r.ask_host, &mut notes);
         let mut cmd = AgentCommand::new(&self.cli.program).arg("-p");
-        if r.ask_host {
+        if r.ask_host || r.live {
             // The prompt and the answers to its permission requests go in on stdin; what no
             // rule decides is asked of the host instead of refused.
             for arg in &mut permissions {
@@ -142,6 +142,19 @@ impl AgentRunner for ClaudeCode {
 
     fn asks_host(&self) -> bool {
         true
+    }
+
+    fn live_input(&self) -> bool {
+        true
+    }
+
+    fn live_lines(&self, text: &str) -> Option<Vec<String>> {
+        let interrupt = serde_json::json!({
+            "type": "control_request",
+            "request_id": format!("steer-{}", crate::session::steer::stamp()),
+            "request": {"subtype": "interrupt"},
+        });
+        Some(vec![interrupt.to_string(), user_message(text)])
     }
 
     fn permission_reply(

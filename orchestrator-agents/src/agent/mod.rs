@@ -130,6 +130,19 @@ pub trait AgentRunner: Send + Sync + Debug + 'static {
         false
     }
 
+    /// Whether this CLI takes its prompt on stdin and reads more while it works
+    /// ([`AgentRequest::live`]): then steering reaches it without stopping it
+    /// ([`AgentRunner::live_lines`]). Default: no.
+    fn live_input(&self) -> bool {
+        false
+    }
+
+    /// The stdin lines that hand `text` to the CLI while it works (for Claude Code: interrupt
+    /// the current step, then a user message), for a CLI with [live input](AgentRunner::live_input).
+    fn live_lines(&self, _text: &str) -> Option<Vec<String>> {
+        None
+    }
+
     /// The stdin line answering `request` with `decision` (`Allow` or `Deny`), for a CLI
     /// that [asks the host](AgentRunner::asks_host).
     fn permission_reply(

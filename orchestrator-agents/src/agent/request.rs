@@ -50,6 +50,10 @@ pub struct AgentRequest {
     /// works ([`PermissionRequest`](super::PermissionRequest)s read from its output, answers
     /// written to its stdin). Set only for runners that can ([`AgentRunner::asks_host`](super::AgentRunner::asks_host)).
     pub ask_host: bool,
+    /// The CLI takes the prompt on stdin and stays reachable while it works, so that
+    /// steering messages reach it live ([`AgentRunner::live_lines`](super::AgentRunner::live_lines)).
+    /// Set only for runners that can ([`AgentRunner::live_input`](super::AgentRunner::live_input)).
+    pub live: bool,
     /// The child's environment so far: the host's, the agent's extra env, the plan/job env,
     /// the spec env, and the per-run directories (`HOME`, `XDG_*`, `TMPDIR`).
     pub env: ChildEnv,
@@ -84,6 +88,7 @@ impl AgentRequest {
             resume: None,
             permissions: super::PermissionPolicy::AllowAll,
             ask_host: false,
+            live: false,
             env: ChildEnv::empty(),
         }
     }

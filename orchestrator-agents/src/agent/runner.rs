@@ -210,14 +210,46 @@ pub(crate) type LineHook =
 /// Where a run's stdin lines go (the CLI reads them while it works).
 pub(crate) type StdinLines = tokio::sync::mpsc::UnboundedSender<String>;
 
+/// A run's stdin while the CLI works, shared by the line observer (which closes it once the
+/// CLI reported its result) and the steering watch (which writes steering into it).
+#[derive(Default)]
+struct Live {
+    stdin: Mutex<Option<StdinLines>>,
+    /// Results to let pass before the final one: each live steering interrupts the CLI's
+    /// current step, and it reports the cut-short turn before it takes the message.
+    extra_results: std::sync::atomic::AtomicU32,
+}
+
+impl Live {
+    /// Writes `lines`; false when stdin is closed.
+    fn send(&self, lines: Vec<String>) -> bool {
+        let stdin = self.stdin.lock().unwrap_or_else(|e| e.into_inner());
+        match stdin.as_ref() {
+            Some(tx) => lines.into_iter().all(|line| tx.send(line).is_ok()),
+            None => false,
+        }
+    }
+}
+
+/// What ended or changed a run from outside: steering messages that stopped it (to be resumed
+/// with them) and those handed to it live.
+#[derive(Default)]
+struct Steering {
+    stopped_by: Vec<String>,
+    live: Vec<String>,
+}
+
 /// One try's result, and what the transcript said.
 pub(crate) struct Tried {
     pub(crate) result: Result<(), (WorkFailure, FailureClass)>,
     pub(crate) usage: AgentUsage,
     /// The agent's final reply ([`Transcript::reply`]).
     pub(crate) reply: Option<String>,
-    /// Steering messages that interrupted the run (see [`Hooks::inbox`]).
+    /// Steering messages that interrupted the run (see [`Hooks::inbox`]): it is to be resumed
+    /// with them.
     pub(crate) steered: Vec<String>,
+    /// Steering messages handed to the CLI while it worked ([`AgentRunner::live_lines`]).
+    pub(crate) steered_live: Vec<String>,
     /// The try failed because the session it was to resume does not exist.
     pub(crate) lost_session: bool,
     /// The largest context of its model calls ([`Transcript::peak_context_tokens`]).
@@ -450,6 +482,7 @@ impl AgentWorkRunner {
         let mut steered = Vec::new();
         loop {
             let mut tried = self.try_once(runner, request, ctx, deadline, hooks).await;
+            steered.append(&mut tried.steered_live);
             if tried.steered.is_empty() || ctx.cancel.is_cancelled() {
                 spent.absorb(&tried.usage);
                 tried.usage = spent;
@@ -493,6 +526,7 @@ impl AgentWorkRunner {
             usage: AgentUsage::default(),
             reply: None,
             steered: Vec::new(),
+            steered_live: Vec::new(),
             lost_session: false,
             peak_context: None,
             context_window: None,
@@ -507,7 +541,7 @@ impl AgentWorkRunner {
         let transcript = Arc::new(Mutex::new(fresh));
         // The CLI's stdin: its command's input lines, then whatever the hook answers, until
         // it reports its result (closing stdin then lets it exit).
-        let (stdin, feed) = if !command.input.is_empty() || request.ask_host {
+        let (stdin, feed) = if !command.input.is_empty() || request.ask_host || request.live {
             let (lines, feed) = tokio::sync::mpsc::unbounded_channel();
             for line in &command.input {
                 let _ = lines.send(line.clone());
@@ -516,6 +550,10 @@ impl AgentWorkRunner {
         } else {
             (None, None)
         };
+        let live = Arc::new(Live {
+            stdin: Mutex::new(stdin),
+            ..Live::default()
+        });
         let finished = Arc::new(Notify::new());
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let invocation = Invocation::new(&command.program, &request.dir)
@@ -529,22 +567,30 @@ impl AgentWorkRunner {
                 &transcript,
                 &finished,
                 hooks.on_line.clone(),
-                stdin,
+                live.clone(),
             ));
         let invocation = match feed {
             Some(feed) => invocation.input(feed),
             None => invocation,
         };
 
-        let (outcome, hung, steered) = self
-            .supervise(&invocation, ctx, &finished, hooks.inbox.as_ref())
+        let (outcome, hung, steering) = self
+            .supervise(
+                &invocation,
+                ctx,
+                &finished,
+                hooks.inbox.as_ref(),
+                runner,
+                &live,
+            )
             .await;
         let t = std::mem::take(&mut *transcript.lock().unwrap_or_else(|e| e.into_inner()));
         let mut tried = match outcome {
             Ok(outcome) => conclude(runner.as_ref(), request, ctx, &outcome, t, hung),
             Err(e) => failed(start_failure(e, &request.agent)),
         };
-        tried.steered = steered;
+        tried.steered = steering.stopped_by;
+        tried.steered_live = steering.live;
         tried
     }
 
@@ -558,18 +604,39 @@ impl AgentWorkRunner {
         ctx: &WorkContext,
         finished: &Notify,
         inbox: Option<&SteerInbox>,
-    ) -> (Result<Outcome, Error>, bool, Vec<String>) {
+        runner: &Arc<dyn AgentRunner>,
+        live: &Live,
+    ) -> (Result<Outcome, Error>, bool, Steering) {
         let stop = ctx.cancel.child_token();
         let hung = AtomicBool::new(false);
-        let steered = Mutex::new(Vec::new());
+        let steering = Mutex::new(Steering::default());
         let steer = async {
-            if let Some(inbox) = inbox {
+            let Some(inbox) = inbox else {
+                return std::future::pending::<Result<Outcome, Error>>().await;
+            };
+            loop {
                 let messages = inbox.next().await;
-                *steered.lock().unwrap_or_else(|e| e.into_inner()) = messages;
+                let lines = runner.live_lines(&steering_prompt(&messages));
+                // Before the lines go in, so that the result they cause is let pass.
+                live.extra_results.fetch_add(1, Ordering::SeqCst);
+                if lines.is_some_and(|lines| live.send(lines)) {
+                    ctx.log.line(
+                        LogStream::System,
+                        &format!("steered live: {}", first_line(&messages.join(" / "))),
+                    );
+                    let mut s = steering.lock().unwrap_or_else(|e| e.into_inner());
+                    s.live.extend(messages);
+                    continue;
+                }
+                live.extra_results.fetch_sub(1, Ordering::SeqCst);
+                steering
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .stopped_by = messages;
                 // Hand the message over by resuming the session: stop this run.
                 stop.cancel();
+                return std::future::pending::<Result<Outcome, Error>>().await;
             }
-            std::future::pending::<Result<Outcome, Error>>().await
         };
         let guard = async {
             finished.notified().await;
@@ -591,8 +658,8 @@ impl AgentWorkRunner {
             never = guard => never,
             never = steer => never,
         };
-        let steered = std::mem::take(&mut *steered.lock().unwrap_or_else(|e| e.into_inner()));
-        (outcome, hung.load(Ordering::SeqCst), steered)
+        let steering = std::mem::take(&mut *steering.lock().unwrap_or_else(|e| e.into_inner()));
+        (outcome, hung.load(Ordering::SeqCst), steering)
     }
 }
 
@@ -633,9 +700,8 @@ fn observer(
     transcript: &Arc<Mutex<Transcript>>,
     finished: &Arc<Notify>,
     on_line: Option<LineHook>,
-    stdin: Option<StdinLines>,
+    live: Arc<Live>,
 ) -> impl Fn(LogStream, &str) + Send + Sync + 'static {
-    let stdin = Mutex::new(stdin);
     let transcript = transcript.clone();
     let finished = finished.clone();
     let runner = runner.clone();
@@ -646,14 +712,24 @@ fn observer(
             t.plain_line(line);
         }
         runner.parse_line(stream, line, &mut t);
-        let mut stdin = stdin.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stdin = live.stdin.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(hook) = &on_line {
             hook(stream, line, &mut t, stdin.as_ref());
         }
         if t.finished && !was_finished {
-            // Its result is in: closing stdin lets a CLI reading it exit.
-            *stdin = None;
-            finished.notify_one();
+            let passing = live
+                .extra_results
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if passing {
+                // The turn a live steering cut short: the CLI goes on with the message.
+                t.finished = false;
+                t.result_error = None;
+            } else {
+                // Its result is in: closing stdin lets a CLI reading it exit.
+                *stdin = None;
+                finished.notify_one();
+            }
         }
     }
 }
@@ -679,6 +755,7 @@ fn conclude(
         usage: t.usage,
         reply: t.reply,
         steered: Vec::new(),
+        steered_live: Vec::new(),
         lost_session,
         peak_context: t.peak_context_tokens,
         context_window: t.context_window,

@@ -20,12 +20,24 @@
 //! # Steering
 //!
 //! [`Sessions::steer`] (and `orchestrator session steer`, from any process) drops the
-//! message into the running turn's [`SteerInbox`]. The runner then interrupts the CLI and
-//! resumes its session with the message first, the files as the agent left them. That is the
-//! mechanism for all four built-in CLIs: Copilot CLI, Codex and Gemini CLI read no input while
-//! they work headless, and Claude Code's live `--input-format stream-json` input is not used
-//! yet. Plan jobs' agent phases watch the same inbox in their worktree, so
-//! `orchestrator session steer PLAN/JOB` reaches a running job's agent.
+//! message into the running turn's [`SteerInbox`]; the runner hands it over through the best
+//! mechanism the CLI has:
+//!
+//! | CLI         | steering                                                                 |
+//! |-------------|--------------------------------------------------------------------------|
+//! | Claude Code | live: a session turn runs it with `--input-format stream-json`; the message interrupts the current step (`interrupt` control request) and follows as a user message, in the same process |
+//! | Codex, Copilot CLI, Gemini CLI | they read no input while they work headless: the CLI is stopped and its session resumed with the message first, the files as the agent left them |
+//!
+//! Plan jobs' agent phases watch the same inbox in their worktree (stopped and resumed, for
+//! every CLI), so `orchestrator session steer PLAN/JOB` reaches a running job's agent.
+//!
+//! # Asking the host
+//!
+//! A policy that asks (`ask`, or rules no rule of which matches a request) reaches the host
+//! where the CLI can put its requests to it: Claude Code (`--permission-prompt-tool stdio`).
+//! Each request is decided by the policy, and what it leaves to the host is a
+//! [`SessionEvent::PermissionRequested`] answered by [`Sessions::answer_permission`] (the
+//! agent waits for it). The other CLIs deny such requests and the turn's log says so.
 
 #[cfg(feature = "testing")]
 pub mod conformance;

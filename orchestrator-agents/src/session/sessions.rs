@@ -474,6 +474,7 @@ impl Sessions {
                 record.permissions,
                 PermissionPolicy::Ask | PermissionPolicy::Rules { .. }
             );
+        request.live = runner.live_input();
         request.resume = resume;
 
         let ctx = self.turn_context(&record, n, &files);

@@ -76,10 +76,7 @@ impl SteerInbox {
         if self.runner_pid().is_none() {
             return Err(Error::NotRunning { id: who.to_owned() });
         }
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let name = format!("{stamp:032}-{}", std::process::id());
+        let name = format!("{:032}-{}", stamp(), std::process::id());
         let tmp = self.dir.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, message).map_err(|e| self.store_err(e))?;
         std::fs::rename(&tmp, self.dir.join(format!("{name}.msg"))).map_err(|e| self.store_err(e))
@@ -125,6 +122,13 @@ impl SteerInbox {
             tokio::time::sleep(POLL).await;
         }
     }
+}
+
+/// Nanoseconds since the Unix epoch (message names that sort by time).
+pub(crate) fn stamp() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 /// Whether process `pid` exists.
