@@ -13,7 +13,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::clis::runner_for;
@@ -22,7 +21,7 @@ use orchestrator_agents::agent::{AgentWorkRunner, Permission, PermissionPolicy, 
 use orchestrator_agents::session::{NewSession, SessionEvent, SessionRecord, Sessions};
 use orchestrator_core::plan::Effort;
 use orchestrator_git::Git2Operations;
-use orchestrator_testkit::fixtures::TempRepo;
+use orchestrator_testkit::fixtures::{git, TempRepo};
 use orchestrator_testkit::{ModelServer, Script, Turn};
 
 /// The real CLIs are heavy (Node.js, a few hundred MB each): one test at a time.
@@ -35,20 +34,6 @@ fn models(cli: &str) -> (&'static str, &'static str) {
         "gemini" => ("gemini-2.5-pro", "gemini-2.5-flash"),
         _ => ("gpt-5.5", "gpt-5-mini"),
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// Sessions of `repo` with `cli` talking to `server`.

@@ -6,8 +6,7 @@
 #![cfg(unix)]
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use orchestrator_agents::agent::{AgentWorkRunner, GenericAgent};
@@ -17,7 +16,7 @@ use orchestrator_agents::session::{
 };
 use orchestrator_agents::Error;
 use orchestrator_git::Git2Operations;
-use orchestrator_testkit::fixtures::TempRepo;
+use orchestrator_testkit::fixtures::{git, git_try, TempRepo};
 
 /// The stand-in CLI. Its conversation is `$HOME/conversation` (one prompt per line); it
 /// resumes only a session it knows (`$HOME/session`), like a real CLI.
@@ -71,20 +70,6 @@ fn fixture() -> Fixture {
         sessions,
         _bin: bin,
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 fn read(path: PathBuf) -> Option<String> {
@@ -245,17 +230,15 @@ async fn revert_restores_the_files_and_the_conversation_of_a_turn() {
         "",
         "the worktree is exactly turn 1"
     );
-    let gone = Command::new("git")
-        .args([
-            "rev-parse",
-            "--verify",
-            "-q",
-            &format!("refs/orchestrator/sessions/{}/turn-3", s.id),
-        ])
-        .current_dir(f.repo.dir.as_path())
-        .status()
-        .expect("git");
-    assert!(!gone.success(), "the dropped turns' refs are deleted");
+    let turn3 = format!("refs/orchestrator/sessions/{}/turn-3", s.id);
+    assert_eq!(
+        git_try(
+            f.repo.dir.as_path(),
+            &["rev-parse", "--verify", "-q", &turn3]
+        ),
+        None,
+        "the dropped turns' refs are deleted"
+    );
     let t = f
         .sessions
         .send(&s.id, "write c.txt after")

@@ -15,22 +15,29 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Repo;
-use orchestrator_testkit::fixtures::{alive, kill, wait_child, Run};
+use orchestrator_testkit::fixtures::{alive, git, kill, wait_child, Run};
 use serde_json::{json, Value};
 
 /// The stand-in Claude Code.
-const FAKE_CLAUDE: &str = r#"#!/bin/sh
+const FAKE_CLAUDE: &str = r#"#!/usr/bin/env bash
+# Like Claude Code: `-p PROMPT`, or with `--input-format stream-json` the prompt as a user
+# message on stdin, then more messages while it works (an `interrupt` control request cuts
+# the current step short and reports a result; a user message is a new step), until stdin
+# closes.
 set -f
-prompt=""; resume=""
+prompt=""; resume=""; live=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    -p) prompt="$2"; shift 2 ;;
+    -p) shift; if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then prompt="$1"; shift; fi ;;
+    --input-format) live=1; shift 2 ;;
     --resume) resume="$2"; shift 2 ;;
-    --model|--effort|--max-turns|--add-dir|--output-format) shift 2 ;;
+    --model|--effort|--max-turns|--add-dir|--output-format|--permission-prompt-tool) shift 2 ;;
     *) shift ;;
   esac
 done
 [ -n "$FAKE_CLAUDE_PIDS" ] && echo $$ >> "$FAKE_CLAUDE_PIDS"
+text_of() { printf '%s' "$1" | sed -n 's/.*"text":"\([^"]*\)".*/\1/p'; }
+if [ -n "$live" ]; then IFS= read -r first; prompt=$(text_of "$first"); fi
 conv="$HOME/conversation"
 if [ -n "$resume" ]; then
   if [ "$(cat "$HOME/session" 2>/dev/null)" != "$resume" ]; then
@@ -40,29 +47,47 @@ if [ -n "$resume" ]; then
 else
   session="fake-$$"; echo "$session" > "$HOME/session"; : > "$conv"
 fi
-text="$prompt"
-file=$(printf '%s' "$prompt" | grep -o '/[^ ]*instructions\.md' | head -n 1)
-if [ -n "$file" ] && [ -f "$file" ]; then text=$(cat "$file"); fi
-printf '%s' "$text" | tr '\n\t' '  ' >> "$conv"; echo >> "$conv"
 echo '{"type":"system","subtype":"init","session_id":"'"$session"'","model":"fake-model"}'
-echo '{"type":"assistant","message":{"content":[{"type":"text","text":"working on it"}]},"session_id":"'"$session"'"}'
-cmds=$(printf '%s\n' "$text" | tr ';' '\n' | sed 's/^ *//' | grep -E '^(write|sleep|fail)( |$)')
-nl='
-'
-old_ifs=$IFS; IFS=$nl
-for c in $cmds; do
-  IFS=$old_ifs
-  set -- $c
-  case "$1" in
-    write) printf '%s\n' "$3" > "$2" ;;
-    sleep) sleep "$2" ;;
-    fail) echo "failing as asked" >&2; exit 1 ;;
-  esac
-  IFS=$nl
-done
-IFS=$old_ifs
-history=$(tr '\n' '|' < "$conv" | sed 's/\\/\\\\/g; s/"/\\"/g')
-echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"'"$history"'","session_id":"'"$session"'","usage":{"input_tokens":10,"output_tokens":5}}'
+# Sleeps N seconds; in live mode an interrupt on stdin ends it early.
+nap() {
+  sleep "$1" & local sp=$!
+  while [ -n "$live" ] && kill -0 $sp 2>/dev/null; do
+    if IFS= read -r -t 0.2 line; then
+      case "$line" in *'"interrupt"'*) kill $sp; interrupted=1; return ;; esac
+    elif [ $? -le 128 ]; then break; fi
+  done
+  wait $sp 2>/dev/null
+}
+step() {
+  local text="$1"
+  local file=$(printf '%s' "$text" | grep -o '/[^ ]*instructions\.md' | head -n 1)
+  if [ -n "$file" ] && [ -f "$file" ]; then text=$(cat "$file"); fi
+  printf '%s' "$text" | tr '\n\t' '  ' >> "$conv"; echo >> "$conv"
+  echo '{"type":"assistant","message":{"content":[{"type":"text","text":"working on it"}]},"session_id":"'"$session"'"}'
+  local cmds=$(printf '%s\n' "$text" | tr ';' '\n' | sed 's/^ *//' | grep -E '^(write|sleep|fail)( |$)')
+  local c
+  # The commands on fd 3: stdin stays the CLI's input.
+  while IFS= read -r -u 3 c; do
+    [ -z "$c" ] && continue
+    set -- $c
+    case "$1" in
+      write) printf '%s\n' "$3" > "$2" ;;
+      sleep) nap "$2"; [ -n "$interrupted" ] && return ;;
+      fail) echo "failing as asked" >&2; exit 1 ;;
+    esac
+  done 3<<< "$cmds"
+}
+result() {
+  local history=$(tr '\n' '|' < "$conv" | sed 's/\\/\\\\/g; s/"/\\"/g')
+  echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"'"$history"'","session_id":"'"$session"'","usage":{"input_tokens":10,"output_tokens":5}}'
+}
+interrupted=""
+step "$prompt"; result
+if [ -n "$live" ]; then
+  while IFS= read -r line; do
+    case "$line" in *'"type":"user"'*) interrupted=""; step "$(text_of "$line")"; result ;; esac
+  done
+fi
 "#;
 
 /// A repository, the fake `claude` and the file where each of its runs leaves its pid.
@@ -167,21 +192,6 @@ impl Drop for Fixture {
     fn drop(&mut self) {
         self.kill_agents();
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 fn read(path: &Path) -> String {

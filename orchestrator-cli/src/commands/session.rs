@@ -89,14 +89,9 @@ fn print_opened(ws: &Workspace, record: &SessionRecord, json: bool, note: &str) 
         outln!("{}", record.id);
     }
     eprintln!(
-        "session {} ({}{}) {note} {}; send it a prompt with: orchestrator session send {} PROMPT{}",
+        "session {} ({}) {note} {}; send it a prompt with: orchestrator session send {} PROMPT{}",
         record.id,
-        record.agent,
-        record
-            .model
-            .as_deref()
-            .map(|m| format!(", model {m}"))
-            .unwrap_or_default(),
+        agent_label(record),
         record.dir.display(),
         record.id,
         repo_arg(ws)
@@ -449,14 +444,9 @@ async fn log(args: SessionLogArgs) -> CliResult<Exit> {
         "open"
     };
     outln!(
-        "session {} ({}{}, {state}) in {}",
+        "session {} ({}, {state}) in {}",
         record.id,
-        record.agent,
-        record
-            .model
-            .as_deref()
-            .map(|m| format!(", model {m}"))
-            .unwrap_or_default(),
+        agent_label(&record),
         record.dir.display()
     );
     if record.turns.is_empty() {
@@ -701,4 +691,12 @@ async fn plan_jobs(ws: &Workspace) -> CliResult<Vec<Listed>> {
         }
     }
     Ok(rows)
+}
+
+/// `agent` or `agent, model M`, for the lines that name a session.
+fn agent_label(record: &SessionRecord) -> String {
+    match &record.model {
+        Some(model) => format!("{}, model {model}", record.agent),
+        None => record.agent.clone(),
+    }
 }
