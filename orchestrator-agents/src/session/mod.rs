@@ -47,11 +47,13 @@ mod record;
 mod repository;
 mod sessions;
 pub(crate) mod steer;
+mod turn;
 
 pub use event::SessionEvent;
 pub use record::{checkpoint_ref, Isolation, SessionRecord, TurnRecord, TurnStatus};
 pub use repository::{
     check_session_id, FileSessionRepository, MemorySessionRepository, SessionRepository, TurnLock,
 };
-pub use sessions::{NewSession, Sessions, SessionsBuilder, TurnReport};
+pub use sessions::{NewSession, Sessions, SessionsBuilder};
 pub use steer::SteerInbox;
+pub use turn::TurnReport;
