@@ -64,7 +64,7 @@ step() {
   if [ -n "$file" ] && [ -f "$file" ]; then text=$(cat "$file"); fi
   printf '%s' "$text" | tr '\n\t' '  ' >> "$conv"; echo >> "$conv"
   echo '{"type":"assistant","message":{"content":[{"type":"text","text":"working on it"}]},"session_id":"'"$session"'"}'
-  local cmds=$(printf '%s\n' "$text" | tr ';' '\n' | sed 's/^ *//' | grep -E '^(write|sleep|fail)( |$)')
+  local cmds=$(printf '%s\n' "$text" | tr ';' '\n' | sed 's/^ *//' | grep -E '^(write|ask|sleep|fail)( |$)')
   local c
   # The commands on fd 3: stdin stays the CLI's input.
   while IFS= read -r -u 3 c; do
@@ -72,6 +72,10 @@ step() {
     set -- $c
     case "$1" in
       write) printf '%s\n' "$3" > "$2" ;;
+      ask)
+        echo '{"type":"control_request","request_id":"req-1","request":{"subtype":"can_use_tool","tool_name":"Write","input":{"file_path":"'"$PWD/$2"'","content":"x"}}}'
+        IFS= read -r answer
+        case "$answer" in *'"behavior":"allow"'*) printf 'x\n' > "$2" ;; esac ;;
       sleep) nap "$2"; [ -n "$interrupted" ] && return ;;
       fail) echo "failing as asked" >&2; exit 1 ;;
     esac
@@ -635,4 +639,26 @@ fn a_running_plan_jobs_agent_is_listed_and_steered() {
     // The plan run's worktree sweep leaves the session's worktree alone.
     assert_eq!(read(&worktree.join("a.txt")), "one");
     f.send(&id, "write b.txt two");
+}
+
+#[test]
+fn an_ask_policy_without_a_terminal_denies_what_the_agent_asks() {
+    let f = Fixture::new();
+    let run = f.run(&["session", "new", "--permissions", "ask", "--json"]);
+    run.expect_code(0);
+    let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+    let id = doc["sessionId"].as_str().expect("id").to_owned();
+    let worktree = PathBuf::from(doc["worktree"].as_str().expect("worktree"));
+    let run = f.run(&["session", "send", &id, "ask asked.txt"]);
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains("the agent asks to use Write ")
+            && run.stderr.contains("denied (no terminal to ask at)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !worktree.join("asked.txt").exists(),
+        "the denied write did not happen"
+    );
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use orchestrator_agents::agent::PermissionPolicy;
+use orchestrator_agents::agent::{Permission, PermissionPolicy};
 use orchestrator_agents::session::{
     Isolation, NewSession, SessionEvent, SessionRecord, Sessions, SteerInbox, TurnStatus,
 };
@@ -162,10 +162,12 @@ async fn send(args: SessionSendArgs) -> CliResult<Exit> {
             .await?;
     }
     let progress = (!args.quiet).then(|| Progress::spawn(sessions.subscribe(), id.clone()));
+    let asks = answer_permissions(&sessions, &id);
     let result = tokio::select! {
         r = sessions.send(&id, &args.prompt) => Some(r),
         () = interrupted() => None,
     };
+    asks.abort();
     // The turn's future is gone (and with it the agent's process tree) before anything is
     // reported.
     if let Some(progress) = progress {
@@ -196,6 +198,48 @@ async fn send(args: SessionSendArgs) -> CliResult<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// Answers the turn's permission requests (a policy that asks, with an agent that can put
+/// its requests to the host): at a terminal the user is asked `allow? [y/N]` on stderr;
+/// without one nobody can answer, so they are denied, saying why (the agent is told).
+fn answer_permissions(sessions: &Sessions, id: &str) -> tokio::task::JoinHandle<()> {
+    use std::io::IsTerminal;
+    let mut events = sessions.subscribe();
+    let (sessions, id) = (sessions.clone(), id.to_owned());
+    tokio::spawn(async move {
+        loop {
+            let request = match events.recv().await {
+                Ok(SessionEvent::PermissionRequested {
+                    session, request, ..
+                }) if session == id => request,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            let what = format!("{} {}", request.tool, request.target);
+            let decision = if std::io::stdin().is_terminal() {
+                eprint!("the agent asks to use {what}: allow? [y/N] ");
+                let answer = tokio::task::spawn_blocking(|| {
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line).map(|_| line)
+                })
+                .await;
+                match answer {
+                    Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes") => Permission::Allow,
+                    _ => Permission::deny("the user denied it at the terminal"),
+                }
+            } else {
+                eprintln!("the agent asks to use {what}: denied (no terminal to ask at)");
+                Permission::deny(
+                    "nobody can answer: `orchestrator session send` asks about tool requests only \
+                     when it runs in a terminal",
+                )
+            };
+            if let Err(e) = sessions.answer_permission(&id, &request.id, decision) {
+                eprintln!("cannot answer the request: {e}");
+            }
+        }
+    })
 }
 
 /// Resolves when the process gets SIGINT or SIGTERM (Ctrl-C elsewhere).
