@@ -662,3 +662,33 @@ fn an_ask_policy_without_a_terminal_denies_what_the_agent_asks() {
         "the denied write did not happen"
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_turn_and_leaves_the_session_at_its_last_checkpoint() {
+    let f = Fixture::new();
+    let (id, worktree) = f.new_session();
+    f.send(&id, "write a.txt one");
+    let send = f.spawn(&["session", "send", &id, "write dirty.txt x; sleep 60"]);
+    let start = Instant::now();
+    while !worktree.join("dirty.txt").exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no dirty.txt");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    orchestrator_testkit::fixtures::signal(send.id(), "INT");
+    let run = wait_child(send, Duration::from_secs(30));
+    run.expect_code(1);
+    assert!(
+        run.stderr
+            .contains("recorded as failed and the session is back at its last checkpoint"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !worktree.join("dirty.txt").exists(),
+        "back at turn 1 at once"
+    );
+    let log = f.run(&["session", "log", &id, "--json"]);
+    log.expect_code(0);
+    let turns = log.json()["turns"].clone();
+    assert_eq!(turns[1]["status"], "failed", "{turns}");
+}

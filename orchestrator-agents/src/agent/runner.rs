@@ -201,11 +201,16 @@ pub(crate) struct Hooks {
     /// Called after each output line was parsed, with the transcript so far (which then
     /// records tool activity for it to take).
     pub(crate) on_line: Option<LineHook>,
+    /// Called with each steering message as it is taken from the inbox.
+    pub(crate) on_steer: Option<SteerHook>,
 }
 
 /// See [`Hooks::on_line`].
 pub(crate) type LineHook =
     Arc<dyn Fn(LogStream, &str, &mut Transcript, Option<&StdinLines>) + Send + Sync>;
+
+/// See [`Hooks::on_steer`].
+pub(crate) type SteerHook = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Where a run's stdin lines go (the CLI reads them while it works).
 pub(crate) type StdinLines = tokio::sync::mpsc::UnboundedSender<String>;
@@ -287,7 +292,7 @@ impl WorkRunner for AgentWorkRunner {
             .ok();
         let hooks = Hooks {
             inbox: Some(inbox),
-            on_line: None,
+            ..Hooks::default()
         };
         let deadline = agent
             .timeout
@@ -575,14 +580,7 @@ impl AgentWorkRunner {
         };
 
         let (outcome, hung, steering) = self
-            .supervise(
-                &invocation,
-                ctx,
-                &finished,
-                hooks.inbox.as_ref(),
-                runner,
-                &live,
-            )
+            .supervise(&invocation, ctx, &finished, hooks, runner, &live)
             .await;
         let t = std::mem::take(&mut *transcript.lock().unwrap_or_else(|e| e.into_inner()));
         let mut tried = match outcome {
@@ -603,7 +601,7 @@ impl AgentWorkRunner {
         invocation: &Invocation,
         ctx: &WorkContext,
         finished: &Notify,
-        inbox: Option<&SteerInbox>,
+        hooks: &Hooks,
         runner: &Arc<dyn AgentRunner>,
         live: &Live,
     ) -> (Result<Outcome, Error>, bool, Steering) {
@@ -611,11 +609,14 @@ impl AgentWorkRunner {
         let hung = AtomicBool::new(false);
         let steering = Mutex::new(Steering::default());
         let steer = async {
-            let Some(inbox) = inbox else {
+            let Some(inbox) = hooks.inbox.as_ref() else {
                 return std::future::pending::<Result<Outcome, Error>>().await;
             };
             loop {
                 let messages = inbox.next().await;
+                if let Some(hook) = &hooks.on_steer {
+                    messages.iter().for_each(|m| hook(m));
+                }
                 let lines = runner.live_lines(&steering_prompt(&messages));
                 // Before the lines go in, so that the result they cause is let pass.
                 live.extra_results.fetch_add(1, Ordering::SeqCst);

@@ -67,7 +67,7 @@ impl Sessions {
         if record.closed {
             return Err(Error::SessionClosed { id });
         }
-        self.recover(&mut record).await?;
+        self.settle(&mut record).await?;
         if !record.dir.is_dir() {
             return Err(Error::WorktreeGone {
                 id,
@@ -144,9 +144,18 @@ impl Sessions {
         let ctx = self.turn_context(&record, n, &files);
         let inbox = SteerInbox::of(&record.dir);
         let running = inbox.start()?;
+        let events = self.inner.events.clone();
+        let session = id.clone();
         let hooks = Hooks {
             inbox: Some(inbox),
             on_line: Some(self.line_hook(&record, n, &runner)),
+            on_steer: Some(Arc::new(move |message: &str| {
+                let _ = events.send(SessionEvent::Steered {
+                    session: session.clone(),
+                    turn: n,
+                    message: message.to_owned(),
+                });
+            })),
         };
         let mut tried = self
             .inner
@@ -169,13 +178,6 @@ impl Sessions {
             .unwrap_or_else(|e| e.into_inner())
             .retain(|(session, _), _| *session != id);
         ctx.log.flush().await;
-        for message in &tried.steered {
-            self.emit(SessionEvent::Steered {
-                session: id.clone(),
-                turn: n,
-                message: message.clone(),
-            });
-        }
         let usage = Some(tried.usage.to_json());
         let turn = record.turns.last_mut().ok_or_else(|| Error::NoSuchTurn {
             id: id.clone(),
@@ -389,9 +391,21 @@ impl Sessions {
         files.restore_conversation(n, &state_dir_of(&record.dir, &record.agent))
     }
 
-    /// A turn still marked running was cut short by a crash of its process: it is recorded
-    /// as failed, and the worktree and conversation go back to the last checkpoint.
-    async fn recover(&self, record: &mut SessionRecord) -> Result<(), Error> {
+    /// Settles a turn of session `given` that was cut short — its process died, or the host
+    /// dropped the `send` future (Ctrl-C): it is recorded as failed, and the worktree and
+    /// conversation go back to the last checkpoint. The next `send` does this by itself;
+    /// nothing happens when no turn is cut short, or while one runs (the turn lock is held:
+    /// [`Error::SessionBusy`]).
+    pub async fn recover(&self, given: &str) -> Result<SessionRecord, Error> {
+        let id = self.get(given).await?.id;
+        let _lock = self.inner.store.lock(&id).await?;
+        let mut record = self.get(&id).await?;
+        self.settle(&mut record).await?;
+        Ok(record)
+    }
+
+    /// See [`Sessions::recover`] (the caller holds the turn lock).
+    async fn settle(&self, record: &mut SessionRecord) -> Result<(), Error> {
         let mut changed = false;
         for turn in &mut record.turns {
             if turn.status == TurnStatus::Running {

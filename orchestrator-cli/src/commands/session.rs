@@ -176,14 +176,18 @@ async fn send(args: SessionSendArgs) -> CliResult<Exit> {
     let report = match result {
         Some(r) => r?,
         None => {
+            // The turn's process tree is stopped: record the turn as failed and go back to
+            // the last checkpoint now (else the next `send` would).
+            let settled = match sessions.recover(&id).await {
+                Ok(_) => "it is recorded as failed and the session is back at its last \
+                          checkpoint"
+                    .to_owned(),
+                Err(e) => format!("the next `orchestrator session send {id} ...` settles it ({e})"),
+            };
             return Err(CliError {
                 exit: Exit::PlanNotSucceeded,
-                message: format!(
-                    "interrupted: the turn of session {id} was stopped; the next \
-                     `orchestrator session send {id} ...` records it as failed and starts from \
-                     the last checkpoint"
-                ),
-            })
+                message: format!("interrupted: the turn of session {id} was stopped; {settled}"),
+            });
         }
     };
     if args.json {
