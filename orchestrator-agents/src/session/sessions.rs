@@ -15,7 +15,7 @@ use super::repository::{FileSessionRepository, SessionRepository};
 use super::steer::SteerInbox;
 use super::turn::PendingMap;
 use crate::agent::runner::state_dir_of;
-use crate::agent::{AgentWorkRunner, PermissionPolicy};
+use crate::agent::{AgentRunner, AgentWorkRunner, PermissionPolicy};
 use crate::error::Error;
 
 /// How many events a slow subscriber may fall behind before it misses some.
@@ -273,7 +273,7 @@ impl Sessions {
             .agent
             .clone()
             .unwrap_or_else(|| self.inner.agents.default_agent_name().to_owned());
-        self.check_agent(&agent)?;
+        self.runner_of(&agent)?;
         let id = new_id();
         let (dir, base) = match new.isolation {
             Isolation::Worktree => {
@@ -299,9 +299,10 @@ impl Sessions {
         Ok(record)
     }
 
-    fn check_agent(&self, agent: &str) -> Result<(), Error> {
-        if self.inner.agents.agent(agent).is_some() {
-            return Ok(());
+    /// The runner of `agent`, or [`Error::UnknownAgent`] naming the registered ones.
+    pub(super) fn runner_of(&self, agent: &str) -> Result<Arc<dyn AgentRunner>, Error> {
+        if let Some(runner) = self.inner.agents.agent(agent) {
+            return Ok(runner.clone());
         }
         Err(Error::UnknownAgent {
             agent: agent.to_owned(),

@@ -74,20 +74,7 @@ impl Sessions {
                 dir: record.dir.clone(),
             });
         }
-        let runner = self
-            .inner
-            .agents
-            .agent(&record.agent)
-            .cloned()
-            .ok_or_else(|| Error::UnknownAgent {
-                agent: record.agent.clone(),
-                known: self
-                    .inner
-                    .agents
-                    .agent_names()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
+        let runner = self.runner_of(&record.agent)?;
         let n = record.turns.last().map_or(1, |t| t.turn + 1);
         record.turns.push(TurnRecord {
             turn: n,
