@@ -64,6 +64,7 @@ mod gemini;
 mod generic;
 mod heal;
 mod permission;
+pub(crate) mod prepare;
 mod pressure;
 mod redact;
 mod request;

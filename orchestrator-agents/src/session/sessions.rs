@@ -14,7 +14,7 @@ use super::record::{checkpoint_ref, Isolation, SessionRecord, TurnStatus};
 use super::repository::{FileSessionRepository, SessionRepository};
 use super::steer::SteerInbox;
 use super::turn::PendingMap;
-use crate::agent::runner::state_dir_of;
+use crate::agent::prepare::state_dir_of;
 use crate::agent::{AgentRunner, AgentWorkRunner, PermissionPolicy};
 use crate::error::Error;
 
@@ -93,8 +93,9 @@ impl NewSession {
 /// ```no_run
 /// # async fn run() -> Result<(), orchestrator_agents::Error> {
 /// use orchestrator_agents::session::{NewSession, Sessions};
-/// # let git: std::sync::Arc<dyn orchestrator_core::git::GitOperations> = unimplemented!();
-/// let sessions = Sessions::builder("/work/repo").git_arc(git).build()?;
+/// let sessions = Sessions::builder("/work/repo")
+///     .git(orchestrator_git::Git2Operations::new())
+///     .build()?;
 /// let s = sessions.create(NewSession::new().agent("claude")).await?;
 /// let turn = sessions.send(&s.id, "Add a README").await?;
 /// println!("{:?} at {:?}", turn.reply, turn.checkpoint);

@@ -13,7 +13,8 @@ use super::files::SessionFiles;
 use super::record::{checkpoint_ref, now_ms, Isolation, SessionRecord, TurnRecord, TurnStatus};
 use super::sessions::Sessions;
 use super::steer::SteerInbox;
-use crate::agent::runner::{base_request, state_dir_of, Hooks, StdinLines};
+use crate::agent::prepare::{base_request, state_dir_of};
+use crate::agent::runner::{Hooks, StdinLines};
 use crate::agent::{
     AgentRunner, Permission, PermissionPolicy, PermissionRequest, ToolActivity, Transcript,
 };
