@@ -56,6 +56,9 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// [`Sessions`](crate::session::Sessions) were built without a git layer.
+    #[error("Sessions need a git layer: call .git(orchestrator_git::Git2Operations::new()) on the builder")]
+    NoGitLayer,
     /// No session has this id (or id prefix).
     #[error("unknown session `{given}`{}", known_sessions(known))]
     UnknownSession {

@@ -92,16 +92,10 @@ impl AgentRunner for ClaudeCode {
     fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
         let config = r.state_dir.join("claude");
         let mut notes = Vec::new();
-        let mut permissions = permission_args(&r.permissions, r.ask_host, &mut notes);
+        let permissions = permission_args(&r.permissions, r.ask_host, &mut notes);
         let mut cmd = AgentCommand::new(&self.cli.program).arg("-p");
         if r.ask_host || r.live {
-            // The prompt and the answers to its permission requests go in on stdin; what no
-            // rule decides is asked of the host instead of refused.
-            for arg in &mut permissions {
-                if arg == "dontAsk" {
-                    *arg = "default".to_owned();
-                }
-            }
+            // The prompt, steering and the answers to its permission requests go in on stdin.
             cmd = cmd
                 .args(["--input-format", "stream-json"])
                 .args(["--permission-prompt-tool", "stdio"])
@@ -311,7 +305,9 @@ fn permission_args(
         );
     }
     notes.extend(policy_note_for(CLI, policy, &t.gaps, ask_host));
-    let mut args = vec!["--permission-mode".to_owned(), "dontAsk".to_owned()];
+    // What no rule decides is refused (`dontAsk`), or asked of the host when it answers.
+    let mode = if ask_host { "default" } else { "dontAsk" };
+    let mut args = vec!["--permission-mode".to_owned(), mode.to_owned()];
     if !t.allow.is_empty() {
         args.push("--allowedTools".to_owned());
         args.extend(t.allow);

@@ -165,12 +165,7 @@ impl SessionsBuilder {
 
     /// The sessions; an error when no git layer was given or the repository is not a folder.
     pub fn build(self) -> Result<Sessions, Error> {
-        let git = self.git.ok_or_else(|| Error::SessionStore {
-            path: self.repo.clone(),
-            source: std::io::Error::other(
-                "Sessions need a git layer: call .git(orchestrator_git::Git2Operations::new())",
-            ),
-        })?;
+        let git = self.git.ok_or(Error::NoGitLayer)?;
         let repo = std::fs::canonicalize(&self.repo).map_err(|source| Error::SessionStore {
             path: self.repo.clone(),
             source,
