@@ -141,6 +141,9 @@ pub enum Command {
     /// 2 invalid input (an unknown or ambiguous session, a closed session, a turn that does not
     /// exist, nothing running to steer, a session busy in another process); 3 other errors.
     Session(SessionArgs),
+    /// Multi-agent teams (SPEC §13): `team save PLAN_ID JOB` writes a plan's team back to a
+    /// Squad folder.
+    Team(TeamArgs),
 }
 
 /// `--repo`.
@@ -376,6 +379,38 @@ pub struct DemoArgs {
     pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `team`.
+#[derive(Debug, Args)]
+pub struct TeamArgs {
+    /// What to do with teams.
+    #[command(subcommand)]
+    pub command: TeamCommand,
+}
+
+/// The `team` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Writes the team of a plan's `team` job to a Squad folder (default `<repo>/.squad`):
+    /// `team.md` (name and roster), `agents/<name>/charter.md` (each worker's system prompt),
+    /// `routing.md` and `decisions.md`. Loading the folder again (`"squad": ".squad"`) gives
+    /// the same team. Prints the folder. Exit code 2 when the job is no team or the team
+    /// cannot be written as Squad files.
+    Save(TeamSaveArgs),
+}
+
+/// `team save`.
+#[derive(Debug, Args)]
+pub struct TeamSaveArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// The folder to write (default: `.squad` in the repository).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The team's name in `team.md` (default: the job's producerId).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
 }
 
 /// `session`.

@@ -181,7 +181,7 @@ impl Workspace {
     ) -> CliResult<Orchestrator> {
         let store: Arc<dyn PlanRepository> = self.store.clone();
         let agents = agent_runner();
-        let mut builder = Orchestrator::builder()
+        let mut builder = orchestrator_workflows::register(Orchestrator::builder())
             .repository_arc(store)
             .git(self.git.clone())
             .runner("shell", ShellRunner::new())

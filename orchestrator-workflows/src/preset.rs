@@ -23,7 +23,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use orchestrator_core::plan::{TeamAgent, TeamMode, WorkerSpec};
+use orchestrator_core::plan::{TeamAgent, TeamMode, TeamSelect, WorkerSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::squad::{name_problem, sanitize_name, SquadTeam};
@@ -63,6 +63,9 @@ pub struct Preset {
     /// An independent evaluator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluator: Option<TeamAgent>,
+    /// Which workers' commits a broadcast merges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<TeamSelect>,
     /// Context for the orchestrator when it plans.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing: Option<String>,
@@ -140,6 +143,7 @@ fn best_of_three() -> Preset {
         ],
     );
     preset.evaluator = Some(TeamAgent::default());
+    preset.select = Some(TeamSelect::Best);
     preset
 }
 
@@ -198,6 +202,7 @@ fn built_in(name: &str, description: &str, mode: TeamMode, workers: Vec<WorkerSp
         workers,
         orchestrator: None,
         evaluator: None,
+        select: None,
         routing: None,
         decisions: None,
         source: PresetSource::BuiltIn,
@@ -318,6 +323,7 @@ pub fn from_squad(team: &SquadTeam) -> Preset {
         workers: team.workers.clone(),
         orchestrator: None,
         evaluator: None,
+        select: None,
         routing: team.routing.clone(),
         decisions: team.decisions.clone(),
         source: PresetSource::Repository,

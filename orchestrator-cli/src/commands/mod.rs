@@ -5,6 +5,7 @@ pub mod inspect;
 pub mod run;
 pub mod session;
 pub mod steer;
+pub mod team;
 
 use crate::cli::{Command, RepoArgs};
 use crate::error::{CliError, CliResult, Exit};
@@ -29,6 +30,7 @@ pub async fn dispatch(command: Command) -> CliResult<Exit> {
         Command::Mcp(a) => mcp(a).await,
         Command::Demo(a) => demo::demo(a).await,
         Command::Session(a) => session::session(a).await,
+        Command::Team(a) => team::team(a).await,
     }
 }
 

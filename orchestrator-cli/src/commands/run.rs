@@ -34,12 +34,29 @@ pub fn read_plan(path: &std::path::Path, repo: &std::path::Path) -> CliResult<Pl
         repo: Some(repo),
         scaffolding: false,
     };
-    let spec = parse_plan_with(
+    let mut spec = parse_plan_with(
         &text,
         PlanFormat::from_path(path),
         &path.display().to_string(),
         ctx,
     )?;
+    // Teams named by a Squad folder or a preset are resolved into the stored plan.
+    let user_presets = orchestrator_workflows::preset::user_presets_path();
+    match orchestrator_workflows::resolve::resolve_plan(&mut spec, repo, user_presets.as_deref()) {
+        Ok(notes) => {
+            for note in notes {
+                eprintln!("note: {note}");
+            }
+        }
+        Err(problems) => {
+            let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            return Err(CliError::invalid(format!(
+                "{}: {}",
+                path.display(),
+                lines.join("\n")
+            )));
+        }
+    }
     Ok(spec)
 }
 

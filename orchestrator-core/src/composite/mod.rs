@@ -10,8 +10,12 @@
 //! runs on: their commits are merged into its own, its postchecks run, and its commit flows
 //! on like any job's.
 //!
-//! The first controller is context-pressure splitting ([`split`]): an agent job that ran out
-//! of room commits what it has and leaves a manifest of the rest.
+//! The controller is found by work type: `team` and `pipeline` work (SPEC §13; their
+//! controllers are in the `orchestrator-workflows` crate) is composite from the start — the
+//! job runs nothing itself, its commit is its merged dependencies, and its controller is asked
+//! at once. Any other job becomes composite when its run leaves a split manifest, and the
+//! `split` controller ([`split`]) decides: an agent job that ran out of room commits what it
+//! has and leaves a manifest of the rest.
 
 pub mod split;
 
@@ -74,6 +78,14 @@ pub enum Decision {
         /// Its output (for its dependents and the job JSON).
         output: Option<String>,
     },
+    /// The composite job is done, but only these sub-jobs' commits are merged into its own
+    /// (producerIds; a best-of-N pick). The others keep their work on their own commits.
+    Keep {
+        /// The sub-jobs whose commits are merged.
+        only: Vec<String>,
+        /// Its output.
+        output: Option<String>,
+    },
     /// The composite job failed.
     Failed {
         /// Why, for the person reading the job.
@@ -101,6 +113,31 @@ pub enum Decision {
 pub trait Controller: Send + Sync + fmt::Debug + 'static {
     /// The next step of the composite job `facts.job`.
     fn decide(&self, facts: &CompositeFacts<'_>) -> Decision;
+
+    /// Judges a sub-job of `parent` whose phases passed, before it counts as succeeded: an
+    /// error fails it with reason `contract` and these words (a fail-closed output contract).
+    /// The default accepts everything.
+    fn check(&self, parent: &JobSpec, child: &JobSpec, output: Option<&str>) -> Result<(), String> {
+        let _ = (parent, child, output);
+        Ok(())
+    }
+
+    /// What the composite job has done so far, shown as its output while it runs (a team's
+    /// iteration and scores); recorded whenever it gets sub-jobs. The default shows nothing.
+    fn progress(&self, facts: &CompositeFacts<'_>) -> Option<String> {
+        let _ = facts;
+        None
+    }
+}
+
+/// The name a composite job's controller is registered under: its work type for composite
+/// work (`team`, `pipeline`), else `split`.
+pub(crate) fn controller_kind(job: &JobSpec) -> &'static str {
+    if job.work.is_composite() {
+        job.work.kind()
+    } else {
+        "split"
+    }
 }
 
 /// Why a controller's [`Decision::Spawn`] cannot be applied.
@@ -124,8 +161,10 @@ pub(crate) fn spawn_problem(facts: &CompositeFacts<'_>, jobs: &[JobSpec]) -> Opt
     let prefix = format!("{parent}/");
     for job in jobs {
         let id = job.producer_id.as_str();
-        if id.strip_prefix(&prefix).is_none_or(|n| n.contains('/')) {
-            return Some(format!("sub-job `{id}` is not named `{parent}/<name>`"));
+        if id.strip_prefix(&prefix).is_none_or(|n| !is_sub_job_name(n)) {
+            return Some(format!(
+                "sub-job `{id}` is not named `{parent}/<name>` or `{parent}/<iteration>/<name>`"
+            ));
         }
         if facts.plan.jobs.iter().any(|j| j.producer_id == id) {
             return Some(format!(
@@ -144,6 +183,21 @@ pub(crate) fn spawn_problem(facts: &CompositeFacts<'_>, jobs: &[JobSpec]) -> Opt
         }
     }
     None
+}
+
+/// Whether `rest` (a sub-job's producerId after `<parent>/`) is `<name>` or
+/// `<iteration>/<name>`: an iteration is a number, a name a producerId segment.
+pub(crate) fn is_sub_job_name(rest: &str) -> bool {
+    let name = match rest.split_once('/') {
+        Some((iteration, name)) => {
+            if iteration.is_empty() || !iteration.bytes().all(|b| b.is_ascii_digit()) {
+                return false;
+            }
+            name
+        }
+        None => rest,
+    };
+    !name.contains('/') && crate::plan::producer_id_problem(name).is_none()
 }
 
 /// Whether `job` may split (SPEC §12): its `split`, else the plan's, else `allow` for agent

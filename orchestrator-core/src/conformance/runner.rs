@@ -271,7 +271,7 @@ fn with_env(mut spec: WorkSpec, env: Env) -> WorkSpec {
         WorkSpec::Shell(s) => s.env = env,
         WorkSpec::Process(p) => p.env = env,
         WorkSpec::Agent(a) => a.env = env,
-        WorkSpec::Timer(_) => {}
+        WorkSpec::Timer(_) | WorkSpec::Team(_) | WorkSpec::Pipeline(_) => {}
     }
     spec
 }

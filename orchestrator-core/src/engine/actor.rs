@@ -93,9 +93,9 @@ pub(crate) struct PlanActor {
     holds: bool,
     /// Composite jobs whose sub-jobs may all have ended: their controller is asked this turn.
     composites: Vec<NodeIndex>,
-    /// Composite jobs their controller found done, with the output it gave: they are queued
-    /// to merge their sub-jobs' commits and go on.
-    composite_outputs: std::collections::HashMap<NodeIndex, Option<String>>,
+    /// Composite jobs their controller found done, with the output it gave and the sub-jobs
+    /// to merge: they are queued to merge their sub-jobs' commits and go on.
+    composite_done: std::collections::HashMap<NodeIndex, composite::Finish>,
 }
 
 /// A wait for a capacity slot; dropping it gives up the wait ([`Capacity::acquire`] is
@@ -191,7 +191,7 @@ impl PlanActor {
             timers: waiting::Timers::default(),
             holds,
             composites: Vec::new(),
-            composite_outputs: Default::default(),
+            composite_done: Default::default(),
         };
         // Split jobs whose sub-jobs ended before a restart go on.
         actor.composites = (0..n)
@@ -418,10 +418,15 @@ impl PlanActor {
                 None,
             ),
             (_, Ok(RunEnd::Held(Hold::Split(manifest)))) => self.split(n, &manifest),
+            (_, Ok(RunEnd::Held(Hold::Compose))) => self.compose(n),
             (_, Ok(RunEnd::Held(Hold::Approval))) => self.hold_after(n),
-            (_, Ok(RunEnd::Finished)) => {
-                self.machine.succeed(n, at).map(|()| self.clean_up_after(n))
-            }
+            (_, Ok(RunEnd::Finished)) => match self.breaks_contract(n) {
+                Some(reason) => {
+                    self.machine
+                        .fail(n, at, reason, FailureReason::Contract, Some(Phase::Work))
+                }
+                None => self.machine.succeed(n, at).map(|()| self.clean_up_after(n)),
+            },
             (Some(StopReason::Pause), Err(f)) => {
                 let resume = f
                     .phase
@@ -646,7 +651,7 @@ impl PlanActor {
             match self.machine.status_of(n) {
                 NodeStatus::Ready => {}
                 NodeStatus::CompletedSplit
-                    if self.running[n].is_none() && self.composite_outputs.contains_key(&n) => {}
+                    if self.running[n].is_none() && self.composite_done.contains_key(&n) => {}
                 _ => continue,
             }
             if self.held(n) {
@@ -677,11 +682,15 @@ impl PlanActor {
 
     fn launch(&mut self, n: NodeIndex, slot: Slot) -> Result<(), ApplyError> {
         let at = self.clock;
+        let mut merge_only = None;
         let (attempt, resume_from) = if self.machine.status_of(n) == NodeStatus::CompletedSplit {
             let started = self.machine.continue_composite(n, at)?;
-            if let Some(Some(text)) = self.composite_outputs.remove(&n) {
-                self.machine
-                    .record_change(StateChange::Output { node: n, text })?;
+            if let Some(finish) = self.composite_done.remove(&n) {
+                if let Some(text) = finish.output {
+                    self.machine
+                        .record_change(StateChange::Output { node: n, text })?;
+                }
+                merge_only = finish.only;
             }
             started
         } else {
@@ -704,6 +713,7 @@ impl PlanActor {
             cancel.clone(),
             self.tx.clone(),
             slot,
+            merge_only.as_deref(),
         );
         self.running[n] = Some(Running { cancel, stop: None });
         self.active += 1;

@@ -131,6 +131,8 @@ pub(crate) enum Hold {
     Approval,
     /// The work left a split manifest (its text) and its commit is made: the job splits.
     Split(String),
+    /// Composite work (a team or a pipeline) has its commit: its controller takes over.
+    Compose,
 }
 
 impl NodeFailure {

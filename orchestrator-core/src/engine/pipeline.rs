@@ -84,16 +84,27 @@ impl NodeRun {
         cancel: CancellationToken,
         tx: mpsc::UnboundedSender<Message>,
         slot: Slot,
+        merge_only: Option<&[String]>,
     ) -> Self {
         let record = machine.record();
         let state = &record.state;
         let graph = machine.graph().clone();
         let ns = &state.nodes[node];
+        let parent = spec.jobs.get(node).map(|j| j.producer_id.as_str());
+        // A composite job merges only its sub-jobs that succeeded (and, after a best-of-N
+        // pick, only the picked ones); its other dependencies are in its own commit already.
+        let merged = |d: NodeIndex| match spec.jobs.get(d) {
+            Some(child) if child.parent.is_some() && child.parent.as_deref() == parent => {
+                state.nodes[d].status == crate::state::NodeStatus::Succeeded
+                    && merge_only.is_none_or(|only| only.contains(&child.producer_id))
+            }
+            _ => true,
+        };
         let dep_commits = if spec.isolation == Isolation::Worktree {
             graph
                 .ordered_dependencies(&spec, node)
                 .into_iter()
-                .filter(|&d| !graph.is_snapshot(d))
+                .filter(|&d| !graph.is_snapshot(d) && merged(d))
                 .filter_map(|d| state.nodes[d].commit.clone())
                 .collect()
         } else {
@@ -390,8 +401,9 @@ impl NodeRun {
         dir: &Path,
         log: LogSink,
     ) -> PhaseResult {
-        if let WorkSpec::Timer(_) = spec {
-            // The engine kept the wait (the node waited on its timer before it started).
+        if spec.is_job_only() {
+            // The engine kept the wait (the node waited on its timer before it started), or
+            // the work is composite: its controller runs it as sub-jobs.
             return Ok(());
         }
         let runner = self.runner_for(spec, phase)?;
@@ -561,6 +573,9 @@ impl NodeRun {
         if let Some(manifest) = self.take_split_manifest(&dir, self.resume_from)? {
             return Ok(RunEnd::Held(Hold::Split(manifest)));
         }
+        if self.composes() {
+            return Ok(RunEnd::Held(Hold::Compose));
+        }
         if let Some(post) = self
             .job()
             .and_then(|j| j.postchecks.as_ref())
@@ -572,6 +587,12 @@ impl NodeRun {
             .await?;
         }
         Ok(self.after_the_phases())
+    }
+
+    /// Whether this run is the start of composite work (a team or a pipeline): its commit
+    /// made, the controller is asked for its first sub-jobs.
+    pub(super) fn composes(&self) -> bool {
+        !self.composite && self.job().is_some_and(|j| j.work.is_composite())
     }
 
     /// How a run whose phases passed goes on: an `approval: after` job (SPEC §12) not yet

@@ -8,6 +8,7 @@ mod parse;
 mod spec;
 mod validate;
 mod work;
+mod workflow;
 
 pub use edit::{apply_edits, layout, EditError, JobUpdate, PlanEdit, PlanUpdate};
 pub use graph::{PlanGraph, Priority, SNAPSHOT_PRODUCER_ID};
@@ -18,4 +19,9 @@ pub(crate) use validate::producer_id_problem;
 pub use validate::{validate, ValidationContext, ValidationError, ValidationErrors};
 pub use work::{
     AgentSpec, Effort, ModelTier, OnFailure, ProcessSpec, ShellKind, ShellSpec, TimerSpec, WorkSpec,
+};
+pub use workflow::{
+    Complexity, PipelineSpec, RoleSpec, StageApproval, TeamAgent, TeamMode, TeamSelect, TeamSpec,
+    WorkerSpec, DEFAULT_MAX_DEBUG_ATTEMPTS, DEFAULT_MAX_ITERATIONS, DEFAULT_THRESHOLD,
+    PIPELINE_ROLES,
 };

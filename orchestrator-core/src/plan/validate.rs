@@ -16,6 +16,7 @@ mod graph;
 mod names;
 mod paths;
 mod work;
+mod workflow;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -1,11 +1,12 @@
-//! What a job or a check runs (SPEC §2 `work`): shell, process, agent and timer work, and the
-//! hand-written reading of their plan-file forms.
+//! What a job or a check runs (SPEC §2 `work`): shell, process, agent and timer work, the
+//! composite team and pipeline work of SPEC §13, and ([`read`]) the hand-written reading of
+//! their plan-file forms.
 
-use std::fmt;
+mod read;
 
-use serde::de::{self, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
+use super::workflow::{PipelineSpec, TeamSpec};
 use super::Env;
 
 /// What a job (or a check) runs. In a plan file: a string shorthand or an object with `type`.
@@ -21,6 +22,11 @@ pub enum WorkSpec {
     Agent(AgentSpec),
     /// A wait until a wall-clock deadline, holding nothing (jobs only, not checks).
     Timer(TimerSpec),
+    /// A multi-agent team run as sub-jobs by the `team` controller (jobs only).
+    Team(TeamSpec),
+    /// A contract-checked role pipeline run as sub-jobs by the `pipeline` controller (jobs
+    /// only).
+    Pipeline(PipelineSpec),
 }
 
 impl WorkSpec {
@@ -67,14 +73,28 @@ impl WorkSpec {
     }
 
     /// The runner kind that executes this spec: `shell`, `process` or `agent`; `timer` for a
-    /// wait the engine itself keeps.
+    /// wait the engine itself keeps; `team` or `pipeline` for composite work, whose
+    /// controller is registered under that name.
     pub fn kind(&self) -> &'static str {
         match self {
             WorkSpec::Shell(_) => "shell",
             WorkSpec::Process(_) => "process",
             WorkSpec::Agent(_) => "agent",
             WorkSpec::Timer(_) => "timer",
+            WorkSpec::Team(_) => "team",
+            WorkSpec::Pipeline(_) => "pipeline",
         }
+    }
+
+    /// Whether this is composite work (a team or a pipeline): the job runs nothing itself,
+    /// its controller expands it into sub-jobs.
+    pub fn is_composite(&self) -> bool {
+        matches!(self, WorkSpec::Team(_) | WorkSpec::Pipeline(_))
+    }
+
+    /// Whether only a job's `work` may be this (a timer or composite work), not a check.
+    pub fn is_job_only(&self) -> bool {
+        matches!(self, WorkSpec::Timer(_)) || self.is_composite()
     }
 
     /// Parses the string shorthand: `"@agent <text>"` is agent work, anything else a shell command.
@@ -93,7 +113,7 @@ impl WorkSpec {
             WorkSpec::Shell(s) => s.on_failure.as_ref(),
             WorkSpec::Process(p) => p.on_failure.as_ref(),
             WorkSpec::Agent(a) => a.on_failure.as_ref(),
-            WorkSpec::Timer(_) => None,
+            WorkSpec::Timer(_) | WorkSpec::Team(_) | WorkSpec::Pipeline(_) => None,
         }
     }
 
@@ -103,7 +123,7 @@ impl WorkSpec {
             WorkSpec::Shell(s) => &s.env,
             WorkSpec::Process(p) => &p.env,
             WorkSpec::Agent(a) => &a.env,
-            WorkSpec::Timer(_) => &NO_ENV,
+            WorkSpec::Timer(_) | WorkSpec::Team(_) | WorkSpec::Pipeline(_) => &NO_ENV,
         }
     }
 
@@ -113,7 +133,7 @@ impl WorkSpec {
             WorkSpec::Shell(s) => s.timeout,
             WorkSpec::Process(p) => p.timeout,
             WorkSpec::Agent(a) => a.timeout,
-            WorkSpec::Timer(_) => None,
+            WorkSpec::Timer(_) | WorkSpec::Team(_) | WorkSpec::Pipeline(_) => None,
         }
     }
 
@@ -122,7 +142,7 @@ impl WorkSpec {
         match self {
             WorkSpec::Shell(s) => s.cwd.as_deref(),
             WorkSpec::Process(p) => p.cwd.as_deref(),
-            WorkSpec::Agent(_) | WorkSpec::Timer(_) => None,
+            _ => None,
         }
     }
 }
@@ -369,223 +389,4 @@ pub struct OnFailure {
         skip_serializing_if = "Option::is_none"
     )]
     pub resume_from_phase: Option<crate::state::Phase>,
-}
-
-/// Deserializes a work spec from a string shorthand or an object with `type`.
-///
-/// Written by hand rather than `#[serde(untagged)]` so that a bad object keeps its real error
-/// ("unknown field `comand`") instead of "data did not match any variant".
-fn deserialize_work<'de, D: Deserializer<'de>>(d: D) -> Result<WorkSpec, D::Error> {
-    struct WorkVisitor;
-    impl<'de> Visitor<'de> for WorkVisitor {
-        type Value = WorkSpec;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a command string, \"@agent <instructions>\", or an object with \"type\": shell|process|agent|timer")
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<WorkSpec, E> {
-            Ok(WorkSpec::from_shorthand(v))
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<WorkSpec, A::Error> {
-            TaggedWork::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| t.0)
-        }
-    }
-    d.deserialize_any(WorkVisitor)
-}
-
-/// The object form only; [`WorkSpec`]'s own `Deserialize` accepts both forms.
-///
-/// Read as one flat struct straight from the map (no buffering, unlike
-/// `#[serde(tag = "type")]`), so error paths reach into the spec (`jobs[0].work.onFailure`) and
-/// YAML scalars such as `PORT: 8080` still read as strings; fields of another work type are then
-/// refused by name.
-struct TaggedWork(WorkSpec);
-
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum WorkType {
-    Shell,
-    Process,
-    Agent,
-    Timer,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RawWork {
-    #[serde(rename = "type")]
-    kind: WorkType,
-    command: Option<String>,
-    shell: Option<ShellKind>,
-    executable: Option<String>,
-    args: Option<Vec<String>>,
-    instructions: Option<String>,
-    #[serde(alias = "instructions_file")]
-    instructions_file: Option<String>,
-    agent: Option<String>,
-    model: Option<String>,
-    #[serde(alias = "model_tier")]
-    model_tier: Option<ModelTier>,
-    effort: Option<Effort>,
-    #[serde(alias = "max_turns")]
-    max_turns: Option<u32>,
-    #[serde(alias = "resume_session")]
-    resume_session: Option<bool>,
-    #[serde(alias = "allowed_folders")]
-    allowed_folders: Option<Vec<String>>,
-    #[serde(alias = "allowed_urls")]
-    allowed_urls: Option<Vec<String>>,
-    env: Option<Env>,
-    cwd: Option<String>,
-    timeout: Option<u64>,
-    #[serde(alias = "on_failure")]
-    on_failure: Option<OnFailure>,
-    seconds: Option<f64>,
-    until: Option<String>,
-}
-
-impl RawWork {
-    /// Names of the fields set, among `names`.
-    fn present(&self, names: &[&'static str]) -> Option<&'static str> {
-        names.iter().copied().find(|n| match *n {
-            "command" => self.command.is_some(),
-            "shell" => self.shell.is_some(),
-            "executable" => self.executable.is_some(),
-            "args" => self.args.is_some(),
-            "instructions" => self.instructions.is_some(),
-            "instructionsFile" => self.instructions_file.is_some(),
-            "agent" => self.agent.is_some(),
-            "model" => self.model.is_some(),
-            "modelTier" => self.model_tier.is_some(),
-            "effort" => self.effort.is_some(),
-            "maxTurns" => self.max_turns.is_some(),
-            "resumeSession" => self.resume_session.is_some(),
-            "allowedFolders" => self.allowed_folders.is_some(),
-            "allowedUrls" => self.allowed_urls.is_some(),
-            "cwd" => self.cwd.is_some(),
-            "env" => self.env.is_some(),
-            "timeout" => self.timeout.is_some(),
-            "onFailure" => self.on_failure.is_some(),
-            "seconds" => self.seconds.is_some(),
-            "until" => self.until.is_some(),
-            _ => false,
-        })
-    }
-
-    fn into_spec<E: de::Error>(self) -> Result<WorkSpec, E> {
-        const TIMER_ONLY: &[&str] = &["seconds", "until"];
-        const AGENT_ONLY: &[&str] = &[
-            "instructions",
-            "instructionsFile",
-            "agent",
-            "model",
-            "modelTier",
-            "effort",
-            "maxTurns",
-            "resumeSession",
-            "allowedFolders",
-            "allowedUrls",
-        ];
-        let refuse = |kind: &str, allowed: &[&str], field: &str| {
-            E::custom(format!(
-                "field `{field}` does not belong to {kind} work (its fields: type, {}, env, timeout, onFailure)",
-                allowed.join(", ")
-            ))
-        };
-        match self.kind {
-            WorkType::Shell => {
-                let allowed = ["command", "shell", "cwd"];
-                if let Some(f) = self
-                    .present(AGENT_ONLY)
-                    .or(self.present(&["executable", "args"]))
-                    .or(self.present(TIMER_ONLY))
-                {
-                    return Err(refuse("shell", &allowed, f));
-                }
-                Ok(WorkSpec::Shell(ShellSpec {
-                    command: self.command.ok_or_else(|| E::missing_field("command"))?,
-                    shell: self.shell,
-                    env: self.env.unwrap_or_default(),
-                    cwd: self.cwd,
-                    timeout: self.timeout,
-                    on_failure: self.on_failure,
-                }))
-            }
-            WorkType::Process => {
-                let allowed = ["executable", "args", "cwd"];
-                if let Some(f) = self
-                    .present(AGENT_ONLY)
-                    .or(self.present(&["command", "shell"]))
-                    .or(self.present(TIMER_ONLY))
-                {
-                    return Err(refuse("process", &allowed, f));
-                }
-                Ok(WorkSpec::Process(ProcessSpec {
-                    executable: self
-                        .executable
-                        .ok_or_else(|| E::missing_field("executable"))?,
-                    args: self.args.unwrap_or_default(),
-                    env: self.env.unwrap_or_default(),
-                    cwd: self.cwd,
-                    timeout: self.timeout,
-                    on_failure: self.on_failure,
-                }))
-            }
-            WorkType::Agent => {
-                if let Some(f) = self
-                    .present(&["command", "shell", "executable", "args", "cwd"])
-                    .or(self.present(TIMER_ONLY))
-                {
-                    return Err(refuse("agent", AGENT_ONLY, f));
-                }
-                Ok(WorkSpec::Agent(AgentSpec {
-                    instructions: self.instructions,
-                    instructions_file: self.instructions_file,
-                    agent: self.agent,
-                    model: self.model,
-                    model_tier: self.model_tier,
-                    effort: self.effort,
-                    max_turns: self.max_turns,
-                    resume_session: self.resume_session,
-                    allowed_folders: self.allowed_folders.unwrap_or_default(),
-                    allowed_urls: self.allowed_urls.unwrap_or_default(),
-                    env: self.env.unwrap_or_default(),
-                    timeout: self.timeout,
-                    on_failure: self.on_failure,
-                }))
-            }
-            WorkType::Timer => {
-                let others = [
-                    "command",
-                    "shell",
-                    "executable",
-                    "args",
-                    "cwd",
-                    "env",
-                    "timeout",
-                    "onFailure",
-                ];
-                if let Some(f) = self.present(AGENT_ONLY).or(self.present(&others)) {
-                    return Err(E::custom(format!(
-                        "field `{f}` does not belong to timer work (its fields: type, seconds, until)"
-                    )));
-                }
-                Ok(WorkSpec::Timer(TimerSpec {
-                    seconds: self.seconds,
-                    until: self.until,
-                }))
-            }
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for TaggedWork {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        RawWork::deserialize(d)?.into_spec().map(TaggedWork)
-    }
-}
-
-impl<'de> Deserialize<'de> for WorkSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_work(d)
-    }
 }

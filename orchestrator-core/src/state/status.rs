@@ -284,4 +284,7 @@ pub enum FailureReason {
     /// A composite job's controller failed it (SPEC §12): a sub-job failed, a split manifest
     /// was malformed, or its decision could not be applied.
     CompositeFailed,
+    /// A sub-job's reply broke its output contract (SPEC §13: a missing block, a wrong
+    /// signature, a malformed field, `Status: blocked`).
+    Contract,
 }

@@ -1,11 +1,20 @@
-//! Composite jobs (SPEC §12, [`crate::composite`]): a job whose run left a split manifest
-//! becomes `completed_split` and gets its sub-jobs in the same journal batch; when they have
-//! all ended its controller is asked again, and the job goes on (merging their commits into
-//! its own), gets more sub-jobs, or fails.
+//! Composite jobs (SPEC §12, [`crate::composite`]): a job whose run left a split manifest, or
+//! composite work (a team or a pipeline) whose commit is made, becomes `completed_split` and
+//! gets its sub-jobs in the same journal batch; when they have all ended its controller is
+//! asked again, and the job goes on (merging their commits into its own), gets more sub-jobs,
+//! or fails.
 
 use super::*;
-use crate::composite::{spawn_problem, ChildFacts, CompositeFacts, Decision};
+use crate::composite::{controller_kind, spawn_problem, ChildFacts, CompositeFacts, Decision};
 use crate::plan::{JobSpec, PlanEdit};
+
+/// A composite job its controller found done: the output it gave, and which sub-jobs'
+/// commits to merge (`None`: every one that succeeded).
+#[derive(Debug, Default)]
+pub(super) struct Finish {
+    pub(super) output: Option<String>,
+    pub(super) only: Option<Vec<String>>,
+}
 
 impl PlanActor {
     /// Running node `n`'s run committed and left `manifest`: asks the `split` controller and
@@ -15,18 +24,56 @@ impl PlanActor {
         n: NodeIndex,
         manifest: &str,
     ) -> std::result::Result<(), ApplyError> {
-        match self.decide(n, Some(manifest)) {
+        self.first_decision(n, Some(manifest))
+    }
+
+    /// Running node `n` is composite work whose commit is made: asks its controller for the
+    /// first sub-jobs and applies the answer.
+    pub(super) fn compose(&mut self, n: NodeIndex) -> std::result::Result<(), ApplyError> {
+        self.first_decision(n, None)
+    }
+
+    fn first_decision(
+        &mut self,
+        n: NodeIndex,
+        request: Option<&str>,
+    ) -> std::result::Result<(), ApplyError> {
+        let kind = self.spec.jobs.get(n).map_or("split", controller_kind);
+        match self.decide(n, request) {
             Some(Decision::Spawn(jobs)) => match self.sub_job_edit(n, jobs) {
                 Ok(edit) => {
                     self.machine.complete_split(n, self.clock)?;
-                    self.add_sub_jobs(edit)
+                    self.add_sub_jobs(edit)?;
+                    self.record_progress(n)
                 }
                 Err(reason) => self.fail_split(n, reason),
             },
             Some(Decision::Failed { reason }) => self.fail_split(n, reason),
-            Some(_) => self.fail_split(n, "the split controller made no sub-jobs".to_owned()),
-            None => self.fail_split(n, "no controller is registered for `split`".to_owned()),
+            Some(_) => self.fail_split(n, format!("the {kind} controller made no sub-jobs")),
+            None => self.fail_split(n, no_controller(kind)),
         }
+    }
+
+    /// Records the composite job's progress as its output, when its controller shows one.
+    fn record_progress(&mut self, n: NodeIndex) -> std::result::Result<(), ApplyError> {
+        let Some(text) = self.shown_progress(n) else {
+            return Ok(());
+        };
+        if self.machine.record().state.nodes[n].output() == Some(text.as_str()) {
+            return Ok(());
+        }
+        self.machine
+            .record_change(StateChange::Output { node: n, text })
+    }
+
+    /// Why finished node `n`, a sub-job, breaks its parent controller's output contract.
+    pub(super) fn breaks_contract(&self, n: NodeIndex) -> Option<String> {
+        let child = self.spec.jobs.get(n)?;
+        let parent = child.parent.as_deref()?;
+        let parent = self.spec.jobs.iter().find(|j| j.producer_id == parent)?;
+        let controller = self.ctx.controllers.get(controller_kind(parent))?;
+        let output = self.machine.record().state.nodes[n].output();
+        controller.check(parent, child, output).err()
     }
 
     /// Fails running node `n`, which tried to split, keeping its commit.
@@ -72,25 +119,36 @@ impl PlanActor {
             if !children_ended {
                 continue;
             }
-            let outcome = match self.decide(p, None) {
-                Some(Decision::Done { output }) => {
-                    self.composite_outputs.insert(p, output);
+            let finish = match self.decide(p, None) {
+                Some(Decision::Done { output }) => Ok(Finish { output, only: None }),
+                Some(Decision::Keep { only, output }) => Ok(Finish {
+                    output,
+                    only: Some(only),
+                }),
+                Some(Decision::Spawn(jobs)) => Err(match self.sub_job_edit(p, jobs) {
+                    Ok(edit) => self
+                        .add_sub_jobs(edit)
+                        .and_then(|()| self.record_progress(p)),
+                    Err(reason) => self.machine.fail_composite(p, reason, self.clock),
+                }),
+                Some(Decision::Failed { reason }) => {
+                    Err(self.machine.fail_composite(p, reason, self.clock))
+                }
+                None => {
+                    let kind = self.spec.jobs.get(p).map_or("split", controller_kind);
+                    Err(self
+                        .machine
+                        .fail_composite(p, no_controller(kind), self.clock))
+                }
+            };
+            let outcome = match finish {
+                Ok(finish) => {
+                    self.composite_done.insert(p, finish);
                     let graph = self.machine.graph().clone();
                     self.queue.push(&graph, p);
                     Ok(())
                 }
-                Some(Decision::Spawn(jobs)) => match self.sub_job_edit(p, jobs) {
-                    Ok(edit) => self.add_sub_jobs(edit),
-                    Err(reason) => self.machine.fail_composite(p, reason, self.clock),
-                },
-                Some(Decision::Failed { reason }) => {
-                    self.machine.fail_composite(p, reason, self.clock)
-                }
-                None => self.machine.fail_composite(
-                    p,
-                    "no controller is registered for `split`".to_owned(),
-                    self.clock,
-                ),
+                Err(outcome) => outcome,
             };
             if let Err(e) = outcome {
                 tracing::error!(node = p, error = %e, "could not go on with a composite job");
@@ -116,7 +174,27 @@ impl PlanActor {
 
     /// The controller's answer for composite node `n` (`request`: what its run asked for).
     fn decide(&self, n: NodeIndex, request: Option<&str>) -> Option<Decision> {
-        let controller = self.ctx.controllers.get("split")?;
+        let job = self.spec.jobs.get(n)?;
+        let controller = self.ctx.controllers.get(controller_kind(job))?;
+        let facts = self.facts(n, request)?;
+        let decision = controller.decide(&facts);
+        if let Decision::Spawn(jobs) = &decision {
+            if let Some(reason) = spawn_problem(&facts, jobs) {
+                return Some(Decision::Failed { reason });
+            }
+        }
+        Some(decision)
+    }
+
+    /// The progress composite node `n`'s controller shows, if any.
+    fn shown_progress(&self, n: NodeIndex) -> Option<String> {
+        let job = self.spec.jobs.get(n)?;
+        let controller = self.ctx.controllers.get(controller_kind(job))?;
+        controller.progress(&self.facts(n, None)?)
+    }
+
+    /// What composite node `n`'s controller decides from.
+    fn facts<'a>(&'a self, n: NodeIndex, request: Option<&'a str>) -> Option<CompositeFacts<'a>> {
         let record = self.machine.record();
         let job = self.spec.jobs.get(n)?;
         let children = self
@@ -132,21 +210,14 @@ impl PlanActor {
                 }
             })
             .collect();
-        let facts = CompositeFacts {
+        Some(CompositeFacts {
             plan: &self.spec,
             job,
             depth: crate::composite::depth_of(&self.spec, job),
             commit: record.state.nodes[n].commit.as_deref(),
             request,
             children,
-        };
-        let decision = controller.decide(&facts);
-        if let Decision::Spawn(jobs) = &decision {
-            if let Some(reason) = spawn_problem(&facts, jobs) {
-                return Some(Decision::Failed { reason });
-            }
-        }
-        Some(decision)
+        })
     }
 
     /// The edit adding `jobs` under node `n`, checked like any edit (names, cycles): the
@@ -169,6 +240,15 @@ impl PlanActor {
             .map_err(|e| format!("its sub-jobs cannot be added: {e}"))?;
         Ok(SubJobEdit { edit, spec, graph })
     }
+}
+
+/// The failure of a composite job whose controller is not registered.
+fn no_controller(kind: &str) -> String {
+    format!(
+        "no controller is registered for `{kind}` work; register one with \
+         OrchestratorBuilder::controller(\"{kind}\", ...) (teams and pipelines: \
+         orchestrator_workflows::register)"
+    )
 }
 
 /// A checked [`PlanEdit::AddSubJobs`] with the plan it makes.

@@ -177,7 +177,7 @@ impl PlanActor {
                     .map_err(|e| self.transition_error(e))?;
             }
         }
-        self.composite_outputs.clear();
+        self.composite_done.clear();
         self.queue.clear();
         self.stop_all(StopReason::Cancel);
         Ok(())

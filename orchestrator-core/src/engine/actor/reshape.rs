@@ -223,7 +223,7 @@ impl PlanActor {
             self.queue.push(&graph, n);
         }
         // Composite jobs decided done and not yet started on their merge.
-        for &p in self.composite_outputs.keys() {
+        for &p in self.composite_done.keys() {
             if self.running[p].is_none() {
                 self.queue.push(&graph, p);
             }

@@ -37,10 +37,8 @@ impl NodeRun {
         let split = self.take_split_manifest(&wt, from)?;
         // What a split job has so far, a composite job's merge of its sub-jobs and a timer
         // (its commit is its dependencies' merge) may change nothing.
-        let may_be_empty = job.expects_no_changes
-            || split.is_some()
-            || self.composite
-            || matches!(job.work, WorkSpec::Timer(_));
+        let may_be_empty =
+            job.expects_no_changes || split.is_some() || self.composite || job.work.is_job_only();
         let commit = if self.runs(Phase::Commit) {
             self.phase(Phase::Commit, |log| {
                 self.commit(&git, job, &wt, may_be_empty, log)
@@ -58,6 +56,9 @@ impl NodeRun {
         if let Some(manifest) = split {
             // The rest of the job is its sub-jobs'; its postchecks run once they are merged.
             return Ok(RunEnd::Held(Hold::Split(manifest)));
+        }
+        if self.composes() {
+            return Ok(RunEnd::Held(Hold::Compose));
         }
         if let Some(post) = job
             .postchecks

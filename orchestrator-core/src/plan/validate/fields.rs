@@ -128,6 +128,19 @@ impl<'a> Validator<'a> {
         // A qualified producerId (a flattened group's job, SPEC §2, or a sub-job `<parent>/<name>`,
         // SPEC §12) is its group path or parent plus its own id; the pattern holds for every
         // segment. Anywhere else `/` is refused as before.
+        // A sub-job of an iterating controller is `<parent>/<iteration>/<name>`: the
+        // iteration is a number.
+        let parent = job.parent.as_deref().filter(|p| {
+            id.strip_prefix(p)
+                .and_then(|r| r.strip_prefix('/'))
+                .is_some_and(crate::composite::is_sub_job_name)
+        });
+        if let Some(parent) = parent {
+            if let Some(reason) = parent.split('/').find_map(producer_id_problem) {
+                self.report("producerId", id, format!("its parent's name {reason}"));
+            }
+            return;
+        }
         let qualified = id.rsplit_once('/').filter(|(prefix, _)| {
             job.group.as_deref() == Some(*prefix) || job.parent.as_deref() == Some(*prefix)
         });

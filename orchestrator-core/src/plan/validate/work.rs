@@ -28,6 +28,8 @@ impl<'a> Validator<'a> {
                 }
             }
             WorkSpec::Agent(a) => self.agent(prefix, a),
+            WorkSpec::Team(t) => self.team(prefix, t),
+            WorkSpec::Pipeline(p) => self.pipeline(prefix, p),
             WorkSpec::Timer(t) => {
                 if let Err(message) = t.deadline(0) {
                     let (field, value) = match (t.seconds, &t.until) {
@@ -53,13 +55,15 @@ impl<'a> Validator<'a> {
     }
 
     /// A check or an initialization step (`prechecks`, `postchecks`, `verifyRi`,
-    /// `worktreeInit`): any work but a timer, which only a job's `work` can be.
+    /// `worktreeInit`): any work but a timer or composite work, which only a job's `work`
+    /// can be.
     pub(super) fn check(&mut self, prefix: &str, work: &'a WorkSpec) {
-        if matches!(work, WorkSpec::Timer(_)) {
+        if work.is_job_only() {
+            let kind = work.kind();
             self.report(
                 Field::new(prefix, "type"),
-                "timer",
-                "a timer can only be a job's `work`; a check must run something",
+                kind,
+                format!("a {kind} can only be a job's `work`; a check must run something"),
             );
             return;
         }

@@ -1,0 +1,52 @@
+//! The sub-jobs the controllers add: agent jobs under a composite job, branching from its
+//! commit, with its environment.
+
+use orchestrator_core::composite::CompositeFacts;
+use orchestrator_core::plan::{Effort, JobSpec, WorkSpec};
+
+/// Who runs a sub-job: its agent CLI, model and effort (each `None` for the default).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Runs {
+    pub(crate) agent: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) effort: Option<Effort>,
+}
+
+/// One agent sub-job of `facts.job` named `<parent>/<name>`, running `instructions`.
+pub(crate) struct SubJob<'a> {
+    pub(crate) name: String,
+    pub(crate) task: String,
+    pub(crate) instructions: String,
+    pub(crate) runs: &'a Runs,
+    /// Sibling names (after `<parent>/`) it depends on.
+    pub(crate) after: Vec<String>,
+    /// It only reads and replies: an empty commit is fine.
+    pub(crate) reads_only: bool,
+}
+
+impl SubJob<'_> {
+    pub(crate) fn build(self, facts: &CompositeFacts<'_>) -> JobSpec {
+        let parent = &facts.job.producer_id;
+        let mut work = WorkSpec::agent(self.instructions);
+        if let WorkSpec::Agent(a) = &mut work {
+            a.agent = self.runs.agent.clone();
+            a.model = self.runs.model.clone();
+            a.effort = self.runs.effort;
+        }
+        let mut job = JobSpec::new(format!("{parent}/{}", self.name), self.task, work)
+            .depends_on(self.after.iter().map(|d| format!("{parent}/{d}")));
+        job.parent = Some(parent.clone());
+        job.base_branch = facts.commit.map(str::to_owned);
+        job.env = facts.job.env.clone();
+        job.expects_no_changes = self.reads_only;
+        job
+    }
+}
+
+/// The part of a sub-job's producerId after `<parent>/`.
+pub(crate) fn own_name<'c>(facts: &CompositeFacts<'_>, producer_id: &'c str) -> &'c str {
+    producer_id
+        .strip_prefix(facts.job.producer_id.as_str())
+        .and_then(|r| r.strip_prefix('/'))
+        .unwrap_or(producer_id)
+}
