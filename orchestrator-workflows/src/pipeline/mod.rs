@@ -339,6 +339,3 @@ impl Summary {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -653,6 +653,3 @@ fn assigned<'t>(
     }
     (tasks, unknown)
 }
-
-#[cfg(test)]
-mod tests;

@@ -131,9 +131,10 @@ impl PlanActor {
                         .and_then(|()| self.record_progress(p)),
                     Err(reason) => self.machine.fail_composite(p, reason, self.clock),
                 }),
-                Some(Decision::Failed { reason }) => {
-                    Err(self.machine.fail_composite(p, reason, self.clock))
-                }
+                Some(Decision::Failed { reason }) => Err(self
+                    .machine
+                    .fail_composite(p, reason, self.clock)
+                    .and_then(|()| self.record_progress(p))),
                 None => {
                     let kind = self.spec.jobs.get(p).map_or("split", controller_kind);
                     Err(self

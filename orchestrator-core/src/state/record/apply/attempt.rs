@@ -221,7 +221,17 @@ impl PlanState {
 
     /// The output of the running attempt's work.
     pub(super) fn set_output(&mut self, node: NodeIndex, text: &str) -> Result<(), ApplyError> {
-        let a = running_attempt(node_mut(self, node)?, node, "output")?;
+        let n = node_mut(self, node)?;
+        // A composite job shows its controller's progress while its sub-jobs run and after
+        // its controller failed it: on its last attempt, which has ended.
+        let composite = n.status == NodeStatus::CompletedSplit
+            || n.attempts
+                .last()
+                .is_some_and(|a| a.failure_reason == Some(FailureReason::CompositeFailed));
+        let a = match n.attempts.last_mut() {
+            Some(a) if composite => a,
+            _ => running_attempt(n, node, "output")?,
+        };
         a.output = Some(text.to_owned());
         Ok(())
     }
