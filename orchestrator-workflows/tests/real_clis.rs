@@ -1,0 +1,340 @@
+//! Teams and pipelines (SPEC §13) through the real engine with the real Claude Code CLI as
+//! every member, against `orchestrator-testkit`'s scripted model server: a reflect team of two
+//! workers and an evaluator meets its goal in its second iteration, and a medium pipeline's
+//! contract-checked replies land the coder's change. Every member runs in its own worktree;
+//! what lands on the target branch is checked with the `git` CLI.
+//!
+//! The model's turns are chosen by text in each member's prompt, never by order (a team's
+//! workers run at the same time): the agent runner leaves the controller's prompt
+//! (`src/team/prompts.rs`, `src/pipeline/prompts.rs`) in an instructions file and names the
+//! job in the CLI's prompt, so the turns match the job ids.
+//!
+//! Claude Code is found in `$AGENT_CLIS_BIN` or `<workspace>/.agent-clis/bin` (installed by
+//! `scripts/install-agent-clis.sh`); when it is missing a test says so on stderr and passes.
+//! Everything is offline: the CLI only talks to the server on 127.0.0.1.
+#![cfg(unix)]
+
+#[path = "../../orchestrator-agents/tests/common/clis.rs"]
+#[allow(dead_code)]
+mod clis;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use orchestrator_agents::agent::AgentWorkRunner;
+use orchestrator_core::plan::{JobSpec, PlanSpec, WorkSpec};
+use orchestrator_core::repository::LogQuery;
+use orchestrator_core::state::PlanRecord;
+use orchestrator_core::{Orchestrator, PlanId, PlanStatus};
+use orchestrator_git::Git2Operations;
+use orchestrator_testkit::fixtures::TempRepo;
+use orchestrator_testkit::{ModelServer, Script, Turn};
+
+/// The real CLIs are heavy: one test at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const PLAN_TIMEOUT: Duration = Duration::from_secs(120);
+const TARGET: &str = "feature/team";
+
+/// Where the real agent CLIs are installed (`scripts/install-agent-clis.sh`; `AGENT_CLIS_BIN`
+/// overrides). The shared `clis` helpers find it here.
+fn bin_dir() -> PathBuf {
+    std::env::var_os("AGENT_CLIS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(".agent-clis")
+                .join("bin")
+        })
+}
+
+/// The CLI's executable, or `None` (after saying so) when it is not installed.
+fn installed(cli: &str) -> Option<PathBuf> {
+    let program = bin_dir().join(cli);
+    if program.is_file() {
+        Some(program)
+    } else {
+        eprintln!("skipped: {cli} not installed (run scripts/install-agent-clis.sh)");
+        None
+    }
+}
+
+/// The engine with the workflows registered and Claude Code (at `program`, talking to
+/// `server`) as its `agent` runner.
+fn engine(program: &Path, server: &ModelServer) -> Orchestrator {
+    let agents = AgentWorkRunner::empty()
+        .register_arc("claude", clis::runner_for("claude", program, server))
+        .default_agent("claude");
+    orchestrator_workflows::register(Orchestrator::builder())
+        .git(Git2Operations::new())
+        .runner("agent", agents)
+        .build()
+        .expect("orchestrator")
+}
+
+fn plan(work: serde_json::Value) -> PlanSpec {
+    let work: WorkSpec = serde_json::from_value(work).expect("work");
+    PlanSpec::new("team")
+        .target_branch(TARGET)
+        .job(JobSpec::new("team", "the team", work))
+}
+
+/// Runs `plan` to its end; a plan that does not succeed in time panics with every job's log
+/// and the model server's requests.
+async fn succeed(
+    o: &Orchestrator,
+    plan: PlanSpec,
+    repo: &TempRepo,
+    server: &ModelServer,
+) -> PlanRecord {
+    let id = o.run(plan, &repo.dir).await.expect("run");
+    let status = tokio::time::timeout(PLAN_TIMEOUT, o.wait(&id)).await;
+    let record = o.status(&id).await.expect("status");
+    if !matches!(status, Ok(Ok(PlanStatus::Succeeded))) {
+        panic!(
+            "plan {status:?}\n{}\nrequests:\n{}",
+            logs(o, &id, &record).await,
+            requests(server)
+        );
+    }
+    record
+}
+
+async fn logs(o: &Orchestrator, id: &PlanId, record: &PlanRecord) -> String {
+    let mut logs = String::new();
+    for (i, job) in record.spec.jobs.iter().enumerate() {
+        let n = &record.state.nodes[i];
+        let log = o
+            .repository()
+            .read_log(id, &n.id, LogQuery::new())
+            .await
+            .unwrap_or_default();
+        let error = n.last_attempt().and_then(|a| a.error.clone());
+        logs.push_str(&format!(
+            "==== {} ({}, {error:?}) ====\n{log}\n",
+            job.producer_id, n.status
+        ));
+    }
+    logs
+}
+
+fn requests(server: &ModelServer) -> String {
+    server
+        .requests()
+        .iter()
+        .map(|r| format!("{} {} {} -> {}", r.method, r.path, r.status, r.answer))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn ids(record: &PlanRecord) -> Vec<&str> {
+    record
+        .spec
+        .jobs
+        .iter()
+        .map(|j| j.producer_id.as_str())
+        .collect()
+}
+
+/// The team job's JSON output.
+fn team_output(record: &PlanRecord) -> serde_json::Value {
+    let text = record.state.nodes[0].output().expect("the team's output");
+    serde_json::from_str(text).expect("JSON output")
+}
+
+fn assert_on_target(repo: &TempRepo, files: &[(&str, &str)]) {
+    let on_target = repo.files_at(TARGET);
+    for (file, text) in files {
+        assert!(
+            on_target.iter().any(|f| f == file),
+            "{file} in {on_target:?}"
+        );
+        assert_eq!(repo.show(TARGET, file), *text, "{file}");
+    }
+    assert_eq!(
+        repo.git(&["ls-tree", "--name-only", "main"]).trim(),
+        "README.md",
+        "main is untouched"
+    );
+}
+
+/// The turn for the member job `id`: the runner's prompt names the job (`They are job
+/// `<id>`: <task>`) and leaves the controller's prompt in a file, so turns are chosen by job
+/// id, which also keeps the parallel workers apart.
+fn job(id: &str) -> Turn {
+    Turn::when(format!("job `{id}`:"))
+}
+
+/// What a member runs to read the controller's prompt the runner left for it.
+const READ_INSTRUCTIONS: &str = "cat .orchestrator/agent/work-1/instructions.md";
+
+/// Whether a request to the model carried `text` (e.g. in a tool result).
+fn asked_with(server: &ModelServer, text: &str) -> bool {
+    server
+        .requests()
+        .iter()
+        .any(|r| r.body.to_string().contains(text))
+}
+
+/// The reflect team's model: two plans, each worker writing a file of its own per
+/// iteration, two different syntheses, and a first score under the threshold.
+fn team_script() -> Script {
+    let worker = |round: u32, name: &str, file: &str| {
+        job(&format!("team/{round}/{name}"))
+            .write_file(file, format!("{name} wrote {file}\n"))
+            .final_text(format!("{name} wrote {file}."))
+    };
+    Script::new()
+        .final_text("Nothing scripted for this prompt.")
+        .on_prompt(
+            job("team/1/plan")
+                .final_text("Plan:\n@worker:alice create alice.txt\n@worker:bob create bob.txt\n"),
+        )
+        .on_prompt(worker(1, "alice", "alice.txt"))
+        .on_prompt(worker(1, "bob", "bob.txt"))
+        .on_prompt(
+            job("team/1/synthesis").final_text("Synthesis ONE: both workers wrote a first draft."),
+        )
+        .on_prompt(
+            job("team/1/evaluate")
+                .final_text("Score: 0.4\nRationale: only the first drafts exist."),
+        )
+        .on_prompt(job("team/2/plan").shell(READ_INSTRUCTIONS).final_text(
+            "Round two:\n@worker:alice create alice2.txt\n@worker:bob create bob2.txt\n",
+        ))
+        .on_prompt(worker(2, "alice", "alice2.txt"))
+        .on_prompt(worker(2, "bob", "bob2.txt"))
+        .on_prompt(
+            job("team/2/synthesis").final_text("Synthesis TWO: both workers revised their files."),
+        )
+        .on_prompt(
+            job("team/2/evaluate")
+                .final_text("Score: 0.95\nRationale: every worker's second file is in place."),
+        )
+}
+
+#[tokio::test]
+async fn a_reflect_team_of_real_claude_agents_meets_its_goal_in_two_iterations() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(program) = installed("claude") else {
+        return;
+    };
+    let server = ModelServer::start(team_script())
+        .await
+        .expect("model server");
+    let repo = TempRepo::new();
+    let o = engine(&program, &server);
+    let plan = plan(serde_json::json!({
+        "type": "team",
+        "prompt": "Give each worker a greeting file of its own.",
+        "agent": "claude",
+        "workers": [{"name": "alice"}, {"name": "bob"}],
+        "evaluator": {"threshold": 0.9}
+    }));
+    let record = succeed(&o, plan, &repo, &server).await;
+    let mut jobs = ids(&record);
+    jobs[2..4].sort_unstable();
+    jobs[7..9].sort_unstable();
+    assert_eq!(
+        jobs,
+        [
+            "team",
+            "team/1/plan",
+            "team/1/alice",
+            "team/1/bob",
+            "team/1/synthesis",
+            "team/1/evaluate",
+            "team/2/plan",
+            "team/2/alice",
+            "team/2/bob",
+            "team/2/synthesis",
+            "team/2/evaluate",
+        ]
+    );
+    let out = team_output(&record);
+    assert_eq!(out["exitReason"], "goal_met", "{out}");
+    assert_eq!(out["iterations"], 2, "{out}");
+    assert_eq!(out["scores"], serde_json::json!([0.4, 0.95]), "{out}");
+    // The re-plan read the controller's prompt: the last score and synthesis.
+    assert!(
+        asked_with(
+            &server,
+            "This is iteration 2. The last iteration's result was judged 0.40"
+        ) && asked_with(&server, "Synthesis ONE: both workers wrote a first draft."),
+        "the re-plan's prompt\n{}",
+        requests(&server)
+    );
+    assert_on_target(
+        &repo,
+        &[
+            ("alice.txt", "alice wrote alice.txt\n"),
+            ("bob.txt", "bob wrote bob.txt\n"),
+            ("alice2.txt", "alice wrote alice2.txt\n"),
+            ("bob2.txt", "bob wrote bob2.txt\n"),
+        ],
+    );
+}
+
+fn contract(role: &str, signature: &str, extra: &str) -> String {
+    format!(
+        "{role} did its part.\n\n### Orchestrator Contract\n- Status: success\n- Evidence: done\n\
+         - Next Steps: next\n{extra}- Agent Signature: {signature}\n"
+    )
+}
+
+/// The pipeline's model: each stage's reply ends with its role's contract block.
+fn pipeline_script() -> Script {
+    Script::new()
+        .final_text("Nothing scripted for this prompt.")
+        .on_prompt(job("team/architect").final_text(contract("architect", "CEDAR_COMPASS", "")))
+        .on_prompt(
+            job("team/coder")
+                .write_file("greet.txt", "hello\n")
+                .final_text(contract("coder", "NOVA_CORE", "")),
+        )
+        .on_prompt(
+            job("team/review")
+                .shell(READ_INSTRUCTIONS)
+                .final_text(contract(
+                    "review",
+                    "SILVER_KITE",
+                    "- Verdict: ship\n- Failures: none\n",
+                )),
+        )
+}
+
+#[tokio::test]
+async fn a_medium_pipeline_of_real_claude_agents_lands_the_coders_change() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(program) = installed("claude") else {
+        return;
+    };
+    let server = ModelServer::start(pipeline_script())
+        .await
+        .expect("model server");
+    let repo = TempRepo::new();
+    let o = engine(&program, &server);
+    let plan = plan(serde_json::json!({
+        "type": "pipeline",
+        "task": "Add a greeting in greet.txt",
+        "complexity": "medium",
+        "agent": "claude"
+    }));
+    let record = succeed(&o, plan, &repo, &server).await;
+    assert_eq!(
+        ids(&record),
+        ["team", "team/architect", "team/coder", "team/review"]
+    );
+    let out = team_output(&record);
+    assert_eq!(out["verdict"], "ship", "{out}");
+    // The review read its prompt: its role, its signature, the coder's reply.
+    for text in [
+        "You are the review of",
+        "Agent Signature: SILVER_KITE",
+        "NOVA_CORE",
+    ] {
+        assert!(asked_with(&server, text), "{text}\n{}", requests(&server));
+    }
+    assert_on_target(&repo, &[("greet.txt", "hello\n")]);
+}
