@@ -20,6 +20,8 @@ pub mod rules;
 pub mod squad;
 mod subjob;
 pub mod team;
+#[cfg(test)]
+mod testing;
 
 pub use error::{Error, Result};
 pub use pipeline::PipelineController;

@@ -50,6 +50,45 @@ pub struct CompositeFacts<'a> {
     pub children: Vec<ChildFacts<'a>>,
 }
 
+impl<'a> CompositeFacts<'a> {
+    /// The facts of composite job `job` of `plan` (depth 0, no commit, no request, no
+    /// sub-jobs yet), for testing a controller; set the rest with the methods below.
+    pub fn new(plan: &'a PlanSpec, job: &'a JobSpec) -> Self {
+        CompositeFacts {
+            plan,
+            job,
+            depth: 0,
+            commit: None,
+            request: None,
+            children: Vec::new(),
+        }
+    }
+
+    /// With this commit of the composite job.
+    pub fn commit(mut self, commit: &'a str) -> Self {
+        self.commit = Some(commit);
+        self
+    }
+
+    /// With these sub-jobs.
+    pub fn children(mut self, children: Vec<ChildFacts<'a>>) -> Self {
+        self.children = children;
+        self
+    }
+}
+
+impl<'a> ChildFacts<'a> {
+    /// A sub-job with this producerId, status and output (no commit).
+    pub fn new(producer_id: &'a str, status: NodeStatus, output: Option<&'a str>) -> Self {
+        ChildFacts {
+            producer_id,
+            status,
+            output,
+            commit: None,
+        }
+    }
+}
+
 /// One sub-job, as a controller sees it.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

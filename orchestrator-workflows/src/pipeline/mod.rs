@@ -339,3 +339,6 @@ impl Summary {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests;

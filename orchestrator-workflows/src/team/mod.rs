@@ -653,3 +653,6 @@ fn assigned<'t>(
     }
     (tasks, unknown)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,111 @@
+//! A driver for the controllers' unit tests: asks a controller, "runs" the sub-jobs it
+//! spawns with a scripted answer, and asks again, until it is done or failed — the engine's
+//! loop without the engine.
+
+use orchestrator_core::composite::{ChildFacts, CompositeFacts, Controller, Decision};
+use orchestrator_core::plan::{JobSpec, PlanSpec, WorkSpec};
+use orchestrator_core::NodeStatus;
+
+/// What a drive ended with.
+pub(crate) struct Drive {
+    /// The final decision (Done, Keep or Failed).
+    pub(crate) decision: Decision,
+    /// Every sub-job spawned, in order.
+    pub(crate) spawned: Vec<JobSpec>,
+    /// The progress shown after each decision that spawned.
+    pub(crate) progress: Vec<String>,
+}
+
+impl Drive {
+    pub(crate) fn ids(&self) -> Vec<&str> {
+        self.spawned
+            .iter()
+            .map(|j| j.producer_id.as_str())
+            .collect()
+    }
+
+    /// The failure reason (panics when the drive did not fail).
+    pub(crate) fn reason(&self) -> &str {
+        match &self.decision {
+            Decision::Failed { reason } => reason,
+            other => panic!("not failed: {other:?}"),
+        }
+    }
+
+    /// The final output, parsed (panics without one).
+    pub(crate) fn output(&self) -> serde_json::Value {
+        let text = match &self.decision {
+            Decision::Done { output } | Decision::Keep { output, .. } => output.clone(),
+            other => panic!("not done: {other:?}"),
+        };
+        serde_json::from_str(&text.expect("an output")).expect("JSON")
+    }
+}
+
+/// The instructions of an agent sub-job (empty for other work).
+pub(crate) fn instructions(job: &JobSpec) -> &str {
+    match &job.work {
+        WorkSpec::Agent(a) => a.instructions.as_deref().unwrap_or(""),
+        _ => "",
+    }
+}
+
+/// Drives `controller` on a plan whose only job has `work`, answering each spawned sub-job
+/// with `answer` (its status and output); at most 200 decisions.
+pub(crate) fn drive(
+    controller: &dyn Controller,
+    work: serde_json::Value,
+    mut answer: impl FnMut(&JobSpec) -> (NodeStatus, String),
+) -> Drive {
+    let work: WorkSpec = serde_json::from_value(work).expect("work");
+    let job = JobSpec::new("team", "the team", work);
+    let plan = PlanSpec::new("p").job(job.clone());
+    let mut done: Vec<(String, NodeStatus, String)> = Vec::new();
+    let mut spawned = Vec::new();
+    let mut progress = Vec::new();
+    for _ in 0..200 {
+        let children = done
+            .iter()
+            .map(|(id, status, out)| ChildFacts::new(id, *status, Some(out.as_str())))
+            .collect();
+        let facts = CompositeFacts::new(&plan, &job)
+            .commit("base")
+            .children(children);
+        match controller.decide(&facts) {
+            Decision::Spawn(jobs) => {
+                for j in &jobs {
+                    assert_eq!(j.parent.as_deref(), Some("team"), "{}", j.producer_id);
+                    let (status, out) = answer(j);
+                    let checked = match status {
+                        NodeStatus::Succeeded => match controller.check(&job, j, Some(&out)) {
+                            Ok(()) => NodeStatus::Succeeded,
+                            Err(_) => NodeStatus::Failed,
+                        },
+                        other => other,
+                    };
+                    done.push((j.producer_id.clone(), checked, out));
+                }
+                spawned.extend(jobs);
+                let children = done
+                    .iter()
+                    .map(|(id, status, out)| ChildFacts::new(id, *status, Some(out.as_str())))
+                    .collect();
+                let facts = CompositeFacts::new(&plan, &job)
+                    .commit("base")
+                    .children(children);
+                progress.extend(controller.progress(&facts));
+            }
+            decision => {
+                return Drive {
+                    decision,
+                    spawned,
+                    progress,
+                }
+            }
+        }
+    }
+    panic!(
+        "no end after 200 decisions: {:?}",
+        spawned.iter().map(|j| &j.producer_id).collect::<Vec<_>>()
+    );
+}
