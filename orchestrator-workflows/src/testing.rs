@@ -14,6 +14,8 @@ pub(crate) struct Drive {
     pub(crate) spawned: Vec<JobSpec>,
     /// The progress shown after each decision that spawned.
     pub(crate) progress: Vec<String>,
+    /// The sub-jobs run again, in order.
+    pub(crate) retried: Vec<String>,
 }
 
 impl Drive {
@@ -50,6 +52,23 @@ pub(crate) fn instructions(job: &JobSpec) -> &str {
     }
 }
 
+/// Runs sub-job `j` of `parent` with `answer`, its output judged by the controller's check.
+fn run(
+    controller: &dyn Controller,
+    parent: &JobSpec,
+    j: &JobSpec,
+    answer: &mut impl FnMut(&JobSpec) -> (NodeStatus, String),
+) -> (NodeStatus, String) {
+    let (status, out) = answer(j);
+    let status = match status {
+        NodeStatus::Succeeded if controller.check(parent, j, Some(&out)).is_err() => {
+            NodeStatus::Failed
+        }
+        other => other,
+    };
+    (status, out)
+}
+
 /// Drives `controller` on a plan whose only job has `work`, answering each spawned sub-job
 /// with `answer` (its status and output); at most 200 decisions.
 pub(crate) fn drive(
@@ -60,13 +79,16 @@ pub(crate) fn drive(
     let work: WorkSpec = serde_json::from_value(work).expect("work");
     let job = JobSpec::new("team", "the team", work);
     let plan = PlanSpec::new("p").job(job.clone());
-    let mut done: Vec<(String, NodeStatus, String)> = Vec::new();
+    let mut done: Vec<(String, NodeStatus, String, u32)> = Vec::new();
     let mut spawned = Vec::new();
     let mut progress = Vec::new();
+    let mut retried = Vec::new();
     for _ in 0..200 {
         let children = done
             .iter()
-            .map(|(id, status, out)| ChildFacts::new(id, *status, Some(out.as_str())))
+            .map(|(id, status, out, n)| {
+                ChildFacts::new(id, *status, Some(out.as_str())).attempts(*n)
+            })
             .collect();
         let facts = CompositeFacts::new(&plan, &job)
             .commit("base")
@@ -75,28 +97,46 @@ pub(crate) fn drive(
             Decision::Spawn(jobs) => {
                 for j in &jobs {
                     assert_eq!(j.parent.as_deref(), Some("team"), "{}", j.producer_id);
-                    let (status, out) = answer(j);
-                    let checked = match status {
-                        NodeStatus::Succeeded => match controller.check(&job, j, Some(&out)) {
-                            Ok(()) => NodeStatus::Succeeded,
-                            Err(_) => NodeStatus::Failed,
-                        },
-                        other => other,
-                    };
-                    done.push((j.producer_id.clone(), checked, out));
+                    let (status, out) = run(controller, &job, j, &mut answer);
+                    done.push((j.producer_id.clone(), status, out, 1));
                 }
                 spawned.extend(jobs);
                 let children = done
                     .iter()
-                    .map(|(id, status, out)| ChildFacts::new(id, *status, Some(out.as_str())))
+                    .map(|(id, status, out, n)| {
+                        ChildFacts::new(id, *status, Some(out.as_str())).attempts(*n)
+                    })
                     .collect();
                 let facts = CompositeFacts::new(&plan, &job)
                     .commit("base")
                     .children(children);
                 progress.extend(controller.progress(&facts));
             }
+            Decision::Retry {
+                jobs,
+                after_seconds,
+            } => {
+                assert!(after_seconds > 0.0, "a back-off");
+                for id in jobs {
+                    let j = spawned
+                        .iter()
+                        .find(|j: &&JobSpec| j.producer_id == id)
+                        .expect("a retried sub-job was spawned")
+                        .clone();
+                    let (status, out) = run(controller, &job, &j, &mut answer);
+                    let entry = done.iter_mut().find(|d| d.0 == id).expect("ran");
+                    assert_eq!(
+                        entry.1,
+                        NodeStatus::Failed,
+                        "only failed sub-jobs are retried"
+                    );
+                    *entry = (id, status, out, entry.3 + 1);
+                    retried.push(j.producer_id.clone());
+                }
+            }
             decision => {
                 return Drive {
+                    retried,
                     decision,
                     spawned,
                     progress,

@@ -378,3 +378,52 @@ async fn a_wrong_signature_fails_the_stage_with_reason_contract_and_blocks_the_r
     assert_eq!(ids(&record).len(), 3, "no review ran: {:?}", ids(&record));
     assert!(repo.try_show("feature/team", "greet.txt").is_none());
 }
+
+#[tokio::test]
+async fn a_failed_worker_is_run_again_after_the_back_off_and_the_plan_succeeds() {
+    let repo = TempRepo::new();
+    let asked = Asked::default();
+    let failing = FnRunner::new({
+        let inner = agent(&asked, reflect_answer);
+        move |spec, ctx| {
+            let inner = inner.clone();
+            async move {
+                if ctx.producer_id == "team/1/bob" && ctx.attempt == 1 {
+                    return Err(orchestrator_core::runner::WorkFailure::new("bob crashed"));
+                }
+                orchestrator_core::WorkRunner::run(&inner, &spec, &ctx).await
+            }
+        }
+    });
+    let o = engine(failing);
+    let plan = team_plan(serde_json::json!({
+        "type": "team", "prompt": "Build the parser and its docs",
+        "workers": [{"name": "alice"}, {"name": "bob"}], "evaluator": {"threshold": 0.9}
+    }));
+    let started = std::time::Instant::now();
+    let record = finish(&o, plan, &repo).await;
+    let out = output_of(&record, "team");
+    assert_eq!(record.status(), PlanStatus::Succeeded, "{out}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "the back-off"
+    );
+    let bob = record
+        .spec
+        .jobs
+        .iter()
+        .position(|j| j.producer_id == "team/1/bob")
+        .expect("bob");
+    assert_eq!(record.state.nodes[bob].status, NodeStatus::Succeeded);
+    assert_eq!(
+        record.state.nodes[bob].attempts.len(),
+        2,
+        "the same sub-job, run again"
+    );
+    assert_eq!(out["exitReason"], "goal_met");
+    assert_eq!(out["iterations"], 2);
+    let files = repo.files_at("feature/team");
+    for f in ["alice-1.txt", "bob-1.txt", "alice-2.txt", "bob-2.txt"] {
+        assert!(files.iter().any(|x| x == f), "{f} in {files:?}");
+    }
+}

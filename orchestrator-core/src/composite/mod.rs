@@ -85,7 +85,14 @@ impl<'a> ChildFacts<'a> {
             status,
             output,
             commit: None,
+            attempts: 1,
         }
+    }
+
+    /// With this many attempts.
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts;
+        self
     }
 }
 
@@ -101,6 +108,8 @@ pub struct ChildFacts<'a> {
     pub output: Option<&'a str>,
     /// Its commit, when it has one.
     pub commit: Option<&'a str>,
+    /// How many attempts it has had (a failed sub-job retried twice has 3).
+    pub attempts: u32,
 }
 
 /// A controller's answer.
@@ -124,6 +133,15 @@ pub enum Decision {
         only: Vec<String>,
         /// Its output.
         output: Option<String>,
+    },
+    /// Run these failed sub-jobs again (producerIds), each as a new attempt of the same
+    /// sub-job, after `after_seconds` (a back-off kept as a timer wait, so a restart neither
+    /// skips nor restarts it). A retry that succeeds leaves no failure behind.
+    Retry {
+        /// The failed sub-jobs to run again.
+        jobs: Vec<String>,
+        /// How long to wait first, in seconds.
+        after_seconds: f64,
     },
     /// The composite job failed.
     Failed {

@@ -6,9 +6,11 @@
 //! best-of-N pick); a sequential team's the same, one after another. An orchestrator or
 //! reflect team works in rounds `<team>/<round>/...`: `plan` (the orchestrator's
 //! assignments), one sub-job per assigned worker, `synthesis`, and `evaluate` with an
-//! evaluator. A round that failed (a sub-job failed, an unreadable score, nothing assigned in
-//! the first iteration) is retried as the next round after a 2-second `backoff` timer; three
-//! failed rounds in a row end the loop as `errors`. The work of failed rounds is not merged.
+//! evaluator. A sub-job that failed is run again (a new attempt of the same sub-job) after a
+//! 2-second back-off, and one that failed three times in a row ends the loop as `errors`. A
+//! round whose replies are unusable (an unreadable score, nothing assigned in the first
+//! iteration) is run again as the next round after a 2-second `backoff` timer job; three such
+//! rounds in a row end the loop as `errors`, and their work is not merged.
 
 mod prompts;
 mod summary;
@@ -272,6 +274,8 @@ enum Step<'c> {
     Exit(ExitReason),
     /// Spawn the orchestrator's plan of round `round`, after `after`.
     Plan { round: u32, after: Option<String> },
+    /// Run the round's failed sub-jobs again, after the back-off.
+    Retry(Vec<String>),
     /// Spawn a back-off before round `round`, after `after`.
     Backoff { round: u32, after: Option<String> },
     /// Spawn the workers the plan of round `round` assigned.
@@ -355,8 +359,17 @@ impl<'c> Loop<'c> {
                     this.step = step;
                     return this;
                 }
+                Outcome::Retry(jobs) if last => {
+                    this.step = Step::Retry(jobs);
+                    return this;
+                }
+                Outcome::Exhausted(why) => {
+                    this.summary.notes.push(format!("round {n}: {why}"));
+                    this.step = Step::Exit(ExitReason::Errors);
+                    return this;
+                }
                 // An earlier round cannot be unfinished; read it as failed.
-                Outcome::Next(_) => errors += 1,
+                Outcome::Next(_) | Outcome::Retry(_) => errors += 1,
                 Outcome::Failed(why) => {
                     errors += 1;
                     this.summary.notes.push(format!("round {n} failed: {why}"));
@@ -450,7 +463,27 @@ impl<'c> Loop<'c> {
         threshold: f64,
     ) -> Outcome<'c> {
         let n = self.summary.round;
-        if let Some(why) = first_failure(facts, &round.all()) {
+        let all = round.all();
+        let failed: Vec<&ChildFacts<'_>> = all
+            .iter()
+            .copied()
+            .filter(|c| c.status == NodeStatus::Failed)
+            .collect();
+        if let Some(c) = failed.iter().find(|c| c.attempts >= MAX_ERRORS) {
+            let name = own_name(facts, c.producer_id);
+            return Outcome::Exhausted(format!("`{name}` failed {} times in a row", c.attempts));
+        }
+        if !failed.is_empty() {
+            for c in &failed {
+                let name = own_name(facts, c.producer_id);
+                self.summary.notes.push(format!(
+                    "round {n}: `{name}` failed (attempt {}); retried",
+                    c.attempts
+                ));
+            }
+            return Outcome::Retry(failed.iter().map(|c| c.producer_id.to_owned()).collect());
+        }
+        if let Some(why) = first_failure(facts, &all) {
             return Outcome::Failed(why);
         }
         let Some(plan) = round.plan else {
@@ -531,6 +564,10 @@ impl<'c> Loop<'c> {
                     failed(format!("{}: {}", reason.as_str(), summary.failure_words()))
                 }
             }
+            Step::Retry(jobs) => Decision::Retry {
+                jobs,
+                after_seconds: BACKOFF_SECONDS,
+            },
             Step::Backoff { round, after } => {
                 let mut job = JobSpec::new(
                     format!("{parent}/{round}/backoff"),
@@ -623,6 +660,10 @@ impl<'c> Loop<'c> {
 /// Where a round stands.
 enum Outcome<'c> {
     Next(Step<'c>),
+    /// Sub-jobs of the round failed: run them again.
+    Retry(Vec<String>),
+    /// A sub-job failed [`MAX_ERRORS`] times in a row.
+    Exhausted(String),
     Failed(String),
     NothingAssigned,
     Evaluated {

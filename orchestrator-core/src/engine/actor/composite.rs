@@ -131,6 +131,12 @@ impl PlanActor {
                         .and_then(|()| self.record_progress(p)),
                     Err(reason) => self.machine.fail_composite(p, reason, self.clock),
                 }),
+                Some(Decision::Retry {
+                    jobs,
+                    after_seconds,
+                }) => Err(self
+                    .retry_children(p, &jobs, after_seconds)
+                    .and_then(|()| self.record_progress(p))),
                 Some(Decision::Failed { reason }) => Err(self
                     .machine
                     .fail_composite(p, reason, self.clock)
@@ -155,6 +161,42 @@ impl PlanActor {
                 tracing::error!(node = p, error = %e, "could not go on with a composite job");
             }
         }
+    }
+
+    /// Runs the failed sub-jobs `jobs` of composite node `p` again, after `after_seconds`
+    /// (a timer wait); fails `p` when one of them is no failed sub-job of it.
+    fn retry_children(
+        &mut self,
+        p: NodeIndex,
+        jobs: &[String],
+        after_seconds: f64,
+    ) -> std::result::Result<(), ApplyError> {
+        let children = self.children(p);
+        let mut found = Vec::with_capacity(jobs.len());
+        for id in jobs {
+            let n = children
+                .iter()
+                .copied()
+                .find(|&c| self.spec.jobs[c].producer_id == *id)
+                .filter(|&c| self.machine.status_of(c) == NodeStatus::Failed);
+            match n {
+                Some(n) => found.push(n),
+                None => {
+                    let reason =
+                        format!("its controller retried `{id}`, which is no failed sub-job of it");
+                    return self.machine.fail_composite(p, reason, self.clock);
+                }
+            }
+        }
+        // At most a day: a back-off, not a schedule.
+        let delay = (after_seconds.clamp(0.0, 86_400.0) * 1000.0).round() as u64;
+        for n in found {
+            self.machine.retry(n, None, self.clock)?;
+            if delay > 0 {
+                self.wait_until(n, self.clock.saturating_add(delay))?;
+            }
+        }
+        Ok(())
     }
 
     /// The sub-jobs of node `p`, in the plan's order: those of its dependencies whose
@@ -208,6 +250,7 @@ impl PlanActor {
                     status: node.status,
                     output: node.output(),
                     commit: node.commit.as_deref(),
+                    attempts: u32::try_from(node.attempts.len()).unwrap_or(u32::MAX),
                 }
             })
             .collect();

@@ -100,18 +100,29 @@ impl PlanActor {
         }
         // Validation refused a spec without a deadline; should one get here, it fires at once.
         let until = timer.deadline(self.clock).unwrap_or(self.clock);
+        if let Err(e) = self.wait_until(n, until) {
+            tracing::error!(node = n, error = %e, "could not start the job's timer");
+            return false;
+        }
+        true
+    }
+
+    /// Ready node `n` waits (`waiting(timer)`) until `until`, the deadline journaled with the
+    /// wait; then it becomes ready again and runs.
+    pub(super) fn wait_until(
+        &mut self,
+        n: NodeIndex,
+        until: Millis,
+    ) -> std::result::Result<(), ApplyError> {
         let waiting = Waiting {
             waiting_for: WaitingFor::Timer,
             since: self.clock,
             until: Some(until),
             prompt: None,
         };
-        if let Err(e) = self.machine.wait(n, waiting, self.clock) {
-            tracing::error!(node = n, error = %e, "could not start the job's timer");
-            return false;
-        }
+        self.machine.wait(n, waiting, self.clock)?;
         self.timers.due.push(Reverse((until, n)));
-        true
+        Ok(())
     }
 
     /// Fires the timers due now: each of their jobs becomes ready (and runs, as the plan
