@@ -1,0 +1,202 @@
+//! Fault injection in a reflect team (SPEC §13): `kill -9` of the CLI at random moments of a
+//! three-iteration loop run by a stand-in `claude` (Claude Code's stream-json lines). Every
+//! time, `orchestrator resume` goes on from the stored iteration: the same sub-jobs as an
+//! uninterrupted run, no worker that had succeeded before the kill runs again, and the same
+//! tree on the target branch. `CRASH_SEED=<n>` replays a run.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::Repo;
+use orchestrator_testkit::fixtures::{copy_repo, seed_from_env, Rng};
+use serde_json::{json, Value};
+
+const TRIALS: usize = 6;
+const TARGET: &str = "feature/team";
+
+/// A `claude` that answers by the job it is told it is: plans assign alice and bob, workers
+/// write `<worker>-<round>.txt` (and log `done <job>` to `log`), syntheses name their round,
+/// the evaluator scores 0.5, 0.6, then 0.95.
+fn stand_in(bin: &Path, log: &Path) {
+    std::fs::create_dir_all(bin).expect("mkdir");
+    let script = format!(
+        r#"#!/bin/sh
+id=$(printf '%s' "$*" | sed -n 's/.*They are job `\([^`]*\)`.*/\1/p')
+round=$(echo "$id" | cut -d/ -f2)
+step=${{id##*/}}
+case "$step" in
+  plan) reply='@worker:alice write your file\n@worker:bob write yours' ;;
+  synthesis) reply="synthesis of round $round" ;;
+  evaluate)
+    case "$round" in 1) s=0.5 ;; 2) s=0.6 ;; *) s=0.95 ;; esac
+    reply="Score: $s\nRationale: round $round" ;;
+  *) sleep 0.2; echo "$step $round" > "$step-$round.txt"; echo "done $id" >> '{log}'; reply="wrote $step-$round.txt" ;;
+esac
+echo '{{"type":"system","subtype":"init","cwd":"'"$PWD"'","session_id":"sess-1","model":"claude-test","tools":["Write"]}}'
+printf '{{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"%s","session_id":"sess-1","total_cost_usd":0.001,"duration_ms":5,"usage":{{"input_tokens":10,"output_tokens":5}}}}\n' "$reply"
+"#,
+        log = log.display()
+    );
+    let path = bin.join("claude");
+    std::fs::write(&path, script).expect("write the stand-in");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+fn plan() -> Value {
+    json!({"name": "team crash", "targetBranch": TARGET, "jobs": [
+        {"producerId": "team", "task": "the team", "dependencies": [],
+         "work": {"type": "team", "prompt": "Write the files", "agent": "claude",
+                  "workers": [{"name": "alice"}, {"name": "bob"}],
+                  "evaluator": {"threshold": 0.9}}}
+    ]})
+}
+
+/// The command `args` on `repo` with the stand-in first on PATH.
+fn with_agent(repo: &Repo, bin: &Path, args: &[&str]) -> Command {
+    let mut cmd = repo.command(args);
+    let path = std::env::var("PATH").unwrap_or_default();
+    cmd.env("PATH", format!("{}:{path}", bin.display()));
+    cmd
+}
+
+fn jobs_of(doc: &Value) -> Vec<(String, String)> {
+    doc["jobs"]
+        .as_array()
+        .map(|jobs| {
+            jobs.iter()
+                .map(|j| {
+                    let id = j["producerId"].as_str().unwrap_or("").to_owned();
+                    let status = j["status"].as_str().unwrap_or("").to_owned();
+                    (id, status)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn done_counts(log: &Path) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        if let Some(id) = line.strip_prefix("done ") {
+            *counts.entry(id.to_owned()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+struct Trial {
+    repo: Repo,
+    bin: PathBuf,
+    log: PathBuf,
+}
+
+impl Trial {
+    fn new(template: &Path) -> Trial {
+        let repo = Repo::copy_of(template);
+        let bin = repo.scratch.join("bin");
+        let log = repo.scratch.join("runs.log");
+        stand_in(&bin, &log);
+        Trial { repo, bin, log }
+    }
+
+    fn run(&self, args: &[&str]) -> orchestrator_testkit::fixtures::Run {
+        let out = with_agent(&self.repo, &self.bin, args)
+            .output()
+            .expect("run");
+        orchestrator_testkit::fixtures::Run::from(out)
+    }
+}
+
+#[test]
+fn kill_9_in_a_reflect_loop_then_resume_goes_on_from_the_stored_iteration() {
+    let seed = seed_from_env("CRASH_SEED");
+    let mut rng = Rng::new(seed);
+    let pristine = Repo::new();
+    let template = pristine.scratch.join("template");
+    copy_repo(&pristine.dir, &template);
+    let plan_file = pristine.plan("team.json", &plan());
+    let plan_arg = plan_file.to_str().expect("utf-8").to_owned();
+
+    // The uninterrupted run: the reference sub-jobs and tree.
+    let reference = Trial::new(&template);
+    let started = Instant::now();
+    let run = reference.run(&["run", &plan_arg, "--json", "-q"]);
+    run.expect_code(0);
+    let full = started.elapsed();
+    let doc = run.json();
+    let output: Value =
+        serde_json::from_str(doc["jobs"][0]["output"].as_str().expect("output")).expect("JSON");
+    assert_eq!(output["exitReason"], "goal_met", "{output}");
+    assert_eq!(output["iterations"], 3);
+    let reference_jobs: Vec<String> = jobs_of(&doc).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(reference_jobs.len(), 16, "{reference_jobs:?}");
+    let tree = reference.repo.tree_of(TARGET);
+    assert!(done_counts(&reference.log).values().all(|&n| n == 1));
+    eprintln!("uninterrupted run: {full:?} (CRASH_SEED={seed})");
+
+    let window = full.as_millis() as u64;
+    let mut resumed = 0;
+    for n in 0..TRIALS {
+        let label = format!("trial {n} (CRASH_SEED={seed})");
+        let trial = Trial::new(&template);
+        let kill_at = Duration::from_millis(100 + rng.below_u64(window.saturating_sub(200).max(1)));
+        let child = with_agent(&trial.repo, &trial.bin, &["run", &plan_arg, "-q"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let killed = kill_after(child, kill_at);
+        let Some(id) = trial.repo.latest_plan() else {
+            continue;
+        };
+        if killed {
+            resumed += 1;
+            // What had succeeded when the process died must not run again.
+            let before = trial.run(&["status", &id, "--json"]).json();
+            let succeeded: Vec<String> = jobs_of(&before)
+                .into_iter()
+                .filter(|(_, s)| s == "succeeded")
+                .map(|(id, _)| id)
+                .collect();
+            let resume = trial.run(&["resume", &id, "--json", "-q"]);
+            resume.expect_code(0);
+            let counts = done_counts(&trial.log);
+            for id in succeeded.iter().filter(|id| counts.contains_key(*id)) {
+                assert_eq!(counts[id], 1, "{label}: `{id}` ran again after the kill");
+            }
+        }
+        let after = trial.run(&["status", &id, "--json"]).json();
+        let jobs: Vec<String> = jobs_of(&after).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(jobs, reference_jobs, "{label}: other sub-jobs");
+        assert_eq!(after["status"], "succeeded", "{label}");
+        assert_eq!(
+            trial.repo.tree_of(TARGET),
+            tree,
+            "{label}: the final tree differs"
+        );
+        trial.repo.assert_clean(&label);
+    }
+    eprintln!("{resumed} of {TRIALS} trials were resumed after a kill");
+    assert!(resumed >= TRIALS / 2, "too few kills landed mid-run");
+}
+
+/// Kills `child` with SIGKILL after `after` unless it ended first; whether it was killed.
+fn kill_after(mut child: std::process::Child, after: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < after {
+        if child.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    true
+}
