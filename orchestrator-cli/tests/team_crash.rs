@@ -160,6 +160,15 @@ fn kill_9_in_a_reflect_loop_then_resume_goes_on_from_the_stored_iteration() {
             resumed += 1;
             // What had succeeded when the process died must not run again.
             let before = trial.run(&["status", &id, "--json"]).json();
+            // A team that started shows its progress in its job JSON.
+            if let Some(text) = before["jobs"][0]["output"].as_str() {
+                let progress: Value = serde_json::from_str(text).expect("JSON progress");
+                assert_eq!(progress["mode"], "reflect", "{label}: {progress}");
+                assert!(
+                    progress["iterations"].as_u64().is_some(),
+                    "{label}: {progress}"
+                );
+            }
             let succeeded: Vec<String> = jobs_of(&before)
                 .into_iter()
                 .filter(|(_, s)| s == "succeeded")

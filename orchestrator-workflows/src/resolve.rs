@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use orchestrator_core::plan::{PlanSpec, TeamSpec, WorkSpec};
+use orchestrator_core::plan::{JobSpec, PlanSpec, TeamSpec, WorkSpec};
 
 use crate::preset::{self, Preset, Presets};
 use crate::squad;
@@ -52,35 +52,11 @@ pub fn resolve_plan(
 ) -> Result<Vec<String>, Vec<Problem>> {
     let mut notes = Vec::new();
     let mut problems = Vec::new();
-    let mut presets: Option<Result<Presets, Error>> = None;
+    let mut presets = None;
     for job in &mut plan.jobs {
-        let WorkSpec::Team(team) = &mut job.work else {
-            continue;
-        };
-        let problem = |field, e: Error| Problem {
-            job: job.producer_id.clone(),
-            field,
-            message: e.to_string(),
-        };
-        if let Some(dir) = team.squad.clone() {
-            match squad::load(&repo.join(&dir)) {
-                Ok(loaded) => {
-                    notes.extend(loaded.notes.iter().map(|n| format!("{dir}/{n}")));
-                    apply(team, &preset::from_squad(&loaded));
-                }
-                Err(e) => problems.push(problem("work.squad", e)),
-            }
-        } else if let Some(name) = team.preset.clone() {
-            let all = presets.get_or_insert_with(|| three_tiers(repo, user_presets));
-            match all.as_ref().map(|p| p.find(&name)) {
-                Ok(Ok(found)) => apply(team, found),
-                Ok(Err(e)) => problems.push(problem("work.preset", e)),
-                Err(e) => problems.push(Problem {
-                    job: job.producer_id.clone(),
-                    field: "work.preset",
-                    message: e.to_string(),
-                }),
-            }
+        match resolve_job(job, repo, user_presets, &mut presets) {
+            Ok(mut n) => notes.append(&mut n),
+            Err(p) => problems.push(p),
         }
     }
     if problems.is_empty() {
@@ -90,17 +66,71 @@ pub fn resolve_plan(
     }
 }
 
-/// The presets of the three tiers for `repo`.
-fn three_tiers(repo: &Path, user_presets: Option<&Path>) -> Result<Presets, Error> {
+/// Resolves `job` when it is a team naming a `squad` or a `preset` (see [`resolve_plan`]);
+/// `presets` caches the three tiers between the jobs of one plan.
+pub(crate) fn resolve_job(
+    job: &mut JobSpec,
+    repo: &Path,
+    user_presets: Option<&Path>,
+    presets: &mut Option<Result<Tiers, Error>>,
+) -> Result<Vec<String>, Problem> {
+    let producer_id = job.producer_id.clone();
+    let WorkSpec::Team(team) = &mut job.work else {
+        return Ok(Vec::new());
+    };
+    let problem = |field, message: String| Problem {
+        job: producer_id.clone(),
+        field,
+        message,
+    };
+    if let Some(dir) = team.squad.clone() {
+        let loaded =
+            squad::load(&repo.join(&dir)).map_err(|e| problem("work.squad", e.to_string()))?;
+        apply(team, &preset::from_squad(&loaded));
+        return Ok(loaded.notes.iter().map(|n| format!("{dir}/{n}")).collect());
+    }
+    if let Some(name) = team.preset.clone() {
+        let all = presets.get_or_insert_with(|| three_tiers(repo, user_presets));
+        let found = match all {
+            Ok(tiers) => tiers.presets.find(&name).map_err(|e| {
+                // A repository Squad folder that could not be read may be the one meant.
+                let why = match &tiers.repo_problem {
+                    Some(repo) => {
+                        format!("{e} (the repository's Squad folder was skipped: {repo})")
+                    }
+                    None => e.to_string(),
+                };
+                problem("work.preset", why)
+            })?,
+            Err(e) => return Err(problem("work.preset", e.to_string())),
+        };
+        apply(team, found);
+    }
+    Ok(Vec::new())
+}
+
+/// The presets of the three tiers for a repository, and why its own tier is missing when
+/// its Squad folder could not be read (a broken folder does not hide the other presets).
+pub(crate) struct Tiers {
+    presets: Presets,
+    repo_problem: Option<Error>,
+}
+
+/// The presets of the three tiers for `repo`; a malformed user presets file is an error.
+fn three_tiers(repo: &Path, user_presets: Option<&Path>) -> Result<Tiers, Error> {
     let user = match user_presets {
         Some(path) => preset::load_user(path)?,
         None => Vec::new(),
     };
-    let repo_tier = match squad::discover(repo)? {
-        Some((_, team)) => vec![preset::from_squad(&team)],
-        None => Vec::new(),
+    let (repo_tier, repo_problem) = match squad::discover(repo) {
+        Ok(Some((_, team))) => (vec![preset::from_squad(&team)], None),
+        Ok(None) => (Vec::new(), None),
+        Err(e) => (Vec::new(), Some(e)),
     };
-    Ok(Presets::merged(preset::builtin(), user, repo_tier))
+    Ok(Tiers {
+        presets: Presets::merged(preset::builtin(), user, repo_tier),
+        repo_problem,
+    })
 }
 
 /// Fills what `team` leaves open from `preset`; what the plan says wins.

@@ -427,3 +427,43 @@ async fn a_failed_worker_is_run_again_after_the_back_off_and_the_plan_succeeds()
         assert!(files.iter().any(|x| x == f), "{f} in {files:?}");
     }
 }
+
+#[tokio::test]
+async fn the_engine_resolves_presets_and_squads_when_a_plan_is_created_for_every_host() {
+    let repo = TempRepo::with_files(&[(".squad/team.md", "| Member | Role |\n|---|---|\n| x |\n")]);
+    let asked = Asked::default();
+    let o = engine(agent(&asked, |id, _| {
+        if id.ends_with("/evaluate") {
+            (vec![], "Best: first".into())
+        } else {
+            (vec![], "ok".into())
+        }
+    }));
+    // A preset, straight through `Orchestrator::run` (no CLI in between).
+    let plan =
+        team_plan(serde_json::json!({"type": "team", "prompt": "p", "preset": "best-of-three"}));
+    let record = finish(&o, plan, &repo).await;
+    assert_eq!(record.status(), PlanStatus::Succeeded);
+    let WorkSpec::Team(team) = &record.spec.jobs[0].work else {
+        panic!()
+    };
+    assert_eq!(team.workers.len(), 3, "stored resolved");
+    assert_eq!(
+        ids(&record),
+        [
+            "team",
+            "team/first",
+            "team/second",
+            "team/third",
+            "team/evaluate"
+        ]
+    );
+    // A malformed Squad folder is refused with the file and line; nothing is stored.
+    let bad = team_plan(serde_json::json!({"type": "team", "prompt": "p", "squad": ".squad"}));
+    let err = o.run(bad, &repo.dir).await.expect_err("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("work.squad") && text.contains(".squad/team.md:3"),
+        "{text}"
+    );
+}

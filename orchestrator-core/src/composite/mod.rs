@@ -171,6 +171,20 @@ pub trait Controller: Send + Sync + fmt::Debug + 'static {
     /// The next step of the composite job `facts.job`.
     fn decide(&self, facts: &CompositeFacts<'_>) -> Decision;
 
+    /// Completes composite job `job` of a plan being created in `repo`, before the plan is
+    /// validated and stored (a team's Squad folder or preset read into its spec): the one
+    /// moment a controller may read files, so that the stored spec says everything and every
+    /// later decision is pure. Problems are refused like validation's (the plan is not
+    /// created). The default changes nothing.
+    fn prepare(
+        &self,
+        job: &mut JobSpec,
+        repo: &std::path::Path,
+    ) -> Result<(), Vec<crate::plan::ValidationError>> {
+        let _ = (job, repo);
+        Ok(())
+    }
+
     /// Judges a sub-job of `parent` whose phases passed, before it counts as succeeded: an
     /// error fails it with reason `contract` and these words (a fail-closed output contract).
     /// The default accepts everything.

@@ -86,6 +86,7 @@ impl Orchestrator {
     async fn create(&self, mut spec: PlanSpec, dir: PathBuf, scaffolding: bool) -> Result<PlanId> {
         // A host may build the nested-groups form itself; everything stored is flat (SPEC §2).
         spec.flatten_groups()?;
+        self.prepare_composites(&mut spec, &dir)?;
         let graph = validate(
             &spec,
             ValidationContext {
@@ -116,6 +117,25 @@ impl Orchestrator {
                 name,
             });
         Ok(id)
+    }
+
+    /// Lets the controller of each composite job complete its spec before the plan is
+    /// validated and stored ([`crate::composite::Controller::prepare`]).
+    fn prepare_composites(&self, spec: &mut PlanSpec, dir: &std::path::Path) -> Result<()> {
+        let mut problems = Vec::new();
+        for job in spec.jobs.iter_mut().filter(|j| j.work.is_composite()) {
+            let kind = crate::composite::controller_kind(job);
+            if let Some(controller) = self.ctx.controllers.get(kind) {
+                if let Err(mut p) = controller.prepare(job, dir) {
+                    problems.append(&mut p);
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::plan::ValidationErrors(problems).into())
+        }
     }
 
     /// Refuses, before anything is stored, a plan whose `baseBranch` (plan or job) names no

@@ -16,10 +16,11 @@ mod prompts;
 mod summary;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use orchestrator_core::composite::{ChildFacts, CompositeFacts, Controller, Decision};
 use orchestrator_core::plan::{
-    JobSpec, TeamMode, TeamSelect, TeamSpec, TimerSpec, WorkSpec, WorkerSpec,
+    JobSpec, TeamMode, TeamSelect, TeamSpec, TimerSpec, ValidationError, WorkSpec, WorkerSpec,
     DEFAULT_MAX_ITERATIONS, DEFAULT_THRESHOLD,
 };
 use orchestrator_core::NodeStatus;
@@ -53,6 +54,21 @@ impl Controller for TeamController {
             TeamMode::Sequential => sequential(facts, team),
             _ => Loop::read(facts, team).next(facts, team),
         }
+    }
+
+    /// Reads the team's Squad folder or preset into its spec ([`crate::resolve`]), with the
+    /// user's presets of this machine.
+    fn prepare(&self, job: &mut JobSpec, repo: &Path) -> Result<(), Vec<ValidationError>> {
+        let user = crate::preset::user_presets_path();
+        crate::resolve::resolve_job(job, repo, user.as_deref(), &mut None)
+            .map(|_notes| ())
+            .map_err(|p| {
+                let value = match &job.work {
+                    WorkSpec::Team(t) => t.squad.clone().or(t.preset.clone()).unwrap_or_default(),
+                    _ => String::new(),
+                };
+                vec![ValidationError::new(Some(job), p.field, value, p.message)]
+            })
     }
 
     fn progress(&self, facts: &CompositeFacts<'_>) -> Option<String> {
