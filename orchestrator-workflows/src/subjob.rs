@@ -12,6 +12,24 @@ pub(crate) struct Runs {
     pub(crate) effort: Option<Effort>,
 }
 
+impl Runs {
+    /// A member's own settings, its agent and model falling back to the composite job's
+    /// (`fallback_agent`, `fallback_model`).
+    pub(crate) fn with_fallback(
+        agent: Option<&String>,
+        model: Option<&String>,
+        effort: Option<Effort>,
+        fallback_agent: Option<&String>,
+        fallback_model: Option<&String>,
+    ) -> Runs {
+        Runs {
+            agent: agent.or(fallback_agent).cloned(),
+            model: model.or(fallback_model).cloned(),
+            effort,
+        }
+    }
+}
+
 /// One agent sub-job of `facts.job` named `<parent>/<name>`, running `instructions`.
 pub(crate) struct SubJob<'a> {
     pub(crate) name: String,

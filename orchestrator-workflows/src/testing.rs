@@ -52,6 +52,21 @@ pub(crate) fn instructions(job: &JobSpec) -> &str {
     }
 }
 
+/// The facts of `job` with the sub-jobs `done` (producerId, status, output, attempts).
+fn facts_of<'a>(
+    plan: &'a PlanSpec,
+    job: &'a JobSpec,
+    done: &'a [(String, NodeStatus, String, u32)],
+) -> CompositeFacts<'a> {
+    let children = done
+        .iter()
+        .map(|(id, status, out, n)| ChildFacts::new(id, *status, Some(out.as_str())).attempts(*n))
+        .collect();
+    CompositeFacts::new(plan, job)
+        .commit("base")
+        .children(children)
+}
+
 /// Runs sub-job `j` of `parent` with `answer`, its output judged by the controller's check.
 fn run(
     controller: &dyn Controller,
@@ -84,16 +99,7 @@ pub(crate) fn drive(
     let mut progress = Vec::new();
     let mut retried = Vec::new();
     for _ in 0..200 {
-        let children = done
-            .iter()
-            .map(|(id, status, out, n)| {
-                ChildFacts::new(id, *status, Some(out.as_str())).attempts(*n)
-            })
-            .collect();
-        let facts = CompositeFacts::new(&plan, &job)
-            .commit("base")
-            .children(children);
-        match controller.decide(&facts) {
+        match controller.decide(&facts_of(&plan, &job, &done)) {
             Decision::Spawn(jobs) => {
                 for j in &jobs {
                     assert_eq!(j.parent.as_deref(), Some("team"), "{}", j.producer_id);
@@ -101,16 +107,7 @@ pub(crate) fn drive(
                     done.push((j.producer_id.clone(), status, out, 1));
                 }
                 spawned.extend(jobs);
-                let children = done
-                    .iter()
-                    .map(|(id, status, out, n)| {
-                        ChildFacts::new(id, *status, Some(out.as_str())).attempts(*n)
-                    })
-                    .collect();
-                let facts = CompositeFacts::new(&plan, &job)
-                    .commit("base")
-                    .children(children);
-                progress.extend(controller.progress(&facts));
+                progress.extend(controller.progress(&facts_of(&plan, &job, &done)));
             }
             Decision::Retry {
                 jobs,

@@ -104,15 +104,13 @@ pub fn route(spec: &PipelineSpec) -> Vec<Role> {
 
 fn runs_of(spec: &PipelineSpec, role: Role) -> Runs {
     let own = spec.roles.get(role.name());
-    Runs {
-        agent: own
-            .and_then(|r| r.agent.clone())
-            .or_else(|| spec.agent.clone()),
-        model: own
-            .and_then(|r| r.model.clone())
-            .or_else(|| spec.model.clone()),
-        effort: own.and_then(|r| r.effort),
-    }
+    Runs::with_fallback(
+        own.and_then(|r| r.agent.as_ref()),
+        own.and_then(|r| r.model.as_ref()),
+        own.and_then(|r| r.effort),
+        spec.agent.as_ref(),
+        spec.model.as_ref(),
+    )
 }
 
 /// Stage `name` with `role`, after the stages `done`.

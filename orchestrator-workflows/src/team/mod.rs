@@ -89,11 +89,13 @@ impl Controller for TeamController {
 
 /// The agent settings of a worker, falling back to the team's.
 fn worker_runs(team: &TeamSpec, w: &WorkerSpec) -> Runs {
-    Runs {
-        agent: w.agent.clone().or_else(|| team.agent.clone()),
-        model: w.model.clone().or_else(|| team.model.clone()),
-        effort: w.effort,
-    }
+    Runs::with_fallback(
+        w.agent.as_ref(),
+        w.model.as_ref(),
+        w.effort,
+        team.agent.as_ref(),
+        team.model.as_ref(),
+    )
 }
 
 /// The orchestrator's (or with `evaluator`, the evaluator's) agent settings.
@@ -103,15 +105,13 @@ fn lead_runs(team: &TeamSpec, evaluator: bool) -> Runs {
     } else {
         team.orchestrator.as_ref()
     };
-    Runs {
-        agent: lead
-            .and_then(|l| l.agent.clone())
-            .or_else(|| team.agent.clone()),
-        model: lead
-            .and_then(|l| l.model.clone())
-            .or_else(|| team.model.clone()),
-        effort: lead.and_then(|l| l.effort),
-    }
+    Runs::with_fallback(
+        lead.and_then(|l| l.agent.as_ref()),
+        lead.and_then(|l| l.model.as_ref()),
+        lead.and_then(|l| l.effort),
+        team.agent.as_ref(),
+        team.model.as_ref(),
+    )
 }
 
 fn worker_names(team: &TeamSpec) -> Vec<&str> {
