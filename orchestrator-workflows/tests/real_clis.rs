@@ -1,8 +1,11 @@
 //! Teams and pipelines (SPEC §13) through the real engine with the real Claude Code CLI as
 //! every member, against `orchestrator-testkit`'s scripted model server: a reflect team of two
-//! workers and an evaluator meets its goal in its second iteration, and a medium pipeline's
-//! contract-checked replies land the coder's change. Every member runs in its own worktree;
-//! what lands on the target branch is checked with the `git` CLI.
+//! workers and an evaluator meets its goal in its second iteration; a medium pipeline's
+//! contract-checked replies land the coder's change, and a coder that signs with another
+//! role's signature fails its stage (reason `contract`) and the pipeline, landing nothing; a
+//! simple pipeline's `needs_work` review runs a debugger, a second coder and a second review
+//! that ships. Every member runs in its own worktree; what lands on the target branch is
+//! checked with the `git` CLI.
 //!
 //! The model's turns are chosen by text in each member's prompt, never by order (a team's
 //! workers run at the same time): the agent runner leaves the controller's prompt
@@ -24,8 +27,8 @@ use std::time::Duration;
 use orchestrator_agents::agent::AgentWorkRunner;
 use orchestrator_core::plan::{JobSpec, PlanSpec, WorkSpec};
 use orchestrator_core::repository::LogQuery;
-use orchestrator_core::state::PlanRecord;
-use orchestrator_core::{Orchestrator, PlanId, PlanStatus};
+use orchestrator_core::state::{FailureReason, NodeState, PlanRecord};
+use orchestrator_core::{NodeStatus, Orchestrator, PlanId, PlanStatus};
 use orchestrator_git::Git2Operations;
 use orchestrator_testkit::fixtures::TempRepo;
 use orchestrator_testkit::{ModelServer, Script, Turn};
@@ -80,6 +83,23 @@ fn plan(work: serde_json::Value) -> PlanSpec {
         .job(JobSpec::new("team", "the team", work))
 }
 
+/// Runs `plan` to its end, or for at most [`PLAN_TIMEOUT`]: how it ended (`Err` when it did
+/// not in time), its id and its record.
+async fn finish(
+    o: &Orchestrator,
+    plan: PlanSpec,
+    repo: &TempRepo,
+) -> (Option<PlanStatus>, PlanId, PlanRecord) {
+    let id = o.run(plan, &repo.dir).await.expect("run");
+    let status = tokio::time::timeout(PLAN_TIMEOUT, o.wait(&id)).await;
+    let record = o.status(&id).await.expect("status");
+    let status = match status {
+        Ok(Ok(status)) => Some(status),
+        _ => None,
+    };
+    (status, id, record)
+}
+
 /// Runs `plan` to its end; a plan that does not succeed in time panics with every job's log
 /// and the model server's requests.
 async fn succeed(
@@ -88,10 +108,8 @@ async fn succeed(
     repo: &TempRepo,
     server: &ModelServer,
 ) -> PlanRecord {
-    let id = o.run(plan, &repo.dir).await.expect("run");
-    let status = tokio::time::timeout(PLAN_TIMEOUT, o.wait(&id)).await;
-    let record = o.status(&id).await.expect("status");
-    if !matches!(status, Ok(Ok(PlanStatus::Succeeded))) {
+    let (status, id, record) = finish(o, plan, repo).await;
+    if status != Some(PlanStatus::Succeeded) {
         panic!(
             "plan {status:?}\n{}\nrequests:\n{}",
             logs(o, &id, &record).await,
@@ -137,6 +155,17 @@ fn ids(record: &PlanRecord) -> Vec<&str> {
         .collect()
 }
 
+/// The state of the job `id`.
+fn node<'a>(record: &'a PlanRecord, id: &str) -> &'a NodeState {
+    let i = record
+        .spec
+        .jobs
+        .iter()
+        .position(|j| j.producer_id == id)
+        .unwrap_or_else(|| panic!("no job {id} in {:?}", ids(record)));
+    &record.state.nodes[i]
+}
+
 /// The team job's JSON output.
 fn team_output(record: &PlanRecord) -> serde_json::Value {
     let text = record.state.nodes[0].output().expect("the team's output");
@@ -175,6 +204,23 @@ fn asked_with(server: &ModelServer, text: &str) -> bool {
         .requests()
         .iter()
         .any(|r| r.body.to_string().contains(text))
+}
+
+/// Whether Claude Code told the model it created a file named `file` (its Write tool's
+/// result, `File created successfully at: <path> (…)`).
+fn wrote(server: &ModelServer, file: &str) -> bool {
+    const CREATED: &str = "File created successfully at: ";
+    server.requests().iter().any(|r| {
+        let body = r.body.to_string();
+        body.match_indices(CREATED).any(|(at, _)| {
+            let path = &body[at + CREATED.len()..];
+            let end = path
+                .find(|c: char| c == '"' || c == '\\' || c.is_whitespace())
+                .unwrap_or(path.len());
+            let path = &path[..end];
+            path.ends_with(&format!("/{file}"))
+        })
+    })
 }
 
 /// The reflect team's model: two plans, each worker writing a file of its own per
@@ -334,6 +380,163 @@ async fn a_medium_pipeline_of_real_claude_agents_lands_the_coders_change() {
         "Agent Signature: SILVER_KITE",
         "NOVA_CORE",
     ] {
+        assert!(asked_with(&server, text), "{text}\n{}", requests(&server));
+    }
+    assert_on_target(&repo, &[("greet.txt", "hello\n")]);
+}
+
+/// A medium pipeline whose coder changes a file but signs with the review's signature.
+fn wrong_signature_script() -> Script {
+    Script::new()
+        .final_text("Nothing scripted for this prompt.")
+        .on_prompt(job("team/architect").final_text(contract("architect", "CEDAR_COMPASS", "")))
+        .on_prompt(
+            job("team/coder")
+                .write_file("greet.txt", "hello\n")
+                .final_text(contract("coder", "SILVER_KITE", "")),
+        )
+        .on_prompt(job("team/review").final_text(contract(
+            "review",
+            "SILVER_KITE",
+            "- Verdict: ship\n- Failures: none\n",
+        )))
+}
+
+#[tokio::test]
+async fn a_real_claude_coder_with_a_wrong_signature_fails_its_stage_with_reason_contract() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(program) = installed("claude") else {
+        return;
+    };
+    let server = ModelServer::start(wrong_signature_script())
+        .await
+        .expect("model server");
+    let repo = TempRepo::new();
+    let o = engine(&program, &server);
+    let plan = plan(serde_json::json!({
+        "type": "pipeline",
+        "task": "Add a greeting in greet.txt",
+        "complexity": "medium",
+        "agent": "claude"
+    }));
+    let (status, id, record) = finish(&o, plan, &repo).await;
+    let context = || async {
+        format!(
+            "{}\nrequests:\n{}",
+            logs(&o, &id, &record).await,
+            requests(&server)
+        )
+    };
+    if status != Some(PlanStatus::Failed) {
+        panic!("plan {status:?}\n{}", context().await);
+    }
+    let coder = node(&record, "team/coder");
+    assert_eq!(coder.status, NodeStatus::Failed, "{}", context().await);
+    let attempt = coder.last_attempt().expect("the coder's attempt");
+    assert_eq!(attempt.failure_reason, Some(FailureReason::Contract));
+    let message = attempt.error.clone().unwrap_or_default();
+    assert!(
+        message.contains("wrong signature `SILVER_KITE`"),
+        "{message}"
+    );
+    assert_eq!(
+        node(&record, "team/architect").status,
+        NodeStatus::Succeeded
+    );
+    assert_eq!(node(&record, "team").status, NodeStatus::Failed);
+    assert_eq!(
+        ids(&record),
+        ["team", "team/architect", "team/coder"],
+        "no review ran"
+    );
+    // The CLI did write the file (the model's tool call ran in the coder's worktree) ...
+    assert!(
+        wrote(&server, "greet.txt"),
+        "the coder's tool call\n{}",
+        requests(&server)
+    );
+    // ... but a stage that breaks its contract lands nothing: the target branch (made at the
+    // plan's start from its base) is still at the base, without the coder's file.
+    assert_eq!(
+        repo.git(&["rev-parse", TARGET]),
+        repo.git(&["rev-parse", "main"]),
+        "the target branch is at the base"
+    );
+    assert_eq!(repo.files_at(TARGET), ["README.md"]);
+    assert_eq!(repo.try_show(TARGET, "greet.txt"), None);
+}
+
+/// A simple pipeline whose first review finds a typo: a debugger, a second coder that fixes
+/// it, and a second review that ships.
+fn needs_work_script() -> Script {
+    Script::new()
+        .final_text("Nothing scripted for this prompt.")
+        .on_prompt(
+            job("team/coder")
+                .write_file("greet.txt", "helo\n")
+                .final_text(contract("coder", "NOVA_CORE", "")),
+        )
+        .on_prompt(job("team/review").final_text(contract(
+            "review",
+            "SILVER_KITE",
+            "- Verdict: needs_work\n- Failures: typo\n",
+        )))
+        .on_prompt(
+            job("team/debugger-1")
+                .shell(READ_INSTRUCTIONS)
+                .final_text(contract(
+                    "debugger",
+                    "EMBER_TRACE",
+                    "- Attempt: 1\n- Attempts Remaining: 1\n",
+                )),
+        )
+        .on_prompt(
+            job("team/coder-2")
+                .write_file("greet.txt", "hello\n")
+                .final_text(contract("coder", "NOVA_CORE", "")),
+        )
+        .on_prompt(job("team/review-2").final_text(contract(
+            "review",
+            "SILVER_KITE",
+            "- Verdict: ship\n- Failures: none\n",
+        )))
+}
+
+#[tokio::test]
+async fn a_real_claude_needs_work_review_runs_debugger_coder_review_and_ships() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(program) = installed("claude") else {
+        return;
+    };
+    let server = ModelServer::start(needs_work_script())
+        .await
+        .expect("model server");
+    let repo = TempRepo::new();
+    let o = engine(&program, &server);
+    let plan = plan(serde_json::json!({
+        "type": "pipeline",
+        "task": "Add a greeting in greet.txt",
+        "complexity": "simple",
+        "agent": "claude"
+    }));
+    let record = succeed(&o, plan, &repo, &server).await;
+    assert_eq!(
+        ids(&record),
+        [
+            "team",
+            "team/coder",
+            "team/review",
+            "team/debugger-1",
+            "team/coder-2",
+            "team/review-2"
+        ]
+    );
+    let out = team_output(&record);
+    assert_eq!(out["verdict"], "ship", "{out}");
+    assert_eq!(out["debugAttempts"], 1, "{out}");
+    // The debugger read its prompt: its role and attempt, its signature, the review's
+    // failures.
+    for text in ["Agent Signature: EMBER_TRACE", "- Failures: typo"] {
         assert!(asked_with(&server, text), "{text}\n{}", requests(&server));
     }
     assert_on_target(&repo, &[("greet.txt", "hello\n")]);
