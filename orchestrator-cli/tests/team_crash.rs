@@ -9,12 +9,10 @@
 mod common;
 
 use std::collections::HashMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::Repo;
+use common::{stand_in_claude, Repo};
 use orchestrator_testkit::fixtures::{copy_repo, seed_from_env, Rng};
 use serde_json::{json, Value};
 
@@ -25,28 +23,16 @@ const TARGET: &str = "feature/team";
 /// write `<worker>-<round>.txt` (and log `done <job>` to `log`), syntheses name their round,
 /// the evaluator scores 0.5, 0.6, then 0.95.
 fn stand_in(bin: &Path, log: &Path) {
-    std::fs::create_dir_all(bin).expect("mkdir");
-    let script = format!(
-        r#"#!/bin/sh
-id=$(printf '%s' "$*" | sed -n 's/.*They are job `\([^`]*\)`.*/\1/p')
-round=$(echo "$id" | cut -d/ -f2)
-step=${{id##*/}}
-case "$step" in
-  plan) reply='@worker:alice write your file\n@worker:bob write yours' ;;
+    let cases = format!(
+        r#"  plan) reply='@worker:alice write your file\n@worker:bob write yours' ;;
   synthesis) reply="synthesis of round $round" ;;
   evaluate)
     case "$round" in 1) s=0.5 ;; 2) s=0.6 ;; *) s=0.95 ;; esac
     reply="Score: $s\nRationale: round $round" ;;
-  *) sleep 0.2; echo "$step $round" > "$step-$round.txt"; echo "done $id" >> '{log}'; reply="wrote $step-$round.txt" ;;
-esac
-echo '{{"type":"system","subtype":"init","cwd":"'"$PWD"'","session_id":"sess-1","model":"claude-test","tools":["Write"]}}'
-printf '{{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"%s","session_id":"sess-1","total_cost_usd":0.001,"duration_ms":5,"usage":{{"input_tokens":10,"output_tokens":5}}}}\n' "$reply"
-"#,
+  *) sleep 0.2; echo "$step $round" > "$step-$round.txt"; echo "done $id" >> '{log}'; reply="wrote $step-$round.txt" ;;"#,
         log = log.display()
     );
-    let path = bin.join("claude");
-    std::fs::write(&path, script).expect("write the stand-in");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    stand_in_claude(bin, &cases);
 }
 
 fn plan() -> Value {
@@ -56,14 +42,6 @@ fn plan() -> Value {
                   "workers": [{"name": "alice"}, {"name": "bob"}],
                   "evaluator": {"threshold": 0.9}}}
     ]})
-}
-
-/// The command `args` on `repo` with the stand-in first on PATH.
-fn with_agent(repo: &Repo, bin: &Path, args: &[&str]) -> Command {
-    let mut cmd = repo.command(args);
-    let path = std::env::var("PATH").unwrap_or_default();
-    cmd.env("PATH", format!("{}:{path}", bin.display()));
-    cmd
 }
 
 fn jobs_of(doc: &Value) -> Vec<(String, String)> {
@@ -107,7 +85,9 @@ impl Trial {
     }
 
     fn run(&self, args: &[&str]) -> orchestrator_testkit::fixtures::Run {
-        let out = with_agent(&self.repo, &self.bin, args)
+        let out = self
+            .repo
+            .command_with_agents(&self.bin, args)
             .output()
             .expect("run");
         orchestrator_testkit::fixtures::Run::from(out)
@@ -147,7 +127,9 @@ fn kill_9_in_a_reflect_loop_then_resume_goes_on_from_the_stored_iteration() {
         let label = format!("trial {n} (CRASH_SEED={seed})");
         let trial = Trial::new(&template);
         let kill_at = Duration::from_millis(100 + rng.below_u64(window.saturating_sub(200).max(1)));
-        let child = with_agent(&trial.repo, &trial.bin, &["run", &plan_arg, "-q"])
+        let child = trial
+            .repo
+            .command_with_agents(&trial.bin, &["run", &plan_arg, "-q"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()

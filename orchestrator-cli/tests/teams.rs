@@ -155,3 +155,91 @@ fn a_squad_team_is_stored_resolved_and_team_save_round_trips_it() {
     let not_a_team = repo.run(&["team", "save", &plan, "team/1/plan"]);
     assert_ne!(not_a_team.code, 0);
 }
+
+/// A pipeline with `approval: between`, run by a stand-in `claude`: every stage after the
+/// first waits for `orchestrator approve`, and the plan goes on from another command each time.
+#[cfg(unix)]
+#[test]
+fn a_pipeline_with_approval_between_waits_for_each_stage_and_goes_on_when_approved() {
+    let repo = Repo::new();
+    let bin = repo.scratch.join("bin");
+    let contract = |sig: &str, extra: &str| {
+        format!(
+            "done\\n\\n### Orchestrator Contract\\n- Status: success\\n- Evidence: e\\n- Next Steps: n\\n{extra}- Agent Signature: {sig}\\n"
+        )
+    };
+    let cases = format!(
+        "  architect) reply='{}' ;;\n  coder) echo hello > greet.txt; reply='{}' ;;\n  review) reply='{}' ;;",
+        contract("CEDAR_COMPASS", ""),
+        contract("NOVA_CORE", ""),
+        contract("SILVER_KITE", "- Verdict: ship\\n"),
+    );
+    common::stand_in_claude(&bin, &cases);
+    let path = repo.scratch.join("pipeline.json");
+    let plan = json!({"name": "gated", "targetBranch": "feature/gated", "jobs": [team_job(json!(
+        {"type": "pipeline", "task": "Greet", "agent": "claude", "approval": "between"}))]});
+    std::fs::write(&path, plan.to_string()).expect("write plan");
+    let run = |args: &[&str]| {
+        orchestrator_testkit::fixtures::Run::from(
+            repo.command_with_agents(&bin, args).output().expect("run"),
+        )
+    };
+    let first = run(&[
+        "run",
+        path.to_str().expect("utf-8"),
+        "--until-waiting",
+        "--json",
+    ]);
+    first.expect_code(4);
+    let id = first.json()["planId"].as_str().expect("planId").to_owned();
+    for stage in ["team/coder", "team/review"] {
+        let status = repo.status(Some(&id));
+        let waiting: Vec<&str> = status["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .filter(|j| j["status"] == "waiting")
+            .filter_map(|j| j["producerId"].as_str())
+            .collect();
+        assert_eq!(waiting, [stage], "{status}");
+        let job = status["jobs"]
+            .as_array()
+            .and_then(|jobs| jobs.iter().find(|j| j["producerId"] == stage))
+            .expect("the stage");
+        assert_eq!(job["waitingFor"], "approval", "{job}");
+        run(&["approve", &id, stage]).expect_code(0);
+        let next = run(&["resume", &id, "--until-waiting", "--json"]);
+        let code = if stage == "team/review" { 0 } else { 4 };
+        next.expect_code(code);
+    }
+    assert_eq!(repo.status(Some(&id))["status"], "succeeded");
+    assert_eq!(repo.show("feature/gated", "greet.txt"), "hello\n");
+}
+
+#[test]
+fn sub_jobs_show_by_their_parent_names_in_graph_and_status() {
+    let repo = Repo::new();
+    let run = run_plan(
+        &repo,
+        "shown",
+        vec![team_job(
+            json!({"type": "team", "prompt": "p", "workers": [{"name": "alice"}], "maxIterations": 1}),
+        )],
+    );
+    assert_ne!(run.code, 2, "{}", run.stderr);
+    let plan = repo.latest_plan().expect("plan");
+    let graph = repo.run(&["graph", &plan]);
+    graph.expect_code(0);
+    assert!(graph.stdout.contains("team/1/plan"), "{}", graph.stdout);
+    let list: Vec<String> = repo.status(Some(&plan))["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .filter_map(|j| j["producerId"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(list[0], "team");
+    assert!(
+        list[1..].iter().all(|id| id.starts_with("team/")),
+        "{list:?}"
+    );
+}

@@ -298,3 +298,40 @@ pub fn tool_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
     .to_string()
     .into_bytes()
 }
+
+/// Writes a stand-in `claude` into `bin` that prints Claude Code's stream-json init and result
+/// lines, its reply chosen by the job it is told it is: `cases` is the body of a shell `case
+/// "$step" in ... esac` over the job's last name segment, with `$id` (the producerId) and
+/// `$round` (its second segment) set; each case sets `reply` (JSON-escaped, `\n` for a line
+/// break) and may write files in the current directory (the job's worktree).
+#[cfg(unix)]
+pub fn stand_in_claude(bin: &Path, cases: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(bin).expect("mkdir");
+    let script = format!(
+        r#"#!/bin/sh
+id=$(printf '%s' "$*" | sed -n 's/.*They are job `\([^`]*\)`.*/\1/p')
+round=$(echo "$id" | cut -d/ -f2)
+step=${{id##*/}}
+reply=
+case "$step" in
+{cases}
+esac
+echo '{{"type":"system","subtype":"init","cwd":"'"$PWD"'","session_id":"sess-1","model":"claude-test","tools":["Write"]}}'
+printf '{{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"%s","session_id":"sess-1","total_cost_usd":0.001,"duration_ms":5,"usage":{{"input_tokens":10,"output_tokens":5}}}}\n' "$reply"
+"#
+    );
+    let path = bin.join("claude");
+    std::fs::write(&path, script).expect("write the stand-in");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+impl Repo {
+    /// The orchestrator command with `args`, the agent CLIs of `bin` first on PATH.
+    pub fn command_with_agents(&self, bin: &Path, args: &[&str]) -> Command {
+        let mut cmd = self.command(args);
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", bin.display()));
+        cmd
+    }
+}

@@ -135,6 +135,9 @@ impl PlanMachine {
             NodeStatus::Waiting => &mut c.waiting,
         };
         *slot = slot.wrapping_add_signed(delta);
+        if s == NodeStatus::CompletedSplit {
+            c.composite = c.composite.wrapping_add_signed(delta);
+        }
     }
 
     /// Starts the plan: pins its git facts (first start only) and makes every pending node whose

@@ -27,6 +27,10 @@ pub struct StatusCounts {
     /// waiting (SPEC §12)
     #[serde(default)]
     pub waiting: usize,
+    /// Of `active`, the composite jobs (`completed_split`): they go on only when their
+    /// sub-jobs do, so they do not keep a plan whose other jobs all wait from `waiting`.
+    #[serde(skip)]
+    pub composite: usize,
 }
 
 impl StatusCounts {
@@ -37,8 +41,10 @@ impl StatusCounts {
             match s {
                 NodeStatus::Pending => c.pending += 1,
                 NodeStatus::Ready => c.ready += 1,
-                NodeStatus::Scheduled | NodeStatus::Running | NodeStatus::CompletedSplit => {
-                    c.active += 1
+                NodeStatus::Scheduled | NodeStatus::Running => c.active += 1,
+                NodeStatus::CompletedSplit => {
+                    c.active += 1;
+                    c.composite += 1;
                 }
                 NodeStatus::Succeeded => c.succeeded += 1,
                 NodeStatus::Failed => c.failed += 1,
@@ -72,7 +78,7 @@ impl StatusCounts {
             return PlanStatus::Canceled;
         }
         if state.paused {
-            return if self.active > 0 {
+            return if self.active > self.composite {
                 PlanStatus::Pausing
             } else {
                 PlanStatus::Paused
@@ -82,7 +88,7 @@ impl StatusCounts {
             return PlanStatus::Pending;
         }
         // Nothing can go on by itself: what is left waits on a waiting job.
-        if self.waiting > 0 && self.active == 0 && self.ready == 0 {
+        if self.waiting > 0 && self.active == self.composite && self.ready == 0 {
             return PlanStatus::Waiting;
         }
         PlanStatus::Running
