@@ -191,3 +191,45 @@ fn kill_after(mut child: std::process::Child, after: Duration) -> bool {
     let _ = child.wait();
     true
 }
+
+#[test]
+fn a_paused_team_stops_as_paused_and_resumes_to_the_same_tree() {
+    let pristine = Repo::new();
+    let template = pristine.scratch.join("template");
+    copy_repo(&pristine.dir, &template);
+    let plan_file = pristine.plan("team.json", &plan());
+    let plan_arg = plan_file.to_str().expect("utf-8").to_owned();
+    let reference = Trial::new(&template);
+    reference.run(&["run", &plan_arg, "-q"]).expect_code(0);
+    let tree = reference.repo.tree_of(TARGET);
+
+    let trial = Trial::new(&template);
+    let mut child = trial
+        .repo
+        .command_with_agents(&trial.bin, &["run", &plan_arg, "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Once the first iteration's workers have run, pause from another command.
+    let start = Instant::now();
+    while done_counts(&trial.log).len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the workers never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let id = trial.repo.latest_plan().expect("plan");
+    trial.run(&["pause", &id]).expect_code(0);
+    let code = child.wait().expect("wait").code();
+    assert_eq!(code, Some(1), "run stops paused");
+    assert_eq!(
+        trial.run(&["status", &id, "--json"]).json()["status"],
+        "paused"
+    );
+    let resume = trial.run(&["resume", &id, "--json", "-q"]);
+    resume.expect_code(0);
+    assert_eq!(trial.repo.tree_of(TARGET), tree);
+    trial.repo.assert_clean("paused and resumed");
+}
