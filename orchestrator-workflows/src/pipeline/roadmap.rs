@@ -7,8 +7,6 @@ use orchestrator_core::composite::MAX_SUB_JOBS;
 use orchestrator_core::plan::Complexity;
 use serde::Deserialize;
 
-use crate::rules::Role;
-
 /// One item of a roadmap.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -61,8 +59,10 @@ pub fn parse_roadmap(reply: &str) -> Result<Vec<RoadmapItem>, String> {
                 "roadmap item id `{id}` is not 3–64 characters of a-z, digits and `-`"
             ));
         }
-        if Role::from_name(id).is_some() || id == "planner" {
-            return Err(format!("roadmap item id `{id}` is the name of a role"));
+        if super::role_of(id).is_some() {
+            return Err(format!(
+                "roadmap item id `{id}` is the name of a stage (`<role>` or `<role>-<n>`)"
+            ));
         }
         if item.task.trim().is_empty() {
             return Err(format!("roadmap item `{id}` has no task"));
@@ -120,7 +120,8 @@ mod tests {
         let err = |json: &str| parse_roadmap(&fenced(json)).expect_err("refused");
         assert!(err("[]").contains("no items"));
         assert!(err(r#"[{"id":"One","task":"a"}]"#).contains("`One`"));
-        assert!(err(r#"[{"id":"coder","task":"a"}]"#).contains("role"));
+        assert!(err(r#"[{"id":"coder","task":"a"}]"#).contains("stage"));
+        assert!(err(r#"[{"id":"review-2","task":"a"}]"#).contains("stage"));
         assert!(err(r#"[{"id":"one","task":" "}]"#).contains("no task"));
         assert!(
             err(r#"[{"id":"one","task":"a","dependsOn":["two"]},{"id":"two","task":"b"}]"#)

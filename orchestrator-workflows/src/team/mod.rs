@@ -508,7 +508,14 @@ impl<'c> Loop<'c> {
                 .map(|b| own_name(facts, b.producer_id).to_owned());
             return Outcome::Next(Step::Plan { round: n, after });
         };
-        if assigned(team, plan).0.is_empty() {
+        let (tasks, unknown) = assigned(team, plan);
+        for name in unknown {
+            self.summary.notes.push(format!(
+                "round {n}: the orchestrator assigned a task to `{name}`, who is not on the \
+                 team; skipped"
+            ));
+        }
+        if tasks.is_empty() {
             return Outcome::NothingAssigned;
         }
         if round.workers.is_empty() {

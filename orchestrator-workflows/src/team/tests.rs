@@ -310,6 +310,11 @@ fn unknown_workers_are_skipped_and_names_match_loosely() {
         },
     );
     assert_eq!(d.ids(), ["team/1/plan", "team/1/alice", "team/1/synthesis"]);
+    let notes = d.output()["notes"].to_string();
+    assert!(
+        notes.contains("`nobody`, who is not on the team; skipped"),
+        "{notes}"
+    );
     let alice = &d.spawned[1];
     assert!(
         instructions(alice).contains("## Your task\nfirst"),
