@@ -1,6 +1,8 @@
-//! Teams and pipelines (SPEC §13) through the real engine with the real Claude Code CLI as
-//! every member, against `orchestrator-testkit`'s scripted model server: a reflect team of two
-//! workers and an evaluator meets its goal in its second iteration; a medium pipeline's
+//! Teams and pipelines (SPEC §13) through the real engine with a real agent CLI as every
+//! member, against `orchestrator-testkit`'s scripted model server: a reflect team of two
+//! workers and an evaluator meets its goal in its second iteration, once with each CLI —
+//! Claude Code, Codex, Copilot CLI and Gemini CLI (Copilot unpacks itself once into the
+//! shared cache `clis::runner_for` gives it); with Claude Code only, a medium pipeline's
 //! contract-checked replies land the coder's change, and a coder that signs with another
 //! role's signature fails its stage (reason `contract`) and the pipeline, landing nothing; a
 //! simple pipeline's `needs_work` review runs a debugger, a second coder and a second review
@@ -12,9 +14,13 @@
 //! (`src/team/prompts.rs`, `src/pipeline/prompts.rs`) in an instructions file and names the
 //! job in the CLI's prompt, so the turns match the job ids.
 //!
-//! Claude Code is found in `$AGENT_CLIS_BIN` or `<workspace>/.agent-clis/bin` (installed by
-//! `scripts/install-agent-clis.sh`); when it is missing a test says so on stderr and passes.
-//! Everything is offline: the CLI only talks to the server on 127.0.0.1.
+//! The same holds for every CLI: each one's file and shell tools carry out the scripted
+//! `write_file` and `shell` steps, and each one's latest user prompt is the runner's, so the
+//! job-id turns match.
+//!
+//! The CLIs are found in `$AGENT_CLIS_BIN` or `<workspace>/.agent-clis/bin` (installed by
+//! `scripts/install-agent-clis.sh`); when a test's CLI is missing it says so on stderr and
+//! passes. Everything is offline: the CLIs only talk to the server on 127.0.0.1.
 #![cfg(unix)]
 
 #[path = "../../orchestrator-agents/tests/common/clis.rs"]
@@ -22,7 +28,7 @@
 mod clis;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use orchestrator_agents::agent::AgentWorkRunner;
 use orchestrator_core::plan::{JobSpec, PlanSpec, WorkSpec};
@@ -31,6 +37,7 @@ use orchestrator_core::state::{FailureReason, NodeState, PlanRecord};
 use orchestrator_core::{NodeStatus, Orchestrator, PlanId, PlanStatus};
 use orchestrator_git::Git2Operations;
 use orchestrator_testkit::fixtures::TempRepo;
+use orchestrator_testkit::tools::{SHELL_TOOLS, WRITE_TOOLS};
 use orchestrator_testkit::{ModelServer, Script, Turn};
 
 /// The real CLIs are heavy: one test at a time.
@@ -63,12 +70,12 @@ fn installed(cli: &str) -> Option<PathBuf> {
     }
 }
 
-/// The engine with the workflows registered and Claude Code (at `program`, talking to
-/// `server`) as its `agent` runner.
-fn engine(program: &Path, server: &ModelServer) -> Orchestrator {
+/// The engine with the workflows registered and `cli` (at `program`, talking to `server`)
+/// as its `agent` runner.
+fn engine(cli: &str, program: &Path, server: &ModelServer) -> Orchestrator {
     let agents = AgentWorkRunner::empty()
-        .register_arc("claude", clis::runner_for("claude", program, server))
-        .default_agent("claude");
+        .register_arc(cli, clis::runner_for(cli, program, server))
+        .default_agent(cli);
     orchestrator_workflows::register(Orchestrator::builder())
         .git(Git2Operations::new())
         .runner("agent", agents)
@@ -223,6 +230,15 @@ fn wrote(server: &ModelServer, file: &str) -> bool {
     })
 }
 
+/// The tools the model called, in order (the names the CLI offers them under).
+fn tool_calls(server: &ModelServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .filter_map(|r| r.answer.strip_prefix("tool:").map(str::to_owned))
+        .collect()
+}
+
 /// The reflect team's model: two plans, each worker writing a file of its own per
 /// iteration, two different syntheses, and a first score under the threshold.
 fn team_script() -> Script {
@@ -260,24 +276,32 @@ fn team_script() -> Script {
         )
 }
 
-#[tokio::test]
-async fn a_reflect_team_of_real_claude_agents_meets_its_goal_in_two_iterations() {
+/// A reflect team with `cli` as every member: two workers and an evaluator meet the goal in
+/// the second iteration, and every worker's files land on the target branch.
+async fn reflect_team(cli: &str) {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(program) = installed("claude") else {
+    let Some(program) = installed(cli) else {
         return;
     };
+    let started = Instant::now();
     let server = ModelServer::start(team_script())
         .await
         .expect("model server");
     let repo = TempRepo::new();
-    let o = engine(&program, &server);
-    let plan = plan(serde_json::json!({
+    let o = engine(cli, &program, &server);
+    let mut plan = plan(serde_json::json!({
         "type": "team",
         "prompt": "Give each worker a greeting file of its own.",
-        "agent": "claude",
+        "agent": cli,
         "workers": [{"name": "alice"}, {"name": "bob"}],
         "evaluator": {"threshold": 0.9}
     }));
+    if cli == "gemini" {
+        // Gemini CLI otherwise starts a second Node.js process of itself (for a larger heap)
+        // on every run: 1.5 s of each of its ten runs, most of them one after another.
+        plan.env
+            .insert("GEMINI_CLI_NO_RELAUNCH".into(), "true".into());
+    }
     let record = succeed(&o, plan, &repo, &server).await;
     let mut jobs = ids(&record);
     jobs[2..4].sort_unstable();
@@ -296,19 +320,24 @@ async fn a_reflect_team_of_real_claude_agents_meets_its_goal_in_two_iterations()
             "team/2/bob",
             "team/2/synthesis",
             "team/2/evaluate",
-        ]
+        ],
+        "{cli}"
     );
     let out = team_output(&record);
-    assert_eq!(out["exitReason"], "goal_met", "{out}");
-    assert_eq!(out["iterations"], 2, "{out}");
-    assert_eq!(out["scores"], serde_json::json!([0.4, 0.95]), "{out}");
+    assert_eq!(out["exitReason"], "goal_met", "{cli}: {out}");
+    assert_eq!(out["iterations"], 2, "{cli}: {out}");
+    assert_eq!(
+        out["scores"],
+        serde_json::json!([0.4, 0.95]),
+        "{cli}: {out}"
+    );
     // The re-plan read the controller's prompt: the last score and synthesis.
     assert!(
         asked_with(
             &server,
             "This is iteration 2. The last iteration's result was judged 0.40"
         ) && asked_with(&server, "Synthesis ONE: both workers wrote a first draft."),
-        "the re-plan's prompt\n{}",
+        "{cli}: the re-plan's prompt\n{}",
         requests(&server)
     );
     assert_on_target(
@@ -320,6 +349,39 @@ async fn a_reflect_team_of_real_claude_agents_meets_its_goal_in_two_iterations()
             ("bob2.txt", "bob wrote bob2.txt\n"),
         ],
     );
+    // Each worker wrote its file with the CLI's own file tool (not a shell heredoc), and the
+    // re-plan read its instructions with the CLI's shell tool.
+    let calls = tool_calls(&server);
+    let count = |names: &[&str]| calls.iter().filter(|c| names.contains(&c.as_str())).count();
+    assert_eq!(
+        (count(WRITE_TOOLS), count(SHELL_TOOLS), calls.len()),
+        (4, 1, 5),
+        "{cli}: {calls:?}"
+    );
+    eprintln!(
+        "{cli}: a reflect team in two iterations in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn a_reflect_team_of_real_claude_agents_meets_its_goal_in_two_iterations() {
+    reflect_team("claude").await;
+}
+
+#[tokio::test]
+async fn a_reflect_team_of_real_codex_agents_meets_its_goal_in_two_iterations() {
+    reflect_team("codex").await;
+}
+
+#[tokio::test]
+async fn a_reflect_team_of_real_copilot_agents_meets_its_goal_in_two_iterations() {
+    reflect_team("copilot").await;
+}
+
+#[tokio::test]
+async fn a_reflect_team_of_real_gemini_agents_meets_its_goal_in_two_iterations() {
+    reflect_team("gemini").await;
 }
 
 fn contract(role: &str, signature: &str, extra: &str) -> String {
@@ -360,7 +422,7 @@ async fn a_medium_pipeline_of_real_claude_agents_lands_the_coders_change() {
         .await
         .expect("model server");
     let repo = TempRepo::new();
-    let o = engine(&program, &server);
+    let o = engine("claude", &program, &server);
     let plan = plan(serde_json::json!({
         "type": "pipeline",
         "task": "Add a greeting in greet.txt",
@@ -412,7 +474,7 @@ async fn a_real_claude_coder_with_a_wrong_signature_fails_its_stage_with_reason_
         .await
         .expect("model server");
     let repo = TempRepo::new();
-    let o = engine(&program, &server);
+    let o = engine("claude", &program, &server);
     let plan = plan(serde_json::json!({
         "type": "pipeline",
         "task": "Add a greeting in greet.txt",
@@ -512,7 +574,7 @@ async fn a_real_claude_needs_work_review_runs_debugger_coder_review_and_ships() 
         .await
         .expect("model server");
     let repo = TempRepo::new();
-    let o = engine(&program, &server);
+    let o = engine("claude", &program, &server);
     let plan = plan(serde_json::json!({
         "type": "pipeline",
         "task": "Add a greeting in greet.txt",
