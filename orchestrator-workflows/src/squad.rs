@@ -176,18 +176,10 @@ pub fn sanitize_name(raw: &str) -> String {
 /// What is wrong with `name` as a worker name (a producerId segment: 3–64 characters of
 /// `a-z`, `0-9` and `-`), or `None` when it is valid.
 pub fn name_problem(name: &str) -> Option<String> {
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
-    {
-        return Some(format!("contains {c:?}"));
+    if name.is_empty() {
+        return Some("is empty".to_string());
     }
-    match name.len() {
-        0 => Some("is empty".to_string()),
-        len @ 1..=2 => Some(format!("is {len} characters long, fewer than 3")),
-        len @ 65.. => Some(format!("is {len} characters long, more than 64")),
-        _ => None,
-    }
+    orchestrator_core::plan::producer_id_problem(name)
 }
 
 /// The role shown in `team.md` for a system prompt: its first sentence, without a leading

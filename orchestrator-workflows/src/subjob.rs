@@ -63,8 +63,31 @@ impl SubJob<'_> {
 
 /// The part of a sub-job's producerId after `<parent>/`.
 pub(crate) fn own_name<'c>(facts: &CompositeFacts<'_>, producer_id: &'c str) -> &'c str {
+    name_under(&facts.job.producer_id, producer_id)
+}
+
+/// The part of `producer_id` after `<parent>/` (all of it when it is not under `parent`).
+pub(crate) fn name_under<'c>(parent: &str, producer_id: &'c str) -> &'c str {
     producer_id
-        .strip_prefix(facts.job.producer_id.as_str())
+        .strip_prefix(parent)
         .and_then(|r| r.strip_prefix('/'))
         .unwrap_or(producer_id)
+}
+
+/// The first non-blank line of `text`, trimmed.
+pub(crate) fn first_line(text: &str) -> &str {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+}
+
+/// A sub-job's `task` from `text`: its first line, cut at 80 characters (with `…`).
+pub(crate) fn task_line(text: &str) -> String {
+    let line = first_line(text);
+    let mut out: String = line.chars().take(80).collect();
+    if out.len() < line.len() {
+        out.push('…');
+    }
+    out
 }

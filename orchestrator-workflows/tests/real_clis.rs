@@ -83,6 +83,30 @@ fn engine(cli: &str, program: &Path, server: &ModelServer) -> Orchestrator {
         .expect("orchestrator")
 }
 
+/// What a real-CLI test runs on: the lock that keeps the CLIs one at a time, the scripted
+/// model server, a repository, and the engine with `cli` as every agent.
+struct Cli {
+    _one: tokio::sync::MutexGuard<'static, ()>,
+    server: ModelServer,
+    repo: TempRepo,
+    o: Orchestrator,
+}
+
+/// Starts a real-CLI test of `cli` on `script`; `None` (after saying so) when the CLI is not
+/// installed.
+async fn start(cli: &str, script: Script) -> Option<Cli> {
+    let one = ONE_AT_A_TIME.lock().await;
+    let program = installed(cli)?;
+    let server = ModelServer::start(script).await.expect("model server");
+    let o = engine(cli, &program, &server);
+    Some(Cli {
+        _one: one,
+        server,
+        repo: TempRepo::new(),
+        o,
+    })
+}
+
 fn plan(work: serde_json::Value) -> PlanSpec {
     let work: WorkSpec = serde_json::from_value(work).expect("work");
     PlanSpec::new("team")
@@ -279,16 +303,16 @@ fn team_script() -> Script {
 /// A reflect team with `cli` as every member: two workers and an evaluator meet the goal in
 /// the second iteration, and every worker's files land on the target branch.
 async fn reflect_team(cli: &str) {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(program) = installed(cli) else {
+    let Some(Cli {
+        _one,
+        server,
+        repo,
+        o,
+    }) = start(cli, team_script()).await
+    else {
         return;
     };
     let started = Instant::now();
-    let server = ModelServer::start(team_script())
-        .await
-        .expect("model server");
-    let repo = TempRepo::new();
-    let o = engine(cli, &program, &server);
     let mut plan = plan(serde_json::json!({
         "type": "team",
         "prompt": "Give each worker a greeting file of its own.",
@@ -414,15 +438,15 @@ fn pipeline_script() -> Script {
 
 #[tokio::test]
 async fn a_medium_pipeline_of_real_claude_agents_lands_the_coders_change() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(program) = installed("claude") else {
+    let Some(Cli {
+        _one,
+        server,
+        repo,
+        o,
+    }) = start("claude", pipeline_script()).await
+    else {
         return;
     };
-    let server = ModelServer::start(pipeline_script())
-        .await
-        .expect("model server");
-    let repo = TempRepo::new();
-    let o = engine("claude", &program, &server);
     let plan = plan(serde_json::json!({
         "type": "pipeline",
         "task": "Add a greeting in greet.txt",
@@ -466,15 +490,15 @@ fn wrong_signature_script() -> Script {
 
 #[tokio::test]
 async fn a_real_claude_coder_with_a_wrong_signature_fails_its_stage_with_reason_contract() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(program) = installed("claude") else {
+    let Some(Cli {
+        _one,
+        server,
+        repo,
+        o,
+    }) = start("claude", wrong_signature_script()).await
+    else {
         return;
     };
-    let server = ModelServer::start(wrong_signature_script())
-        .await
-        .expect("model server");
-    let repo = TempRepo::new();
-    let o = engine("claude", &program, &server);
     let plan = plan(serde_json::json!({
         "type": "pipeline",
         "task": "Add a greeting in greet.txt",
@@ -566,15 +590,15 @@ fn needs_work_script() -> Script {
 
 #[tokio::test]
 async fn a_real_claude_needs_work_review_runs_debugger_coder_review_and_ships() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(program) = installed("claude") else {
+    let Some(Cli {
+        _one,
+        server,
+        repo,
+        o,
+    }) = start("claude", needs_work_script()).await
+    else {
         return;
     };
-    let server = ModelServer::start(needs_work_script())
-        .await
-        .expect("model server");
-    let repo = TempRepo::new();
-    let o = engine("claude", &program, &server);
     let plan = plan(serde_json::json!({
         "type": "pipeline",
         "task": "Add a greeting in greet.txt",

@@ -94,7 +94,7 @@ impl NodeRun {
         // A composite job merges only its sub-jobs that succeeded (and, after a best-of-N
         // pick, only the picked ones); its other dependencies are in its own commit already.
         let merged = |d: NodeIndex| match spec.jobs.get(d) {
-            Some(child) if child.parent.is_some() && child.parent.as_deref() == parent => {
+            Some(child) if parent.is_some() && child.parent.as_deref() == parent => {
                 state.nodes[d].status == crate::state::NodeStatus::Succeeded
                     && merge_only.is_none_or(|only| only.contains(&child.producer_id))
             }

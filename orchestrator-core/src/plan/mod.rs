@@ -15,7 +15,7 @@ pub use graph::{PlanGraph, Priority, SNAPSHOT_PRODUCER_ID};
 pub use groups::{group_statuses, GroupStatus};
 pub use parse::{load_plan_file, parse_plan, parse_plan_with, PlanFormat};
 pub use spec::{Approval, Env, GroupSpec, Isolation, JobSpec, PlanSpec, SplitPolicy};
-pub(crate) use validate::producer_id_problem;
+pub use validate::producer_id_problem;
 pub use validate::{validate, ValidationContext, ValidationError, ValidationErrors};
 pub use work::{
     AgentSpec, Effort, ModelTier, OnFailure, ProcessSpec, ShellKind, ShellSpec, TimerSpec, WorkSpec,

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use crate::plan::{JobSpec, PlanGraph, PlanSpec};
 
 pub use error::{ValidationError, ValidationErrors};
-pub(crate) use names::producer_id_problem;
+pub use names::producer_id_problem;
 use paths::PathKind;
 
 #[cfg(test)]

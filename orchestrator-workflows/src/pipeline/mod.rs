@@ -21,7 +21,7 @@ use orchestrator_core::NodeStatus;
 use serde::Serialize;
 
 use crate::rules::{parse_contract, Role, Verdict};
-use crate::subjob::{own_name, Runs, SubJob};
+use crate::subjob::{name_under, own_name, task_line, Runs, SubJob};
 pub use roadmap::{parse_roadmap, RoadmapItem};
 
 /// Runs `pipeline` work (see the module docs).
@@ -55,11 +55,7 @@ impl Controller for PipelineController {
         if !matches!(parent.work, WorkSpec::Pipeline(_)) {
             return Ok(());
         }
-        let name = child
-            .producer_id
-            .strip_prefix(parent.producer_id.as_str())
-            .and_then(|r| r.strip_prefix('/'))
-            .unwrap_or(&child.producer_id);
+        let name = name_under(&parent.producer_id, &child.producer_id);
         // A bootstrap's roadmap items are pipelines of their own, with their own stages.
         let Some(role) = role_of(name) else {
             return Ok(());
@@ -135,7 +131,7 @@ fn stage_job(
         })
         .collect();
     let mut job = SubJob {
-        task: format!("{name}: {}", first_line(task)),
+        task: format!("{name}: {}", task_line(task)),
         instructions: prompts::stage(role, task, &earlier, debug),
         runs: &runs_of(spec, role),
         after: done
@@ -152,15 +148,6 @@ fn stage_job(
         job.approval = Some(Approval::Before);
     }
     job
-}
-
-fn first_line(text: &str) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    line.chars().take(80).collect()
 }
 
 /// The next stage of a routed pipeline whose stages so far all succeeded.
@@ -275,7 +262,7 @@ fn roadmap_job(facts: &CompositeFacts<'_>, spec: &PipelineSpec, item: &RoadmapIt
     };
     let mut job = JobSpec::new(
         format!("{parent}/{}", item.id),
-        first_line(&item.task),
+        task_line(&item.task),
         WorkSpec::Pipeline(work),
     )
     .depends_on(after);

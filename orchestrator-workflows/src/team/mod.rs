@@ -29,7 +29,7 @@ use crate::rules::{
     find_sentinel, match_worker, parse_assignments, parse_best, parse_score, trend, Sentinel,
     StallCheck,
 };
-use crate::subjob::{own_name, Runs, SubJob};
+use crate::subjob::{own_name, task_line, Runs, SubJob};
 use prompts::{LastIteration, Reply};
 pub use summary::{ExitReason, TeamSummary};
 
@@ -76,11 +76,7 @@ impl Controller for TeamController {
             return None;
         };
         let summary = match team.mode() {
-            TeamMode::Broadcast | TeamMode::Sequential => {
-                let mut s = TeamSummary::new(team.mode());
-                s.iterations = 1;
-                s
-            }
+            TeamMode::Broadcast | TeamMode::Sequential => TeamSummary::one_pass(team.mode()),
             _ => Loop::read(facts, team).summary,
         };
         Some(summary.to_json())
@@ -144,7 +140,7 @@ fn broadcast(facts: &CompositeFacts<'_>, team: &TeamSpec) -> Decision {
             .map(|w| {
                 SubJob {
                     name: w.name.clone(),
-                    task: format!("{}: {}", w.name, one_line(&team.prompt)),
+                    task: format!("{}: {}", w.name, task_line(&team.prompt)),
                     instructions: prompts::worker(team, w, &team.prompt, &[]),
                     runs: &worker_runs(team, w),
                     after: Vec::new(),
@@ -155,13 +151,10 @@ fn broadcast(facts: &CompositeFacts<'_>, team: &TeamSpec) -> Decision {
             .collect();
         return Decision::Spawn(jobs);
     }
-    let mut summary = TeamSummary::new(team.mode());
-    summary.iterations = 1;
     if let Some(why) = first_failure(facts, &children) {
-        summary.exit_reason = Some(ExitReason::Errors);
         return failed(format!("errors: {why}"));
     }
-    let replies = replies_of(facts, &children);
+    let mut summary = TeamSummary::one_pass(team.mode());
     if !best {
         summary.exit_reason = Some(ExitReason::GoalMet);
         return Decision::Done {
@@ -175,7 +168,7 @@ fn broadcast(facts: &CompositeFacts<'_>, team: &TeamSpec) -> Decision {
         let evaluate = SubJob {
             name: "evaluate".to_owned(),
             task: "pick the best candidate".to_owned(),
-            instructions: prompts::pick(team, &replies),
+            instructions: prompts::pick(team, &replies_of(facts, &children)),
             runs: &lead_runs(team, true),
             after: Vec::new(),
             reads_only: true,
@@ -201,12 +194,11 @@ fn broadcast(facts: &CompositeFacts<'_>, team: &TeamSpec) -> Decision {
 
 fn sequential(facts: &CompositeFacts<'_>, team: &TeamSpec) -> Decision {
     let children: Vec<&ChildFacts<'_>> = facts.children.iter().collect();
-    let mut summary = TeamSummary::new(team.mode());
-    summary.iterations = 1;
     if let Some(why) = first_failure(facts, &children) {
         return failed(format!("errors: {why}"));
     }
     let Some(next) = team.workers.get(children.len()) else {
+        let mut summary = TeamSummary::one_pass(team.mode());
         summary.exit_reason = Some(ExitReason::GoalMet);
         return Decision::Done {
             output: Some(summary.to_json()),
@@ -215,7 +207,7 @@ fn sequential(facts: &CompositeFacts<'_>, team: &TeamSpec) -> Decision {
     let earlier = replies_of(facts, &children);
     let job = SubJob {
         name: next.name.clone(),
-        task: format!("{}: {}", next.name, one_line(&team.prompt)),
+        task: format!("{}: {}", next.name, task_line(&team.prompt)),
         instructions: prompts::worker(team, next, &team.prompt, &earlier),
         runs: &worker_runs(team, next),
         after: children
@@ -239,20 +231,6 @@ fn replies_of<'c>(facts: &CompositeFacts<'_>, children: &[&'c ChildFacts<'c>]) -
             text: c.output.unwrap_or("(no reply)"),
         })
         .collect()
-}
-
-/// The first line of `text`, for a sub-job's `task`.
-fn one_line(text: &str) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let mut out: String = line.chars().take(80).collect();
-    if out.len() < line.len() {
-        out.push('…');
-    }
-    out
 }
 
 // ----- orchestrator and reflect --------------------------------------------------------------
@@ -639,7 +617,7 @@ impl<'c> Loop<'c> {
                     .map(|(w, task)| {
                         SubJob {
                             name: format!("{round}/{}", w.name),
-                            task: format!("{}: {}", w.name, one_line(&task)),
+                            task: format!("{}: {}", w.name, task_line(&task)),
                             instructions: prompts::worker(team, w, &task, &[]),
                             runs: &worker_runs(team, w),
                             after: vec![plan_name.clone()],

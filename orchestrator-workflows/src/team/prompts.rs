@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use orchestrator_core::plan::{TeamSpec, WorkerSpec};
 
 use crate::rules::sentinel::{COMPLETE, NEEDS_ITERATION};
+use crate::subjob::first_line;
 
 /// One worker's reply, for the prompts that show them.
 pub(crate) struct Reply<'a> {
@@ -32,13 +33,6 @@ fn roster(team: &TeamSpec) -> String {
         let _ = writeln!(out, "- `{}`: {specialty}", w.name);
     }
     out
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
 }
 
 const ASSIGN_RULES: &str =

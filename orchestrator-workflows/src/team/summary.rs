@@ -84,6 +84,14 @@ impl TeamSummary {
         }
     }
 
+    /// The summary of a one-pass team (broadcast, sequential): one iteration.
+    pub(crate) fn one_pass(mode: TeamMode) -> Self {
+        TeamSummary {
+            iterations: 1,
+            ..TeamSummary::new(mode)
+        }
+    }
+
     /// As JSON text.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()

@@ -10,7 +10,7 @@ use crate::plan::{JobSpec, PlanEdit};
 
 /// A composite job its controller found done: the output it gave, and which sub-jobs'
 /// commits to merge (`None`: every one that succeeded).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Finish {
     pub(super) output: Option<String>,
     pub(super) only: Option<Vec<String>>,
@@ -69,8 +69,8 @@ impl PlanActor {
     /// Why finished node `n`, a sub-job, breaks its parent controller's output contract.
     pub(super) fn breaks_contract(&self, n: NodeIndex) -> Option<String> {
         let child = self.spec.jobs.get(n)?;
-        let parent = child.parent.as_deref()?;
-        let parent = self.spec.jobs.iter().find(|j| j.producer_id == parent)?;
+        let parent = self.machine.graph().index_of(child.parent.as_deref()?)?;
+        let parent = self.spec.jobs.get(parent)?;
         let controller = self.ctx.controllers.get(controller_kind(parent))?;
         let output = self.machine.record().state.nodes[n].output();
         controller.check(parent, child, output).err()
@@ -119,48 +119,49 @@ impl PlanActor {
             if !children_ended {
                 continue;
             }
-            let finish = match self.decide(p, None) {
-                Some(Decision::Done { output }) => Ok(Finish { output, only: None }),
-                Some(Decision::Keep { only, output }) => Ok(Finish {
-                    output,
-                    only: Some(only),
-                }),
-                Some(Decision::Spawn(jobs)) => Err(match self.sub_job_edit(p, jobs) {
+            let outcome = match self.decide(p, None) {
+                Some(Decision::Done { output }) => {
+                    self.finish(p, Finish { output, only: None });
+                    Ok(())
+                }
+                Some(Decision::Keep { only, output }) => {
+                    let only = Some(only);
+                    self.finish(p, Finish { output, only });
+                    Ok(())
+                }
+                Some(Decision::Spawn(jobs)) => match self.sub_job_edit(p, jobs) {
                     Ok(edit) => self
                         .add_sub_jobs(edit)
                         .and_then(|()| self.record_progress(p)),
                     Err(reason) => self.machine.fail_composite(p, reason, self.clock),
-                }),
+                },
                 Some(Decision::Retry {
                     jobs,
                     after_seconds,
-                }) => Err(self
+                }) => self
                     .retry_children(p, &jobs, after_seconds)
-                    .and_then(|()| self.record_progress(p))),
-                Some(Decision::Failed { reason }) => Err(self
+                    .and_then(|()| self.record_progress(p)),
+                Some(Decision::Failed { reason }) => self
                     .machine
                     .fail_composite(p, reason, self.clock)
-                    .and_then(|()| self.record_progress(p))),
+                    .and_then(|()| self.record_progress(p)),
                 None => {
                     let kind = self.spec.jobs.get(p).map_or("split", controller_kind);
-                    Err(self
-                        .machine
-                        .fail_composite(p, no_controller(kind), self.clock))
+                    self.machine
+                        .fail_composite(p, no_controller(kind), self.clock)
                 }
-            };
-            let outcome = match finish {
-                Ok(finish) => {
-                    self.composite_done.insert(p, finish);
-                    let graph = self.machine.graph().clone();
-                    self.queue.push(&graph, p);
-                    Ok(())
-                }
-                Err(outcome) => outcome,
             };
             if let Err(e) = outcome {
                 tracing::error!(node = p, error = %e, "could not go on with a composite job");
             }
         }
+    }
+
+    /// Composite node `p` is done: it is queued to merge its sub-jobs' commits and go on.
+    fn finish(&mut self, p: NodeIndex, finish: Finish) {
+        self.composite_done.insert(p, finish);
+        let graph = self.machine.graph().clone();
+        self.queue.push(&graph, p);
     }
 
     /// Runs the failed sub-jobs `jobs` of composite node `p` again, after `after_seconds`

@@ -4,7 +4,7 @@
 pub(super) const MAX_NAME_CHARS: usize = 200;
 
 /// Why `id` does not match `^[a-z0-9-]{3,64}$`, if it does not.
-pub(crate) fn producer_id_problem(id: &str) -> Option<String> {
+pub fn producer_id_problem(id: &str) -> Option<String> {
     if let Some(c) = id
         .chars()
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
