@@ -40,6 +40,7 @@ mod group;
 mod leftovers;
 mod lines;
 mod procs;
+pub mod providers;
 mod runners;
 pub mod session;
 mod supervise;
