@@ -144,6 +144,17 @@ pub enum Command {
     /// Multi-agent teams (SPEC §13): `team save PLAN_ID JOB` writes a plan's team back to a
     /// Squad folder.
     Team(TeamArgs),
+    /// Lists the models of the repository's model providers whose credentials are set.
+    ///
+    /// The providers are those of `<repo>/.model_providers.json` (types github, azure, openai,
+    /// anthropic, ollama, gemini; each with its base URL, the variable holding its key as
+    /// `"apiKey": "env:NAME"`, and its models); a spec's `model` may then be `provider:model`.
+    /// Prints one `provider:model` a line; the providers left out because their key's variable
+    /// is unset or empty go to stderr, each with why. With --json: `{"providers": [{"name",
+    /// "type", "baseUrl", "keyEnv", "models", "usable", "reason"}], "models": [...],
+    /// "defaultModel", "file"}`. No file: nothing is listed (exit code 0). Exit code 2 when the
+    /// file is malformed: the message names the file and every field at fault.
+    Models(ModelsArgs),
 }
 
 /// `--repo`.
@@ -379,6 +390,16 @@ pub struct DemoArgs {
     pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `models`.
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Print the providers and models as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `team`.

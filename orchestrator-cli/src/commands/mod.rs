@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod inspect;
+pub mod models;
 pub mod run;
 pub mod session;
 pub mod steer;
@@ -31,6 +32,7 @@ pub async fn dispatch(command: Command) -> CliResult<Exit> {
         Command::Demo(a) => demo::demo(a).await,
         Command::Session(a) => session::session(a).await,
         Command::Team(a) => team::team(a).await,
+        Command::Models(a) => models::models(a).await,
     }
 }
 
