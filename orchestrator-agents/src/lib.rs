@@ -43,6 +43,7 @@ mod procs;
 pub mod providers;
 mod runners;
 pub mod session;
+pub mod tools;
 mod supervise;
 mod tree;
 mod workdir;

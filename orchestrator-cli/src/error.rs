@@ -75,6 +75,10 @@ impl From<Error> for CliError {
             | Error::AmbiguousJob { .. }
             | Error::AmbiguousPlan { .. }
             | Error::NotWaiting { .. }
+            | Error::InvalidState {
+                problem: orchestrator_core::StateProblem::BadAnswer { .. },
+                ..
+            }
             | Error::Store(StoreError::NotFound(_))
             | Error::Git(GitError::ProtectedBranch { .. }) => Exit::Invalid,
             _ => Exit::Other,

@@ -160,24 +160,26 @@ impl Workspace {
     /// values are secrets, redacted from logs and kept out of the stored plan like `*_KEY`,
     /// `*TOKEN*`, `*SECRET*` and `*PASSWORD*`.
     pub fn orchestrator(&self, capacity: usize) -> CliResult<Orchestrator> {
-        self.orchestrator_sharing(capacity, None)
+        self.orchestrator_sharing(capacity, None, false)
     }
 
     /// [`Workspace::orchestrator`] for a command that runs jobs: they also take a machine-wide
     /// slot when `machine_slots` (`--machine-slots`) or, without it, `ORCHESTRATOR_MACHINE_SLOTS`
-    /// asks for a limit (see [`machine_slots`]).
+    /// asks for a limit (see [`machine_slots`]). Its agents get their own durable tools
+    /// (SPEC §15) from a tool server on loopback.
     pub fn job_orchestrator(
         &self,
         capacity: usize,
         machine_slots: Option<usize>,
     ) -> CliResult<Orchestrator> {
-        self.orchestrator_sharing(capacity, self::machine_slots(machine_slots)?)
+        self.orchestrator_sharing(capacity, self::machine_slots(machine_slots)?, true)
     }
 
     fn orchestrator_sharing(
         &self,
         capacity: usize,
         machine: Option<MachineSlots>,
+        tools: bool,
     ) -> CliResult<Orchestrator> {
         let store: Arc<dyn PlanRepository> = self.store.clone();
         let agents = agent_runner();
@@ -198,6 +200,12 @@ impl Workspace {
         }
         if let Some(machine) = machine {
             builder = builder.capacity(machine);
+        }
+        if tools {
+            let server = orchestrator_agents::tools::ToolServer::start().map_err(|e| {
+                CliError::other(format!("cannot start the agents' tool server: {e}"))
+            })?;
+            builder = builder.agent_tools(Arc::new(server));
         }
         builder.build().map_err(CliError::from)
     }

@@ -27,7 +27,9 @@ pub mod render;
 pub mod report;
 pub mod repository;
 pub mod runner;
+pub mod schedule;
 pub mod state;
+pub mod tools;
 pub mod usage;
 pub mod view;
 

@@ -54,6 +54,12 @@ pub struct WorkContext {
     /// [`WorkContext::dir`] turns its remaining work into sub-jobs. An agent runner whose
     /// agent's context fills asks it for one.
     pub may_split: bool,
+    /// The agent's own tools for this run (SPEC §15): the MCP endpoint and token its CLI is
+    /// given, when the engine serves them ([`crate::tools::AgentTools`]).
+    pub tools: Option<crate::tools::ToolEndpoint>,
+    /// Why the job's last wait ended (its timer fired, a person answered its question): an
+    /// agent runner resumes the session with this message instead of the job's prompt.
+    pub wake: Option<String>,
 }
 
 /// The environment variable every process a runner starts for a job carries (set by
@@ -103,6 +109,8 @@ impl WorkContext {
             continues_unfinished: false,
             inputs: None,
             may_split: false,
+            tools: None,
+            wake: None,
         }
     }
 }

@@ -111,6 +111,23 @@ impl AgentRunner for ClaudeCode {
             .flag_opt("--max-turns", r.max_turns.map(|n| n.to_string()))
             .flag_opt("--resume", r.resume.as_deref())
             .flag_each("--add-dir", &r.allowed_folders);
+        if let Some(tools) = &r.tools {
+            // `--mcp-config` takes several values: `=` keeps it from taking the next argument.
+            let file = r.run_dir.join("mcp.json");
+            let config = serde_json::json!({ "mcpServers": super::mcp::servers(tools, serde_json::json!({})) });
+            let mut arg = std::ffi::OsString::from("--mcp-config=");
+            arg.push(&file);
+            // Our few tools are offered with their schemas, not behind a tool search.
+            cmd = cmd
+                .dir(&r.run_dir)
+                .file(file, format!("{config:#}\n"))
+                .arg(arg)
+                .env("ENABLE_TOOL_SEARCH", "false");
+            if r.permissions.rule_set().is_some() {
+                // Our own tools pass whatever the policy says of the others.
+                cmd = cmd.args(["--allowedTools", "mcp__orchestrator"]);
+            }
+        }
         if !r.allowed_urls.is_empty() {
             cmd = cmd.note(unsupported(
                 "Claude Code",

@@ -273,6 +273,20 @@ impl AgentRunner for CodexCli {
                     .map(|effort| format!("model_reasoning_effort={effort}")),
             )
             .flag_each("--add-dir", &r.allowed_folders);
+        if let Some(tools) = &r.tools {
+            // The config names the variable holding the token, never the token itself.
+            let server = format!("mcp_servers.{}", super::mcp::SERVER_NAME);
+            cmd = cmd
+                .flag("-c", format!("{server}.url={}", toml_string(&tools.url)))
+                .flag(
+                    "-c",
+                    format!(
+                        "{server}.bearer_token_env_var={}",
+                        toml_string(super::mcp::TOKEN_VAR)
+                    ),
+                )
+                .env(super::mcp::TOKEN_VAR, tools.token.clone());
+        }
         if let Some(session) = &r.resume {
             cmd = cmd.arg("resume").arg(session);
         }

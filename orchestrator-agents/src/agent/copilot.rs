@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use orchestrator_core::plan::Env;
 use orchestrator_core::runner::{LogStream, WorkFailure};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::cli::{cli_builder, CliSettings};
 use super::permission::{command_prefix, is_literal, policy_note};
@@ -143,6 +143,17 @@ impl AgentRunner for CopilotCli {
             .flag("--log-dir", &logs);
         if r.max_turns.is_some() {
             cmd = cmd.note(unsupported("Copilot CLI", "maxTurns"));
+        }
+        if let Some(tools) = &r.tools {
+            let file = r.run_dir.join("mcp.json");
+            let servers = super::mcp::servers(tools, json!({"tools": ["*"]}));
+            let config = json!({ "mcpServers": servers });
+            let mut arg = std::ffi::OsString::from("@");
+            arg.push(&file);
+            cmd = cmd
+                .dir(&r.run_dir)
+                .file(file, format!("{config:#}\n"))
+                .flag("--additional-mcp-config", arg);
         }
         for note in notes {
             cmd = cmd.note(note);

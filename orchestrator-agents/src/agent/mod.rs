@@ -63,6 +63,7 @@ mod copilot;
 mod gemini;
 mod generic;
 mod heal;
+mod mcp;
 mod permission;
 pub(crate) mod prepare;
 mod pressure;

@@ -38,6 +38,13 @@ pub(crate) fn prepare(
     if let Some(section) = ctx.inputs.as_ref().and_then(|i| i.section()) {
         instructions = format!("{}\n\n{section}", instructions.trim_end());
     }
+    if ctx.tools.is_some() {
+        instructions = format!(
+            "{}\n\n{}",
+            instructions.trim_end(),
+            super::mcp::INSTRUCTIONS
+        );
+    }
     check_env(&ctx.env, "plan/job")?;
     check_env(&spec.env, "spec")?;
     // The CLI keeps its sessions under its state folder: without it (a new or cleared
@@ -57,14 +64,20 @@ pub(crate) fn prepare(
         let path = ctx.dir.join(folder);
         allowed_folders.push(path.canonicalize().unwrap_or(path));
     }
+    // With its own tools an agent may ask a person, through `ask_user` only.
+    let questions = match ctx.tools {
+        Some(_) => "ask a person only through the ask_user tool",
+        None => "do not ask questions",
+    };
     request.prompt = format!(
         "Read the file {} and carry out the instructions in it completely. They are job \
-         `{}`: {}. Work in the current directory ({}); do not ask questions.",
+         `{}`: {}. Work in the current directory ({}); {questions}.",
         request.instructions_file.display(),
         ctx.producer_id,
         first_line(&ctx.task),
         ctx.dir.display()
     );
+    request.tools = ctx.tools.clone();
     request.model = spec.model.clone();
     request.model_tier = spec.model_tier;
     request.effort = spec.effort;
@@ -75,7 +88,14 @@ pub(crate) fn prepare(
         .session_id
         .clone()
         .filter(|_| resume_wanted(spec) && resumable);
-    if ctx.continues_unfinished && request.resume.is_some() {
+    if let Some(wake) = &ctx.wake {
+        // The job waited (SPEC §15) and its wait is over: the conversation goes on with why;
+        // without a session to resume, the agent starts again knowing it.
+        request.prompt = match request.resume {
+            Some(_) => wake.clone(),
+            None => format!("{}\n\n{wake}", request.prompt),
+        };
+    } else if ctx.continues_unfinished && request.resume.is_some() {
         // The worktree was kept as the unfinished run left it (see the engine's merge-fi):
         // the agent must pick its work up, not redo edits it already made.
         request.prompt = format!(

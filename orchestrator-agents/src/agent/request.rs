@@ -54,6 +54,9 @@ pub struct AgentRequest {
     /// steering messages reach it live ([`AgentRunner::live_lines`](super::AgentRunner::live_lines)).
     /// Set only for runners that can ([`AgentRunner::live_input`](super::AgentRunner::live_input)).
     pub live: bool,
+    /// The agents' own tools for this run (SPEC §15): each CLI registers the endpoint through
+    /// its own MCP configuration.
+    pub tools: Option<orchestrator_core::tools::ToolEndpoint>,
     /// The child's environment so far: the host's, the agent's extra env, the plan/job env,
     /// the spec env, and the per-run directories (`HOME`, `XDG_*`, `TMPDIR`).
     pub env: ChildEnv,
@@ -89,6 +92,7 @@ impl AgentRequest {
             permissions: super::PermissionPolicy::AllowAll,
             ask_host: false,
             live: false,
+            tools: None,
             env: ChildEnv::empty(),
         }
     }

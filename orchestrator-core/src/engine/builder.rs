@@ -48,6 +48,7 @@ pub struct OrchestratorBuilder {
     controllers: HashMap<String, Arc<dyn Controller>>,
     resolver: Option<Arc<dyn ConflictResolver>>,
     healer: Option<Arc<dyn Healer>>,
+    tools: Option<Arc<dyn crate::tools::AgentTools>>,
     reaper: Option<Reaper>,
     capacity: Option<Arc<dyn Capacity>>,
     options: OrchestratorOptions,
@@ -125,6 +126,15 @@ impl OrchestratorBuilder {
     /// Heals failed shell/process phases (SPEC §3 auto-heal), e.g. with an agent.
     pub fn healer(mut self, healer: impl Healer) -> Self {
         self.healer = Some(Arc::new(healer));
+        self
+    }
+
+    /// Serves every agent job its own durable tools (SPEC §15: `wait`, `cron`, `cron_at`,
+    /// `ask_user`, ...): the engine opens an endpoint for each run of an agent's work and parks
+    /// the job when its agent asks to wait. `orchestrator_agents::tools::ToolServer` is the
+    /// implementation (MCP on loopback HTTP).
+    pub fn agent_tools(mut self, tools: Arc<dyn crate::tools::AgentTools>) -> Self {
+        self.tools = Some(tools);
         self
     }
 
@@ -226,6 +236,7 @@ impl OrchestratorBuilder {
             },
             resolver: self.resolver,
             healer: self.healer,
+            tools: self.tools,
             reaper: self.reaper,
             capacity,
             options: self.options,

@@ -29,6 +29,8 @@ pub(crate) struct EngineCtx {
     pub(crate) controllers: HashMap<String, Arc<dyn crate::composite::Controller>>,
     pub(crate) resolver: Option<Arc<dyn ConflictResolver>>,
     pub(crate) healer: Option<Arc<dyn Healer>>,
+    /// The agents' tool server (SPEC §15), when the host registered one.
+    pub(crate) tools: Option<Arc<dyn crate::tools::AgentTools>>,
     pub(crate) reaper: Option<Reaper>,
     /// Slots every job of every plan takes before it starts (see [`crate::capacity`]).
     pub(crate) capacity: Arc<dyn Capacity>,

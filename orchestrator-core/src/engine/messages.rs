@@ -133,6 +133,8 @@ pub(crate) enum Hold {
     Split(String),
     /// Composite work (a team or a pipeline) has its commit: its controller takes over.
     Compose,
+    /// The agent's turn ended to wait (SPEC §15): the node parks, its attempt open.
+    Park(crate::tools::Park),
 }
 
 impl NodeFailure {

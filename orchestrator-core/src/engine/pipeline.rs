@@ -56,6 +56,12 @@ pub(crate) struct NodeRun {
     /// own and goes on from the commit (see [`crate::composite`]).
     composite: bool,
     session_id: Option<String>,
+    /// Why the job's last wait ended: its agent's session resumes with this (SPEC §15).
+    wake: Option<String>,
+    /// The job's cron (SPEC §15), as its agent's tool calls leave it.
+    cron: std::sync::Mutex<Option<crate::tools::Cron>>,
+    /// The wait the agent's turn ended with, once its work phase ran.
+    park: std::sync::Mutex<Option<crate::tools::Park>>,
     /// The auto-heal this attempt starts with, until it has run.
     heal: std::sync::Mutex<Option<Box<Heal>>>,
     cancel: CancellationToken,
@@ -144,6 +150,9 @@ impl NodeRun {
             may_split,
             composite,
             session_id: ns.session_id.clone(),
+            wake: ns.tools.as_ref().and_then(|t| t.wake.clone()),
+            cron: std::sync::Mutex::new(ns.tools.as_ref().and_then(|t| t.cron.clone())),
+            park: std::sync::Mutex::new(None),
             heal: std::sync::Mutex::new(ns.last_attempt().and_then(|a| a.heal.clone())),
             ctx,
             spec,
@@ -413,7 +422,7 @@ impl NodeRun {
         if let Some(file) = inputs.as_ref().and_then(|i| i.file.as_ref()) {
             env.insert(INPUTS_VAR.to_owned(), file.to_string_lossy().into_owned());
         }
-        let ctx = WorkContext {
+        let mut ctx = WorkContext {
             plan_id: self.plan.clone(),
             node: self.node,
             node_id: self.node_id.clone(),
@@ -431,9 +440,13 @@ impl NodeRun {
             continues_unfinished: phase == Phase::Work && self.continues_agent_session(),
             inputs,
             may_split: phase == Phase::Work && self.may_split,
+            tools: None,
+            wake: self.wake.clone().filter(|_| phase == Phase::Work),
         };
         self.heal_first(phase, spec, &ctx).await?;
-        let result = runner.run(spec, &ctx).await;
+        let result = self
+            .run_with_tools(phase, spec, runner.as_ref(), &mut ctx)
+            .await?;
         match result {
             Ok(out) => {
                 if let Some(session_id) = out.session_id {
@@ -546,6 +559,82 @@ impl NodeRun {
         (kind_ok && job_ok && spec_ok && phase_ok && !self.cancel.is_cancelled()).then_some(healer)
     }
 
+    /// Runs `spec` through `runner`; an agent's work gets its own tools (SPEC §15) when the
+    /// engine serves them, and what the agent asked of them is taken when the run ends: a
+    /// cron change (journaled) and the wait its turn ended with ([`NodeRun::take_park`]).
+    async fn run_with_tools(
+        &self,
+        phase: Phase,
+        spec: &WorkSpec,
+        runner: &dyn WorkRunner,
+        ctx: &mut WorkContext,
+    ) -> PhaseResult<crate::runner::WorkResult> {
+        let server = self
+            .ctx
+            .tools
+            .as_ref()
+            .filter(|_| phase == Phase::Work && matches!(spec, WorkSpec::Agent(_)));
+        let Some(server) = server else {
+            return Ok(runner.run(spec, ctx).await);
+        };
+        let mut job = crate::tools::ToolJob::new(
+            self.plan.clone(),
+            self.node_id.clone(),
+            ctx.producer_id.clone(),
+        );
+        job.attempt = self.attempt;
+        job.cron = self.cron.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(seconds) = self.spec.wait_threshold {
+            job.wait_threshold = std::time::Duration::from_secs(seconds);
+        }
+        let endpoint = server.open(job).map_err(|e| {
+            NodeFailure::new(
+                phase,
+                FailureReason::StartupError,
+                format!("cannot open the agent's tools: {e}"),
+            )
+        })?;
+        ctx.tools = Some(endpoint.clone());
+        let result = runner.run(spec, ctx).await;
+        let outcome = server.close(&endpoint);
+        let mut cron = self.cron.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(change) = outcome.cron {
+            *cron = match change {
+                crate::tools::CronChange::Set(c) => Some(c),
+                _ => None,
+            };
+            self.send(StateChange::Cron {
+                node: self.node,
+                cron: cron.clone(),
+            });
+        }
+        if result.is_err() {
+            return Ok(result);
+        }
+        // A wait the agent asked for, else its cron's next firing: the turn ended to wait.
+        let park = match (outcome.park, cron.as_mut()) {
+            (Some(park), _) => Some(park),
+            (None, Some(c)) => {
+                let park = c.arm(now_millis()).map_err(|e| {
+                    NodeFailure::new(phase, FailureReason::PhaseFailed, format!("cron: {e}"))
+                })?;
+                self.send(StateChange::Cron {
+                    node: self.node,
+                    cron: Some(c.clone()),
+                });
+                Some(park)
+            }
+            (None, None) => None,
+        };
+        *self.park.lock().unwrap_or_else(|e| e.into_inner()) = park;
+        Ok(result)
+    }
+
+    /// The wait the agent's turn ended with: the run stops here and the node parks.
+    fn take_park(&self) -> Option<crate::tools::Park> {
+        self.park.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
     /// Prechecks and work, from phase `from` on.
     async fn checks_and_work(&self, dir: &Path, from: Phase) -> PhaseResult {
         let Some(job) = self.job() else { return Ok(()) };
@@ -570,6 +659,9 @@ impl NodeRun {
         self.save_specs().await;
         let dir = self.repo.clone();
         self.checks_and_work(&dir, self.resume_from).await?;
+        if let Some(park) = self.take_park() {
+            return Ok(RunEnd::Held(Hold::Park(park)));
+        }
         if let Some(manifest) = self.take_split_manifest(&dir, self.resume_from)? {
             return Ok(RunEnd::Held(Hold::Split(manifest)));
         }

@@ -84,11 +84,13 @@ pub enum StateProblem {
         /// Its status.
         status: PlanStatus,
     },
-    /// An answer for a job waiting for input, which nothing in this build can consume.
-    #[error("job `{job}` waits for input, which nothing can answer in this build")]
-    NoAnswerTaker {
+    /// An answer the job's question does not accept: empty, or not one of its choices.
+    #[error("job `{job}`'s question does not accept that answer: {why}")]
+    BadAnswer {
         /// The job's producerId.
         job: String,
+        /// Why (naming the choices).
+        why: String,
     },
     /// The stored state does not fit its plan (damage).
     #[error("stored state has {stored} nodes but its plan defines {defined}")]

@@ -101,6 +101,10 @@ pub struct PlanSpec {
     /// Whether jobs may split into sub-jobs (SPEC §12) unless a job says otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<SplitPolicy>,
+    /// How long an agent's `wait` sleeps inside its turn, in seconds (SPEC §15's
+    /// `waitThreshold`, default 30): a longer wait parks the job in `waiting(timer)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_threshold: Option<u64>,
 }
 
 /// A group of the nested form: a name (one path segment, `^[a-z0-9-]{3,64}$`), its jobs and its
@@ -174,6 +178,7 @@ impl PlanSpec {
             groups: Vec::new(),
             budget: None,
             split: None,
+            wait_threshold: None,
         }
     }
 

@@ -301,9 +301,10 @@ impl PlanMachine {
         self.record_change(StateChange::WaitStarted { node: n, waiting })
     }
 
-    /// `running -> waiting` for an `approval: after` job whose phases passed: its attempt
-    /// stays open (it goes on after the approval, see [`PlanMachine::continue_attempt`]),
-    /// its commit moves nowhere until then, and it holds no slot or process meanwhile.
+    /// `running -> waiting` for an `approval: after` job whose phases passed, or an agent job
+    /// that parked (SPEC §15): its attempt stays open (it goes on after the approval or the
+    /// wake-up, see [`PlanMachine::continue_attempt`]), its commit moves nowhere until then,
+    /// and it holds no slot or process meanwhile.
     pub fn hold_after(
         &mut self,
         n: NodeIndex,
@@ -322,16 +323,30 @@ impl PlanMachine {
             .is_some_and(|a| a.status == AttemptStatus::Running)
     }
 
-    /// `scheduled -> running`, continuing node `n`'s open attempt after the commit (merge-ri,
-    /// then success): returns the attempt's number and the phase it goes on from.
+    /// `scheduled -> running`, continuing node `n`'s open attempt: after the commit (merge-ri,
+    /// then success) for an approved job, at its work for a parked agent woken up (its
+    /// session resumes with the wake-up message). Returns the attempt's number and the phase
+    /// it goes on from.
     pub fn continue_attempt(
         &mut self,
         n: NodeIndex,
         at: Millis,
     ) -> Result<(u32, Option<Phase>), ApplyError> {
         self.transition(n, NodeStatus::Running, at)?;
-        let number = self.record.state.nodes[n].attempts.len() as u32;
-        Ok((number, Some(Phase::MergeRi)))
+        let node = &self.record.state.nodes[n];
+        let number = node.attempts.len() as u32;
+        let woken = node.tools.as_ref().is_some_and(|t| t.wake.is_some());
+        Ok((
+            number,
+            Some(if woken { Phase::Work } else { Phase::MergeRi }),
+        ))
+    }
+
+    /// `waiting -> ready` for a parked agent whose wait ended (its timer fired, a person
+    /// answered): its open attempt goes on at its work, the session resumed with `message`.
+    pub fn wake(&mut self, n: NodeIndex, message: String, at: Millis) -> Result<(), ApplyError> {
+        self.record_change(StateChange::Woke { node: n, message })?;
+        self.transition(n, NodeStatus::Ready, at)
     }
 
     /// `running -> completed_split`: the job's run made its commit and a split; its attempt

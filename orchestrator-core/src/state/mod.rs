@@ -7,6 +7,6 @@ mod status;
 pub use machine::PlanMachine;
 pub use record::{
     ApplyError, Attempt, AttemptStatus, Heal, NodeState, PhaseRecord, PlanRecord, PlanState,
-    StateChange, StatusCounts, Waiting, WaitingFor, SCHEMA_VERSION,
+    StateChange, StatusCounts, ToolState, Waiting, WaitingFor, SCHEMA_VERSION,
 };
 pub use status::{FailureReason, NodeStatus, Phase, PhaseStatus, PlanStatus};

@@ -25,7 +25,9 @@ use crate::state::PlanStatus;
 pub use apply::ApplyError;
 pub use change::StateChange;
 pub use counts::StatusCounts;
-pub use node::{Attempt, AttemptStatus, Heal, NodeState, PhaseRecord, Waiting, WaitingFor};
+pub use node::{
+    Attempt, AttemptStatus, Heal, NodeState, PhaseRecord, ToolState, Waiting, WaitingFor,
+};
 
 /// Current schema version of [`PlanRecord`] and [`StateChange`]; stores persist it.
 pub const SCHEMA_VERSION: u32 = 1;

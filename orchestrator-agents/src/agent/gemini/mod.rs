@@ -137,6 +137,14 @@ impl AgentRunner for GeminiCli {
         if let Some(turns) = r.max_turns {
             settings["model"] = json!({ "maxSessionTurns": turns });
         }
+        if let Some(tools) = &r.tools {
+            let name = super::mcp::SERVER_NAME;
+            settings["mcpServers"] = json!({ name: {
+                "httpUrl": tools.url,
+                "headers": {"Authorization": format!("Bearer {}", tools.token)},
+                "trust": true,
+            }});
+        }
         let gemini_dir = r.home_dir.join(".gemini");
         cmd = cmd
             .dir(&gemini_dir)

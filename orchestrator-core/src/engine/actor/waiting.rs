@@ -11,6 +11,7 @@ use super::*;
 use crate::ids::Millis;
 use crate::plan::WorkSpec;
 use crate::state::{Waiting, WaitingFor};
+use crate::tools::Park;
 
 /// The longest the actor sleeps before reading the wall clock again: timers are wall-clock
 /// deadlines, and a monotonic sleep drifts from the wall clock across a suspend or a clock
@@ -115,18 +116,46 @@ impl PlanActor {
         until: Millis,
     ) -> std::result::Result<(), ApplyError> {
         let waiting = Waiting {
-            waiting_for: WaitingFor::Timer,
-            since: self.clock,
             until: Some(until),
-            prompt: None,
+            ..Waiting::new(WaitingFor::Timer, self.clock)
         };
         self.machine.wait(n, waiting, self.clock)?;
         self.timers.due.push(Reverse((until, n)));
         Ok(())
     }
 
+    /// Parks running node `n`, whose agent ended its turn to wait (SPEC §15): it waits (timer
+    /// or input) with its attempt open and its worktree kept, holding no slot or process; when
+    /// the wait ends its session resumes (see [`PlanMachine::wake`]).
+    pub(super) fn park(&mut self, n: NodeIndex, park: Park) -> std::result::Result<(), ApplyError> {
+        let waiting = match park {
+            Park::Timer { until, wake } => Waiting {
+                until: Some(until),
+                prompt: Some(wake),
+                ..Waiting::new(WaitingFor::Timer, self.clock)
+            },
+            Park::Input {
+                question,
+                choices,
+                allow_freeform,
+            } => Waiting {
+                prompt: Some(question),
+                choices,
+                allow_freeform: Some(allow_freeform),
+                ..Waiting::new(WaitingFor::Input, self.clock)
+            },
+        };
+        let until = waiting.until;
+        self.machine.hold_after(n, waiting, self.clock)?;
+        if let Some(until) = until {
+            self.timers.due.push(Reverse((until, n)));
+        }
+        Ok(())
+    }
+
     /// Fires the timers due now: each of their jobs becomes ready (and runs, as the plan
-    /// allows). An overdue timer, found on a restart, fires on the first turn.
+    /// allows); a parked agent's session resumes with the timer's message. An overdue timer,
+    /// found on a restart, fires on the first turn.
     pub(super) fn fire_due_timers(&mut self) {
         for n in self.timers.take_due(self.clock) {
             let node = &self.machine.record().state.nodes[n];
@@ -137,7 +166,11 @@ impl PlanActor {
             if !due {
                 continue;
             }
-            if let Err(e) = self.machine.fire_timer(n, self.clock) {
+            let fired = match self.parked_wake(n) {
+                Some(message) => self.machine.wake(n, message, self.clock),
+                None => self.machine.fire_timer(n, self.clock),
+            };
+            if let Err(e) = fired {
                 tracing::error!(node = n, error = %e, "could not fire the job's timer");
             }
         }
@@ -156,10 +189,8 @@ impl PlanActor {
             None => task.to_owned(),
         };
         let waiting = Waiting {
-            waiting_for: WaitingFor::Approval,
-            since: self.clock,
-            until: None,
             prompt: Some(prompt),
+            ..Waiting::new(WaitingFor::Approval, self.clock)
         };
         self.machine.hold_after(n, waiting, self.clock)
     }
@@ -175,10 +206,8 @@ impl PlanActor {
             return false;
         }
         let waiting = Waiting {
-            waiting_for: WaitingFor::Approval,
-            since: self.clock,
-            until: None,
             prompt: self.spec.jobs.get(n).map(|j| j.task.clone()),
+            ..Waiting::new(WaitingFor::Approval, self.clock)
         };
         if let Err(e) = self.machine.wait(n, waiting, self.clock) {
             tracing::error!(node = n, error = %e, "could not hold the job for approval");
@@ -205,13 +234,51 @@ impl PlanActor {
             .map_err(|e| self.transition_error(e))
     }
 
-    /// The answer to a job's question (`input`, asked by an agent's `ask_user`: SPEC §15).
-    /// No job asks one yet, so this names what the job waits for instead.
-    pub(super) fn answer(&mut self, job: &str, _answer: String) -> Result<()> {
-        self.waiting_for(job, WaitingFor::Input, "answered")?;
-        Err(self.invalid(crate::error::StateProblem::NoAnswerTaker {
-            job: job.to_owned(),
-        }))
+    /// The answer to a job's question (`input`, asked by an agent's `ask_user`: SPEC §15): the
+    /// job's session resumes with it. An answer outside the question's choices is refused
+    /// unless the question allows free-form answers.
+    pub(super) fn answer(&mut self, job: &str, answer: String) -> Result<()> {
+        let n = self.waiting_for(job, WaitingFor::Input, "answered")?;
+        let waiting = self.machine.record().state.nodes[n].waiting.as_deref();
+        let question = waiting.and_then(|w| w.prompt.clone()).unwrap_or_default();
+        let choices = waiting.map(|w| w.choices.clone()).unwrap_or_default();
+        let free = choices.is_empty() || waiting.is_none_or(|w| w.allow_freeform != Some(false));
+        let answer = answer.trim().to_owned();
+        let why = if answer.is_empty() {
+            Some("the answer is empty".to_owned())
+        } else if !free && !choices.contains(&answer) {
+            Some(format!(
+                "`{answer}` is not one of its choices: {}",
+                choices.join(", ")
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(self.invalid(crate::error::StateProblem::BadAnswer {
+                job: job.to_owned(),
+                why,
+            }));
+        }
+        let message = Park::answered(&question, &answer);
+        self.machine
+            .wake(n, message, self.clock)
+            .map_err(|e| self.transition_error(e))
+    }
+
+    /// The message parked node `n`'s session resumes with when its timer fires: only a node
+    /// whose agent parked (its attempt open) has one; a timer job's does not.
+    fn parked_wake(&self, n: NodeIndex) -> Option<String> {
+        if !self.machine.has_open_attempt(n) {
+            return None;
+        }
+        let waiting = self.machine.record().state.nodes[n].waiting.as_deref()?;
+        Some(
+            waiting
+                .prompt
+                .clone()
+                .unwrap_or_else(|| "Your timer fired.".to_owned()),
+        )
     }
 
     /// Force-fails a waiting job (`force_fail` on a job that holds no process).

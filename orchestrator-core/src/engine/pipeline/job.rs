@@ -34,6 +34,10 @@ impl NodeRun {
             self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
         }
         self.checks_and_work(&wt, from).await?;
+        if let Some(park) = self.take_park() {
+            // The worktree stays as the agent left it: its session goes on there.
+            return Ok(RunEnd::Held(Hold::Park(park)));
+        }
         let split = self.take_split_manifest(&wt, from)?;
         // What a split job has so far, a composite job's merge of its sub-jobs and a timer
         // (its commit is its dependencies' merge) may change nothing.

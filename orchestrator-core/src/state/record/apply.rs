@@ -154,7 +154,21 @@ impl PlanRecord {
                 }
             }
             StateChange::WaitStarted { node, waiting } => {
-                node_mut(&mut self.state, *node)?.waiting = Some(Box::new(waiting.clone()));
+                let n = node_mut(&mut self.state, *node)?;
+                n.waiting = Some(Box::new(waiting.clone()));
+                // A new wait: the message of the one before has been delivered.
+                if let Some(tools) = n.tools.as_mut() {
+                    tools.wake = None;
+                }
+            }
+            StateChange::Cron { node, cron } => {
+                let n = node_mut(&mut self.state, *node)?;
+                n.tools.get_or_insert_with(Box::default).cron = cron.clone();
+            }
+            StateChange::Woke { node, message } => {
+                let n = node_mut(&mut self.state, *node)?;
+                n.waiting = None;
+                n.tools.get_or_insert_with(Box::default).wake = Some(message.clone());
             }
             StateChange::Approved { node } => {
                 let n = node_mut(&mut self.state, *node)?;

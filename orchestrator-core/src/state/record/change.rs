@@ -174,6 +174,22 @@ pub enum StateChange {
         /// The node, by its index in the plan's graph.
         node: NodeIndex,
     },
+    /// An agent's cron was set (`cron`/`cron_at`) or canceled (`None`).
+    Cron {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// The cron from now on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cron: Option<crate::tools::Cron>,
+    },
+    /// The wait of a parked agent ended (its timer fired, a person answered): its node becomes
+    /// `ready` with the same batch, and its session resumes with `message`.
+    Woke {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// What the session resumes with.
+        message: String,
+    },
     /// A waiting node failed without running: rejected by a person (reason `rejected`) or
     /// force-failed. Recorded as a failed attempt (the node's transition comes with it).
     WaitFailed {
@@ -274,6 +290,8 @@ impl StateChange {
             | StateChange::WaitStarted { node, .. }
             | StateChange::Approved { node }
             | StateChange::TimerFired { node }
+            | StateChange::Cron { node, .. }
+            | StateChange::Woke { node, .. }
             | StateChange::WaitFailed { node, .. }
             | StateChange::RetryRequested { node, .. }
             | StateChange::HealScheduled { node, .. }

@@ -55,6 +55,10 @@ pub struct NodeState {
     /// The job's timer (timer work) fired: it runs now, and waits again only after a retry.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timer_fired: bool,
+    /// The agent's durable tool state (its cron, why its last wait ended). Boxed: most nodes
+    /// have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Box<ToolState>>,
 }
 
 /// The one durable condition a waiting node waits on (SPEC §12).
@@ -69,9 +73,50 @@ pub struct Waiting {
     /// A timer's deadline, in milliseconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<Millis>,
-    /// A question (for `input`), or what a person is asked to approve.
+    /// A question (for `input`), what a person is asked to approve, or (for an agent's timer)
+    /// the message its session resumes with when the timer fires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// The answers an agent's question offers (`ask_user`'s `choices`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
+    /// Whether an answer outside `choices` is accepted (`ask_user`'s `allowFreeform`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_freeform: Option<bool>,
+}
+
+impl Waiting {
+    /// A wait for `waiting_for` since `since`, with nothing else set.
+    ///
+    /// ```
+    /// use orchestrator_core::state::{Waiting, WaitingFor};
+    /// let w = Waiting::new(WaitingFor::Input, 5);
+    /// assert_eq!((w.until, w.prompt), (None, None));
+    /// ```
+    pub fn new(waiting_for: WaitingFor, since: Millis) -> Self {
+        Waiting {
+            waiting_for,
+            since,
+            until: None,
+            prompt: None,
+            choices: Vec::new(),
+            allow_freeform: None,
+        }
+    }
+}
+
+/// An agent job's durable tool state (SPEC §15): its cron, and the message its session
+/// resumes with after a wait ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolState {
+    /// The agent's cron: after each turn the job waits for its next firing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<crate::tools::Cron>,
+    /// Why the last wait ended (the timer fired, the person's answer): the next run of the
+    /// job's work resumes its session with this message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake: Option<String>,
 }
 
 /// What a waiting node waits for (the job JSON's `waitingFor`).
@@ -141,6 +186,7 @@ impl NodeState {
             waiting: None,
             approved: false,
             timer_fired: false,
+            tools: None,
             heal: None,
             processes: Vec::new(),
         }

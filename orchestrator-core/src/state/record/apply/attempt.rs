@@ -170,8 +170,12 @@ impl PlanState {
         let n = node_mut(self, node)?;
         running_attempt(n, node, "attempt_ended")?;
         n.error.clone_from(error);
-        // Whatever the attempt started has been stopped with it.
+        // Whatever the attempt started has been stopped with it, and a wake-up message was
+        // for its session.
         n.processes.clear();
+        if let Some(tools) = n.tools.as_mut() {
+            tools.wake = None;
+        }
         let a = running_attempt(n, node, "attempt_ended")?;
         a.status = status;
         a.ended_at = Some(at);

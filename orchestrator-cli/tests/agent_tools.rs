@@ -1,0 +1,286 @@
+//! The agents' own durable tools (SPEC §15) end to end: the built `orchestrator` binary runs
+//! the real Claude Code CLI against the testkit's scripted model server, whose turns call our
+//! MCP tools (`mcp__orchestrator__wait`, `mcp__orchestrator__ask_user`, ...).
+//!
+//! - `wait`: the job parks in `waiting(timer)` with no agent process left, the CLI host is
+//!   killed with `kill -9` during the wait, `resume` wakes the job at the original deadline,
+//!   the model sees the timer's message in the resumed conversation and the job's files land;
+//! - `ask_user`: `run --until-waiting` exits 4 with the question in the job JSON, `answer`
+//!   from another process, and the answer reaches the model in the next request;
+//! - `cron`: three firings, then the agent cancels it, then the job succeeds.
+//!
+//! A test whose CLI is missing says so and passes (`scripts/install-agent-clis.sh`).
+#![cfg(unix)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::Repo;
+use orchestrator_testkit::fixtures::{job_doc, wait_child};
+use orchestrator_testkit::{ModelServer, Script, Turn};
+use serde_json::{json, Value};
+
+/// The real CLIs are heavy: one test at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn claude() -> Option<PathBuf> {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.agent-clis/bin");
+    let program = bin.join("claude");
+    if program.is_file() {
+        Some(program)
+    } else {
+        eprintln!("skipped: claude not installed (run scripts/install-agent-clis.sh)");
+        None
+    }
+}
+
+/// `orchestrator ARGS` on `repo` with Claude Code on the PATH, pointed at `server`.
+fn with_claude(repo: &Repo, server: &ModelServer, args: &[&str]) -> Command {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.agent-clis/bin");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = repo.command(args);
+    cmd.env("PATH", path)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ORCHESTRATOR_AGENT", "claude");
+    cmd
+}
+
+fn plan(repo: &Repo, task: &str, target: &str) -> PathBuf {
+    let plan = json!({
+        "name": "agent tools",
+        "targetBranch": target,
+        "waitThreshold": 1,
+        "jobs": [{
+            "producerId": "agent",
+            "task": task,
+            "dependencies": [],
+            "work": {"type": "agent", "agent": "claude", "instructions": task,
+                     "model": "claude-sonnet-4-5"}
+        }]
+    });
+    let file = repo.dir.join("plan.json");
+    std::fs::write(&file, plan.to_string()).expect("write plan");
+    file
+}
+
+/// Every model request body so far, as text.
+fn bodies(server: &ModelServer) -> Vec<String> {
+    server
+        .requests()
+        .into_iter()
+        .map(|r| r.to_json()["body"].to_string())
+        .collect()
+}
+
+/// Polls `status --json` of the latest plan until `ok` (or panics after `limit`).
+fn wait_status(repo: &Repo, limit: Duration, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    repo.wait_for_within(what, limit, ok)
+}
+
+fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Pids of live processes whose working directory is under `dir`.
+fn processes_in(dir: &std::path::Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_wait_parks_survives_kill_9_and_resumes_at_its_deadline() {
+    let Some(_) = claude() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let script = Script::new()
+        .on_prompt(
+            Turn::when("TOOLS-WAIT")
+                .tool(
+                    "mcp__orchestrator__wait",
+                    json!({"seconds": 6, "reason": "CI is running"}),
+                )
+                .final_text("Waiting for CI."),
+        )
+        .on_prompt(
+            Turn::when("timer you set")
+                .write_file("after-wait.txt", "CI passed\n")
+                .final_text("Wrote after-wait.txt after the wait."),
+        );
+    let server = ModelServer::start(script).await.expect("model server");
+    let repo = Repo::new();
+    let file = plan(
+        &repo,
+        "TOOLS-WAIT: wait for CI, then write after-wait.txt",
+        "feature/wait",
+    );
+
+    let started = Instant::now();
+    let child = with_claude(
+        &repo,
+        &server,
+        &["run", file.to_str().expect("utf-8"), "-q"],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("spawn run");
+    let doc = wait_status(
+        &repo,
+        Duration::from_secs(90),
+        "the job waits on its timer",
+        |d| job_doc(d, "agent")["waitingFor"] == "timer",
+    );
+    let job = job_doc(&doc, "agent");
+    let until = job["waiting"]["until"].as_u64().expect("a deadline");
+    assert!(
+        job["waiting"]["prompt"]
+            .as_str()
+            .is_some_and(|p| p.contains("CI is running")),
+        "{job:#}"
+    );
+    let worktree = PathBuf::from(job["worktree"].as_str().expect("worktree kept"));
+    assert!(worktree.is_dir(), "the worktree stays while the job waits");
+    let left = processes_in(&worktree);
+    assert!(
+        left.is_empty(),
+        "no agent process is left while waiting: {left:?}"
+    );
+
+    // kill -9 the CLI host during the wait, then resume from another process.
+    let pid = child.id();
+    Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill -9");
+    let _ = wait_child(child, Duration::from_secs(10));
+    let id = doc["planId"].as_str().expect("planId").to_owned();
+    let resume = with_claude(&repo, &server, &["resume", &id, "--json", "-q"])
+        .output()
+        .expect("resume");
+    let ended = now_millis();
+    let out: Value = serde_json::from_slice(&resume.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        out["status"],
+        "succeeded",
+        "{out:#}\n{}",
+        String::from_utf8_lossy(&resume.stderr)
+    );
+    assert!(
+        ended >= until,
+        "the job woke at its deadline, not before ({ended} < {until})"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(6));
+    assert!(
+        bodies(&server).iter().any(
+            |b| b.contains("timer you set with wait(6 s) fired") && b.contains("CI is running")
+        ),
+        "the resumed conversation carries the timer's message"
+    );
+    assert_eq!(
+        repo.git(&["show", "feature/wait:after-wait.txt"]),
+        "CI passed\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_waits_for_an_answer_from_another_process() {
+    let Some(_) = claude() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let script = Script::new()
+        .on_prompt(
+            Turn::when("TOOLS-ASK")
+                .tool(
+                    "mcp__orchestrator__ask_user",
+                    json!({"question": "Which colour?", "choices": ["blue", "green"],
+                           "allowFreeform": false}),
+                )
+                .final_text("Asked."),
+        )
+        .on_prompt(
+            Turn::when("A person answered")
+                .write_file("colour.txt", "blue\n")
+                .final_text("Wrote colour.txt."),
+        );
+    let server = ModelServer::start(script).await.expect("model server");
+    let repo = Repo::new();
+    let file = plan(
+        &repo,
+        "TOOLS-ASK: ask which colour, then write it",
+        "feature/ask",
+    );
+    let run = with_claude(
+        &repo,
+        &server,
+        &[
+            "run",
+            file.to_str().expect("utf-8"),
+            "--until-waiting",
+            "--json",
+            "-q",
+        ],
+    )
+    .output()
+    .expect("run");
+    if run.status.code() != Some(4) {
+        let logs = repo.run(&["logs", "--json"]);
+        panic!(
+            "{}\n{}\n{:?}",
+            String::from_utf8_lossy(&run.stderr),
+            logs.stdout,
+            bodies(&server)
+                .iter()
+                .map(|b| b.chars().take(3000).collect::<String>())
+                .collect::<Vec<_>>()
+        );
+    }
+    let doc: Value = serde_json::from_slice(&run.stdout).expect("json");
+    let job = job_doc(&doc, "agent");
+    assert_eq!(job["waitingFor"], "input", "{job:#}");
+    assert_eq!(job["waiting"]["prompt"], "Which colour?");
+    assert_eq!(job["waiting"]["choices"], json!(["blue", "green"]));
+    let id = doc["planId"].as_str().expect("planId").to_owned();
+
+    let wrong = repo.run(&["answer", &id, "agent", "red"]);
+    assert_eq!(
+        wrong.code, 2,
+        "an answer outside the choices: {}",
+        wrong.stderr
+    );
+    assert!(wrong.stderr.contains("blue, green"), "{}", wrong.stderr);
+    repo.run(&["answer", &id, "agent", "blue", "-q"])
+        .expect_code(0);
+    let resume = with_claude(&repo, &server, &["resume", &id, "--json", "-q"])
+        .output()
+        .expect("resume");
+    let out: Value = serde_json::from_slice(&resume.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        out["status"],
+        "succeeded",
+        "{}",
+        String::from_utf8_lossy(&resume.stderr)
+    );
+    assert!(
+        bodies(&server)
+            .iter()
+            .any(|b| b.contains("A person answered your question") && b.contains("blue")),
+        "the answer reaches the model"
+    );
+    assert_eq!(repo.git(&["show", "feature/ask:colour.txt"]), "blue\n");
+}
