@@ -19,6 +19,7 @@
 //! # });
 //! ```
 
+pub mod blob;
 mod fsutil;
 mod journal;
 mod layout;
