@@ -57,6 +57,8 @@ const LABEL_CHARS: usize = 80;
 ///     continues_unfinished: false,
 ///     inputs: None,
 ///     may_split: false,
+///     tools: None,
+///     wake: None,
 /// };
 /// let runner = ShellRunner::new();
 /// runner.run(&WorkSpec::shell("echo hi $WHO"), &ctx).await.unwrap();
@@ -143,6 +145,8 @@ impl WorkRunner for ShellRunner {
 ///     continues_unfinished: false,
 ///     inputs: None,
 ///     may_split: false,
+///     tools: None,
+///     wake: None,
 /// };
 /// // `$HOME; rm -rf x` is one literal argument: nothing expands or runs it.
 /// let spec = WorkSpec::process("printf", ["%s\n", "$HOME; rm -rf x"]);

@@ -24,7 +24,7 @@ use orchestrator_testkit::{ModelServer, Script, Turn};
 use serde_json::{json, Value};
 
 /// The real CLIs are heavy: one test at a time.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn claude() -> Option<PathBuf> {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.agent-clis/bin");
@@ -108,7 +108,7 @@ fn processes_in(dir: &std::path::Path) -> Vec<u32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_wait_parks_survives_kill_9_and_resumes_at_its_deadline() {
     let Some(_) = claude() else { return };
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let script = Script::new()
         .on_prompt(
             Turn::when("TOOLS-WAIT")
@@ -202,7 +202,7 @@ async fn a_long_wait_parks_survives_kill_9_and_resumes_at_its_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_user_waits_for_an_answer_from_another_process() {
     let Some(_) = claude() else { return };
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let script = Script::new()
         .on_prompt(
             Turn::when("TOOLS-ASK")
@@ -283,4 +283,65 @@ async fn ask_user_waits_for_an_answer_from_another_process() {
         "the answer reaches the model"
     );
     assert_eq!(repo.git(&["show", "feature/ask:colour.txt"]), "blue\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cron_fires_three_times_then_is_canceled_and_the_job_succeeds() {
+    let Some(_) = claude() else { return };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let script = Script::new()
+        .on_prompt(
+            Turn::when("TOOLS-CRON")
+                .tool(
+                    "mcp__orchestrator__cron",
+                    json!({"seconds": 1, "reason": "poll the deploy"}),
+                )
+                .final_text("Cron set."),
+        )
+        .on_prompt(
+            Turn::when("(firing 3)")
+                .tool("mcp__orchestrator__cron", json!({"action": "cancel"}))
+                .write_file("cron.txt", "three firings\n")
+                .final_text("Deploy done; cron canceled."),
+        )
+        .on_prompt(Turn::when("Your cron fired").final_text("Not yet."));
+    let server = ModelServer::start(script).await.expect("model server");
+    let repo = Repo::new();
+    let file = plan(
+        &repo,
+        "TOOLS-CRON: poll the deploy until it is done",
+        "feature/cron",
+    );
+    let run = with_claude(
+        &repo,
+        &server,
+        &["run", file.to_str().expect("utf-8"), "--json", "-q"],
+    )
+    .output()
+    .expect("run");
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        out["status"],
+        "succeeded",
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let firings: Vec<u32> = (1..=4)
+        .filter(|n| {
+            bodies(&server)
+                .iter()
+                .any(|b| b.contains(&format!("Your cron fired (firing {n})")))
+        })
+        .collect();
+    assert_eq!(
+        firings,
+        vec![1, 2, 3],
+        "three firings, none after the cancel"
+    );
+    assert_eq!(
+        repo.git(&["show", "feature/cron:cron.txt"]),
+        "three firings\n"
+    );
+    let job = job_doc(&out, "agent");
+    assert!(job["waiting"].is_null(), "{job:#}");
 }

@@ -44,6 +44,8 @@ fn ctx_with_log(dir: &Path, log: LogSink) -> WorkContext {
         continues_unfinished: false,
         inputs: None,
         may_split: false,
+        tools: None,
+        wake: None,
     }
 }
 

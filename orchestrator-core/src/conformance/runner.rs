@@ -206,6 +206,8 @@ impl Harness {
             continues_unfinished: false,
             inputs: None,
             may_split: false,
+            tools: None,
+            wake: None,
         };
         Harness {
             case,
