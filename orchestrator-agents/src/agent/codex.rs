@@ -285,6 +285,7 @@ impl AgentRunner for CodexCli {
                         toml_string(super::mcp::TOKEN_VAR)
                     ),
                 )
+                .flag("-c", format!("{server}.required=true"))
                 .env(super::mcp::TOKEN_VAR, tools.token.clone());
         }
         if let Some(session) = &r.resume {

@@ -1,0 +1,132 @@
+//! The agents' own tools (SPEC §15) with the real Claude Code and Copilot CLI through the
+//! engine: the scripted model calls `wait` on our MCP server, the job
+//! parks in `waiting(timer)` holding no process, and at the deadline the CLI's session resumes
+//! with the timer's message and finishes the job on the target branch.
+//!
+//! A test whose CLI is missing says so on stderr and passes. (Codex 0.171 connects to the
+//! server but does not offer its tools to the model as functions, and Gemini CLI 0.61 does not
+//! list them: not covered yet.)
+#![cfg(unix)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::clis::runner_for;
+use common::installed;
+use orchestrator_agents::agent::AgentWorkRunner;
+use orchestrator_agents::tools::ToolServer;
+use orchestrator_core::events::OrchestratorEvent;
+use orchestrator_core::plan::{AgentSpec, JobSpec, PlanSpec, WorkSpec};
+use orchestrator_core::state::WaitingFor;
+use orchestrator_core::{Orchestrator, PlanStatus};
+use orchestrator_git::Git2Operations;
+use orchestrator_testkit::fixtures::{git, TempRepo};
+use orchestrator_testkit::{ModelServer, Script, Turn};
+use serde_json::json;
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Our `wait` tool as each CLI names the MCP tools it offers the model.
+fn wait_tool(cli: &str) -> &'static str {
+    match cli {
+        "copilot" => "orchestrator-wait",
+        _ => "mcp__orchestrator__wait",
+    }
+}
+
+async fn a_long_wait_parks_and_resumes(cli: &str) {
+    let Some(program) = installed(cli) else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let script = Script::new()
+        .on_prompt(
+            Turn::when("TOOLS-WAIT")
+                .tool(
+                    wait_tool(cli),
+                    json!({"seconds": 3, "reason": "CI is running"}),
+                )
+                .final_text("Waiting for CI."),
+        )
+        .on_prompt(
+            Turn::when("timer you set")
+                .write_file("after-wait.txt", "CI passed\n")
+                .final_text("Wrote after-wait.txt."),
+        );
+    let server = ModelServer::start(script).await.expect("model server");
+    let tools = ToolServer::start().expect("tool server");
+    let agents = AgentWorkRunner::empty()
+        .register_arc(cli, runner_for(cli, &program, &server))
+        .default_agent(cli);
+    let o = Orchestrator::builder()
+        .git(Git2Operations::new())
+        .runner("agent", agents)
+        .agent_tools(Arc::new(tools.clone()))
+        .build()
+        .expect("orchestrator");
+    let repo = TempRepo::new();
+    let spec = AgentSpec {
+        agent: Some(cli.into()),
+        instructions: Some("TOOLS-WAIT: wait for CI, then write after-wait.txt".into()),
+        timeout: Some(120_000),
+        ..AgentSpec::default()
+    };
+    let mut plan = PlanSpec::new("tools")
+        .target_branch("agents/tools")
+        .job(JobSpec::new(
+            "agent",
+            "TOOLS-WAIT: wait for CI",
+            WorkSpec::Agent(spec),
+        ));
+    plan.wait_threshold = Some(1);
+    let mut events = o.subscribe();
+    let id = o.create_plan(plan, &repo.dir).await.expect("create");
+    o.start(&id).await.expect("start");
+    let status = tokio::time::timeout(Duration::from_secs(240), o.wait(&id))
+        .await
+        .expect("in time")
+        .expect("wait");
+    let mut waited = false;
+    while let Ok(event) = events.try_recv() {
+        if let OrchestratorEvent::AttentionNeeded { waiting, .. } = event {
+            waited |= waiting.waiting_for == WaitingFor::Timer;
+        }
+    }
+    let record = o.status(&id).await.expect("status");
+    if status != PlanStatus::Succeeded {
+        let log = o
+            .repository()
+            .read_log(
+                &id,
+                &record.state.nodes[0].id,
+                orchestrator_core::repository::LogQuery::new(),
+            )
+            .await
+            .unwrap_or_default();
+        panic!("{cli}: {status}\n{log}");
+    }
+    assert!(waited, "{cli}: the job waited on its timer");
+    assert!(
+        server.requests().iter().any(|r| r.to_json()["body"]
+            .to_string()
+            .contains("timer you set with wait(3 s) fired")),
+        "{cli}: the resumed conversation has the timer's message"
+    );
+    assert_eq!(
+        git(&repo.dir, &["show", "agents/tools:after-wait.txt"]).trim(),
+        "CI passed",
+        "{cli}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_waits_through_our_tool() {
+    a_long_wait_parks_and_resumes("claude").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copilot_waits_through_our_tool() {
+    a_long_wait_parks_and_resumes("copilot").await;
+}
