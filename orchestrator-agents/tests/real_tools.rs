@@ -1,7 +1,8 @@
 //! The agents' own tools (SPEC §15) with the real Claude Code and Copilot CLI through the
 //! engine: the scripted model calls `wait` on our MCP server, the job
 //! parks in `waiting(timer)` holding no process, and at the deadline the CLI's session resumes
-//! with the timer's message and finishes the job on the target branch.
+//! with the timer's message and finishes the job on the target branch; `list_available_models`
+//! answers from the repository's `.model_providers.json`.
 //!
 //! A test whose CLI is missing says so on stderr and passes. (Codex 0.171 connects to the
 //! server but does not offer its tools to the model as functions, and Gemini CLI 0.61 does not
@@ -28,13 +29,17 @@ use serde_json::json;
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Our `wait` tool as each CLI names the MCP tools it offers the model.
-fn wait_tool(cli: &str) -> &'static str {
+/// Our tool `name` as each CLI names the MCP tools it offers the model.
+fn our_tool(cli: &str, name: &str) -> String {
     match cli {
-        "copilot" => "orchestrator-wait",
-        _ => "mcp__orchestrator__wait",
+        "copilot" => format!("orchestrator-{name}"),
+        _ => format!("mcp__orchestrator__{name}"),
     }
 }
+
+/// A providers file whose one provider needs no key.
+const PROVIDERS: &str = r#"{"providers": [{"id": "local", "type": "ollama",
+    "baseUrl": "http://localhost:11434", "models": ["qwen3-coder"]}]}"#;
 
 async fn a_long_wait_parks_and_resumes(cli: &str) {
     let Some(program) = installed(cli) else {
@@ -44,8 +49,9 @@ async fn a_long_wait_parks_and_resumes(cli: &str) {
     let script = Script::new()
         .on_prompt(
             Turn::when("TOOLS-WAIT")
+                .tool(our_tool(cli, "list_available_models"), json!({}))
                 .tool(
-                    wait_tool(cli),
+                    our_tool(cli, "wait"),
                     json!({"seconds": 3, "reason": "CI is running"}),
                 )
                 .final_text("Waiting for CI."),
@@ -66,7 +72,7 @@ async fn a_long_wait_parks_and_resumes(cli: &str) {
         .agent_tools(Arc::new(tools.clone()))
         .build()
         .expect("orchestrator");
-    let repo = TempRepo::new();
+    let repo = TempRepo::with_files(&[("README.md", "hi\n"), (".model_providers.json", PROVIDERS)]);
     let spec = AgentSpec {
         agent: Some(cli.into()),
         instructions: Some("TOOLS-WAIT: wait for CI, then write after-wait.txt".into()),
@@ -113,6 +119,12 @@ async fn a_long_wait_parks_and_resumes(cli: &str) {
             .to_string()
             .contains("timer you set with wait(3 s) fired")),
         "{cli}: the resumed conversation has the timer's message"
+    );
+    assert!(
+        server.requests().iter().any(|r| r.to_json()["body"]
+            .to_string()
+            .contains("local:qwen3-coder")),
+        "{cli}: list_available_models answered with the usable provider's model"
     );
     assert_eq!(
         git(&repo.dir, &["show", "agents/tools:after-wait.txt"]).trim(),

@@ -36,6 +36,9 @@ pub struct ToolJob {
     pub wait_threshold: Duration,
     /// The job's cron as it stands when the run starts (a `cron` call replaces it).
     pub cron: Option<Cron>,
+    /// The directory the agent works in (its worktree): where `list_available_models` finds
+    /// the repository's `.model_providers.json`.
+    pub dir: std::path::PathBuf,
 }
 
 impl ToolJob {
@@ -55,6 +58,7 @@ impl ToolJob {
             attempt: 1,
             wait_threshold: DEFAULT_WAIT_THRESHOLD,
             cron: None,
+            dir: std::path::PathBuf::new(),
         }
     }
 }

@@ -266,6 +266,7 @@ impl AgentRunner for CodexCli {
         let mut cmd = AgentCommand::new(&self.cli.program)
             .args(["exec", "--json", "--skip-git-repo-check"])
             .args(&permissions.args)
+            .args(&r.provider_args)
             .flag_opt("--model", model.as_deref())
             .flag_opt(
                 "-c",

@@ -79,6 +79,7 @@ pub(crate) fn prepare(
     );
     request.tools = ctx.tools.clone();
     request.model = spec.model.clone();
+    apply_provider(name, &mut request, ctx)?;
     request.model_tier = spec.model_tier;
     request.effort = spec.effort;
     request.max_turns = spec.max_turns;
@@ -106,6 +107,38 @@ pub(crate) fn prepare(
         );
     }
     Ok(request)
+}
+
+/// Points the CLI at the provider a `provider:model` in the spec's `model` names (SPEC §15):
+/// the providers of `.model_providers.json` in the job's directory, their keys read from the
+/// run's environment. A bare model is left to the CLI; a provider that is unknown, lacks its
+/// key, does not list the model or cannot serve this CLI fails the run, naming why.
+fn apply_provider(
+    name: &str,
+    request: &mut AgentRequest,
+    ctx: &WorkContext,
+) -> Result<(), WorkFailure> {
+    let Some(model) = request.model.clone().filter(|m| m.contains(':')) else {
+        return Ok(());
+    };
+    let env = request.env.clone();
+    let resolved = crate::providers::ModelProviders::load(&ctx.dir, |var| env.get_str(var))
+        .and_then(|providers| providers.resolve(&model))
+        .and_then(|resolved| resolved.map(|r| r.settings_for(name)).transpose())
+        .map_err(|e| startup(format!("model `{model}`: {e}")))?;
+    let Some(settings) = resolved else {
+        return Ok(());
+    };
+    for note in &settings.notes {
+        ctx.log
+            .line(orchestrator_core::runner::LogStream::System, note);
+    }
+    for (var, value) in &settings.env {
+        request.env.set(var, value);
+    }
+    request.model = Some(settings.model);
+    request.provider_args = settings.args;
+    Ok(())
 }
 
 /// The request of one run of agent `name` in `dir`, named `run_name` (its run directory is
@@ -274,5 +307,46 @@ mod tests {
         assert_eq!(a, Some(dir.join("work-1")));
         assert_eq!(b, Some(dir.join("work-1-2")));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn spec_with_model(model: &str) -> AgentSpec {
+        AgentSpec {
+            instructions: Some("do it".into()),
+            model: Some(model.into()),
+            ..AgentSpec::default()
+        }
+    }
+
+    const PROVIDERS: &str = r#"{"providers": [
+        {"id": "corp", "type": "anthropic", "baseUrl": "https://llm.corp.example",
+         "apiKey": "env:CORP_KEY", "models": ["claude-sonnet-4-6"]}
+    ]}"#;
+
+    #[test]
+    fn a_provider_model_points_the_cli_at_its_provider() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(".model_providers.json"), PROVIDERS).expect("write");
+        let mut ctx = WorkContext::detached(dir.path());
+        ctx.env.insert("CORP_KEY".into(), "k-123".into());
+        let runner = crate::agent::ClaudeCode::new();
+        let spec = spec_with_model("corp:claude-sonnet-4-6");
+        let request = prepare("claude", &spec, &runner, &ctx).expect("prepared");
+        assert_eq!(request.model.as_deref(), Some("claude-sonnet-4-6"));
+        assert_eq!(
+            request.env.get_str("ANTHROPIC_BASE_URL").as_deref(),
+            Some("https://llm.corp.example")
+        );
+        assert_eq!(
+            request.env.get_str("ANTHROPIC_API_KEY").as_deref(),
+            Some("k-123")
+        );
+
+        // A bare model is the CLI's own; a provider without its key fails the run, naming it.
+        let bare = prepare("claude", &spec_with_model("sonnet"), &runner, &ctx).expect("bare");
+        assert_eq!(bare.model.as_deref(), Some("sonnet"));
+        ctx.env.remove("CORP_KEY");
+        let failure = prepare("claude", &spec, &runner, &ctx).expect_err("no key");
+        assert!(failure.message.contains("corp"), "{}", failure.message);
+        assert_eq!(failure.reason, FailureReason::StartupError);
     }
 }

@@ -54,6 +54,9 @@ pub struct AgentRequest {
     /// steering messages reach it live ([`AgentRunner::live_lines`](super::AgentRunner::live_lines)).
     /// Set only for runners that can ([`AgentRunner::live_input`](super::AgentRunner::live_input)).
     pub live: bool,
+    /// Command-line settings pointing the CLI at the provider of a `provider:model` (Codex's
+    /// `-c model_provider=...`); the environment part is in [`AgentRequest::env`].
+    pub provider_args: Vec<String>,
     /// The agents' own tools for this run (SPEC §15): each CLI registers the endpoint through
     /// its own MCP configuration.
     pub tools: Option<orchestrator_core::tools::ToolEndpoint>,
@@ -93,6 +96,7 @@ impl AgentRequest {
             ask_host: false,
             live: false,
             tools: None,
+            provider_args: Vec::new(),
             env: ChildEnv::empty(),
         }
     }

@@ -19,7 +19,13 @@ use serde::Deserialize;
 use super::grants::Grant;
 
 /// The tools the server offers, in the order they are listed.
-pub const TOOL_NAMES: [&str; 4] = ["wait", "cron", "cron_at", "ask_user"];
+pub const TOOL_NAMES: [&str; 5] = [
+    "wait",
+    "cron",
+    "cron_at",
+    "ask_user",
+    "list_available_models",
+];
 
 /// What the agent is told after a call that ends its turn.
 const END_TURN: &str = "End your turn now: reply with one short sentence and make no more \
@@ -37,7 +43,7 @@ pub(crate) struct ToolHandler {
 impl ToolHandler {
     pub(crate) fn new() -> Self {
         ToolHandler {
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::models_router(),
         }
     }
 }
@@ -250,6 +256,36 @@ impl ToolHandler {
         text(grant.park(park).map(|()| {
             format!("Your question is sent to a person; the answer comes as the next message. {END_TURN}")
         }))
+    }
+}
+
+#[tool_router(router = models_router, vis = "pub(crate)")]
+impl ToolHandler {
+    #[tool(
+        name = "list_available_models",
+        description = "The models you may name for sub-work, as provider:model, from the \
+            repository's .model_providers.json (providers without credentials are left out)."
+    )]
+    async fn list_available_models(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+    ) -> ToolResult {
+        let Some(grant) = grant_of(&parts) else {
+            return text(Err(NO_GRANT.to_owned()));
+        };
+        let loaded =
+            crate::providers::ModelProviders::load(&grant.job.dir, |var| std::env::var(var).ok());
+        text(match loaded {
+            Ok(providers) => {
+                let models = providers.models();
+                Ok(if models.is_empty() {
+                    "No provider models are configured; use the CLI's own models.".to_owned()
+                } else {
+                    models.join("\n")
+                })
+            }
+            Err(e) => Err(e.to_string()),
+        })
     }
 }
 

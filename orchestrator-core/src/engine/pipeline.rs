@@ -583,6 +583,7 @@ impl NodeRun {
             ctx.producer_id.clone(),
         );
         job.attempt = self.attempt;
+        job.dir = ctx.dir.clone();
         job.cron = self.cron.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(seconds) = self.spec.wait_threshold {
             job.wait_threshold = std::time::Duration::from_secs(seconds);
