@@ -43,8 +43,8 @@ mod procs;
 pub mod providers;
 mod runners;
 pub mod session;
-pub mod tools;
 mod supervise;
+pub mod tools;
 mod tree;
 mod workdir;
 
