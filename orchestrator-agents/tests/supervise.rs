@@ -153,7 +153,12 @@ async fn processes_ignoring_sigterm_get_sigkill_after_the_grace() {
     );
     assert!(took < Duration::from_millis(2500), "{took:?}");
     let grandchild = read_pid(&dir.path().join("grandchild.pid")).await;
-    assert!(!alive(grandchild));
+    // SIGKILL was sent to the group; the kernel may take a moment to finish the process off
+    // on a loaded machine.
+    assert!(
+        dies_within(grandchild, Duration::from_secs(2)).await,
+        "the grandchild ignoring SIGTERM got SIGKILL"
+    );
 }
 
 #[tokio::test]
