@@ -22,25 +22,9 @@ use orchestrator::core::{
     FnRunner, InMemoryPlanRepository, NodeStatus, Orchestrator, PlanStatus, WorkOutput,
 };
 
-/// `(rss_kb, threads)` of this process, from `/proc/self/status`.
-fn rss_and_threads() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("Threads:"))
-}
-
-fn arg(args: &[String], name: &str) -> Option<u64> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-}
+#[path = "support/proc_stats.rs"]
+mod proc_stats;
+use proc_stats::{arg, rss_and_threads};
 
 /// The engine's side of `wait`: every job's first run ends with a wait until its deadline.
 #[derive(Debug, Default)]
