@@ -599,34 +599,31 @@ impl NodeRun {
         let result = runner.run(spec, ctx).await;
         let outcome = server.close(&endpoint);
         let mut cron = self.cron.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = outcome.cron.is_some();
         if let Some(change) = outcome.cron {
             *cron = match change {
                 crate::tools::CronChange::Set(c) => Some(c),
                 _ => None,
             };
+        }
+        // A wait the agent asked for, else its cron's next firing: the turn ended to wait.
+        let park = match (&result, outcome.park, cron.as_mut()) {
+            (Err(_), _, _) => None,
+            (Ok(_), Some(park), _) => Some(park),
+            (Ok(_), None, Some(c)) => {
+                changed = true;
+                Some(c.arm(now_millis()).map_err(|e| {
+                    NodeFailure::new(phase, FailureReason::PhaseFailed, format!("cron: {e}"))
+                })?)
+            }
+            (Ok(_), None, None) => None,
+        };
+        if changed {
             self.send(StateChange::Cron {
                 node: self.node,
                 cron: cron.clone(),
             });
         }
-        if result.is_err() {
-            return Ok(result);
-        }
-        // A wait the agent asked for, else its cron's next firing: the turn ended to wait.
-        let park = match (outcome.park, cron.as_mut()) {
-            (Some(park), _) => Some(park),
-            (None, Some(c)) => {
-                let park = c.arm(now_millis()).map_err(|e| {
-                    NodeFailure::new(phase, FailureReason::PhaseFailed, format!("cron: {e}"))
-                })?;
-                self.send(StateChange::Cron {
-                    node: self.node,
-                    cron: Some(c.clone()),
-                });
-                Some(park)
-            }
-            (None, None) => None,
-        };
         *self.park.lock().unwrap_or_else(|e| e.into_inner()) = park;
         Ok(result)
     }
