@@ -55,7 +55,7 @@ pub(crate) struct Grants {
 }
 
 impl Grants {
-    /// Opens a grant for `job`: a fresh random token (122 random bits).
+    /// Opens a grant for `job`: a fresh random token (two v4 UUIDs: 244 random bits).
     pub(crate) fn open(&self, job: ToolJob) -> String {
         let token = format!(
             "{}{}",
