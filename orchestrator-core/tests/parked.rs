@@ -20,13 +20,15 @@ use orchestrator_core::{
     Error, FnRunner, InMemoryPlanRepository, Orchestrator, PlanId, PlanStatus, WorkOutput,
 };
 
+/// The jobs' runs: producerId and the message the run resumed with.
+type Runs = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// What each successive run of a job's agent asks for (then nothing).
 #[derive(Debug, Default)]
 struct Scripted {
     asks: Mutex<HashMap<String, VecDeque<Ask>>>,
     open: Mutex<HashMap<String, String>>,
-    /// The jobs' runs: producerId and the message the run resumed with.
-    runs: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    runs: Runs,
 }
 
 #[derive(Debug, Clone)]
