@@ -67,21 +67,10 @@ impl fmt::Display for CliError {
 
 impl From<Error> for CliError {
     fn from(e: Error) -> Self {
-        let exit = match &e {
-            Error::Invalid(_)
-            | Error::Parse { .. }
-            | Error::PlanNotFound(_)
-            | Error::JobNotFound { .. }
-            | Error::AmbiguousJob { .. }
-            | Error::AmbiguousPlan { .. }
-            | Error::NotWaiting { .. }
-            | Error::InvalidState {
-                problem: orchestrator_core::StateProblem::BadAnswer { .. },
-                ..
-            }
-            | Error::Store(StoreError::NotFound(_))
-            | Error::Git(GitError::ProtectedBranch { .. }) => Exit::Invalid,
-            _ => Exit::Other,
+        let exit = if e.is_bad_input() {
+            Exit::Invalid
+        } else {
+            Exit::Other
         };
         CliError {
             exit,

@@ -26,9 +26,13 @@ use serde_json::{json, Value};
 /// The real CLIs are heavy: one test at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// Where `scripts/install-agent-clis.sh` puts the CLIs.
+fn clis_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.agent-clis/bin")
+}
+
 fn claude() -> Option<PathBuf> {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.agent-clis/bin");
-    let program = bin.join("claude");
+    let program = clis_bin().join("claude");
     if program.is_file() {
         Some(program)
     } else {
@@ -39,15 +43,8 @@ fn claude() -> Option<PathBuf> {
 
 /// `orchestrator ARGS` on `repo` with Claude Code on the PATH, pointed at `server`.
 fn with_claude(repo: &Repo, server: &ModelServer, args: &[&str]) -> Command {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.agent-clis/bin");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut cmd = repo.command(args);
-    cmd.env("PATH", path)
-        .env("ANTHROPIC_BASE_URL", server.url())
+    let mut cmd = repo.command_with_agents(&clis_bin(), args);
+    cmd.env("ANTHROPIC_BASE_URL", server.url())
         .env("ANTHROPIC_API_KEY", "test-key")
         .env("ORCHESTRATOR_AGENT", "claude");
     cmd

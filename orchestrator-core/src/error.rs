@@ -183,6 +183,35 @@ impl Error {
         }
     }
 
+    /// Whether the caller's input is at fault — a bad plan, argument, plan id, job reference
+    /// or answer, a job that does not wait for what was given, a protected target branch —
+    /// rather than the state of things: front ends answer it as invalid input (the CLI's exit
+    /// code 2).
+    ///
+    /// ```
+    /// use orchestrator_core::{Error, PlanId};
+    /// assert!(Error::PlanNotFound(PlanId::from("p")).is_bad_input());
+    /// assert!(!Error::Shutdown.is_bad_input());
+    /// ```
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Error::Invalid(_)
+                | Error::Parse { .. }
+                | Error::PlanNotFound(_)
+                | Error::JobNotFound { .. }
+                | Error::AmbiguousJob { .. }
+                | Error::AmbiguousPlan { .. }
+                | Error::NotWaiting { .. }
+                | Error::InvalidState {
+                    problem: StateProblem::BadAnswer { .. },
+                    ..
+                }
+                | Error::Store(StoreError::NotFound(_))
+                | Error::Git(GitError::ProtectedBranch { .. })
+        )
+    }
+
     /// Whether the same call may succeed when tried again (transient store or git failures).
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -144,10 +144,7 @@ impl Cron {
         let until = self.next_after(now)?;
         self.fired += 1;
         let n = self.fired;
-        let why = match self.reason.trim() {
-            "" => String::new(),
-            r => format!(" (reason: {r})"),
-        };
+        let why = because(&self.reason);
         Ok(Park::Timer {
             until,
             wake: format!(
@@ -155,6 +152,14 @@ impl Cron {
                  you again at its next firing until you cancel it with cron(action: \"cancel\")."
             ),
         })
+    }
+}
+
+/// ` (reason: ...)` for a wake-up message, or nothing when the agent gave no reason.
+fn because(reason: &str) -> String {
+    match reason.trim() {
+        "" => String::new(),
+        r => format!(" (reason: {r})"),
     }
 }
 
@@ -203,10 +208,7 @@ impl Park {
     /// assert!(wake.contains("120 s") && wake.contains("CI takes a while"));
     /// ```
     pub fn wait(now: Millis, seconds: u64, reason: &str) -> Park {
-        let why = match reason.trim() {
-            "" => String::new(),
-            r => format!(" (reason: {r})"),
-        };
+        let why = because(reason);
         Park::Timer {
             until: now.saturating_add(seconds.saturating_mul(1000)),
             wake: format!(

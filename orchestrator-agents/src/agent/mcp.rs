@@ -10,13 +10,18 @@ pub(crate) use crate::tools::SERVER_NAME;
 /// variable, never the token).
 pub(crate) const TOKEN_VAR: &str = "ORCHESTRATOR_TOOLS_TOKEN";
 
+/// The `Authorization` header of the run's calls.
+pub(crate) fn authorization(endpoint: &ToolEndpoint) -> Value {
+    json!({"Authorization": format!("Bearer {}", endpoint.token)})
+}
+
 /// `{"orchestrator": {"type": "http", "url": ..., "headers": {"Authorization": ...}}}` plus
 /// `extra` fields, the `mcpServers` entry of Claude Code's and Copilot CLI's configuration.
 pub(crate) fn servers(endpoint: &ToolEndpoint, extra: Value) -> Value {
     let mut server = json!({
         "type": "http",
         "url": endpoint.url,
-        "headers": {"Authorization": format!("Bearer {}", endpoint.token)},
+        "headers": authorization(endpoint),
     });
     if let (Some(server), Value::Object(extra)) = (server.as_object_mut(), extra) {
         server.extend(extra);

@@ -121,7 +121,7 @@ fn apply_provider(
     let Some(model) = request.model.clone().filter(|m| m.contains(':')) else {
         return Ok(());
     };
-    let env = request.env.clone();
+    let env = &request.env;
     let resolved = crate::providers::ModelProviders::load(&ctx.dir, |var| env.get_str(var))
         .and_then(|providers| providers.resolve(&model))
         .and_then(|resolved| resolved.map(|r| r.settings_for(name)).transpose())

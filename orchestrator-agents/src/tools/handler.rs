@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use orchestrator_core::ids::now_millis;
-use orchestrator_core::schedule::{Schedule, ScheduleError, WallClock};
+use orchestrator_core::schedule::{Schedule, WallClock};
 use orchestrator_core::tools::{Cron, CronChange, Park};
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -115,10 +115,6 @@ fn text(result: Result<String, String>) -> ToolResult {
     })
 }
 
-fn schedule_error(e: ScheduleError) -> String {
-    e.to_string()
-}
-
 fn reason_of(reason: Option<String>) -> String {
     reason.unwrap_or_default().trim().to_owned()
 }
@@ -187,7 +183,7 @@ impl ToolHandler {
             let seconds = args
                 .seconds
                 .ok_or_else(|| "seconds: give the seconds between firings".to_owned())?;
-            let schedule = Schedule::every(seconds).map_err(schedule_error)?;
+            let schedule = Schedule::every(seconds).map_err(|e| e.to_string())?;
             Ok((schedule, reason_of(args.reason.clone())))
         }))
     }
@@ -214,7 +210,7 @@ impl ToolHandler {
                 "tz: give an IANA time zone such as Europe/Berlin or UTC".to_owned()
             })?;
             let clock = WallClock::new(minute, args.hour, args.day_of_week, args.day_of_month, tz)
-                .map_err(schedule_error)?;
+                .map_err(|e| e.to_string())?;
             Ok((Schedule::At(clock), reason_of(args.reason.clone())))
         }))
     }
@@ -304,7 +300,7 @@ fn set_cron(
     }
     let (schedule, reason) = make()?;
     let cron = Cron::new(schedule, reason);
-    let next = cron.next_after(now_millis()).map_err(schedule_error)?;
+    let next = cron.next_after(now_millis()).map_err(|e| e.to_string())?;
     grant.cron(CronChange::Set(cron));
     let at = jiff::Timestamp::from_millisecond(next as i64)
         .map(|t| t.to_string())

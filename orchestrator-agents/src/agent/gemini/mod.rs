@@ -141,7 +141,7 @@ impl AgentRunner for GeminiCli {
             let name = super::mcp::SERVER_NAME;
             settings["mcpServers"] = json!({ name: {
                 "httpUrl": tools.url,
-                "headers": {"Authorization": format!("Bearer {}", tools.token)},
+                "headers": super::mcp::authorization(tools),
                 "trust": true,
             }});
         }
