@@ -170,6 +170,28 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// A plugin file (SPEC §15) that cannot be used: it names the file, and the field and
+    /// line at fault where there is one.
+    #[error("plugin file {}{}: {}{message}", file.display(), at_line(*line), in_field(field.as_deref()))]
+    Plugin {
+        /// The file (or folder) at fault.
+        file: PathBuf,
+        /// The field at fault (`tools`, `mcpServers.github.url`, ...), when one is.
+        field: Option<String>,
+        /// The line (1-based), when known.
+        line: Option<usize>,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A plugin file or folder could not be read.
+    #[error("plugin file {}: cannot read it: {source}", path.display())]
+    PluginRead {
+        /// The file or folder.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: io::Error,
+    },
     /// A git operation of a session failed.
     #[error("{what}: {source}")]
     SessionGit {
@@ -189,7 +211,31 @@ fn known_sessions(known: &str) -> String {
     }
 }
 
+fn at_line(line: Option<usize>) -> String {
+    line.map(|l| format!(", line {l}")).unwrap_or_default()
+}
+
+fn in_field(field: Option<&str>) -> String {
+    field.map(|f| format!("field `{f}`: ")).unwrap_or_default()
+}
+
 impl Error {
+    /// Whether the error is the caller's input at fault — a malformed plugin file or folder,
+    /// an unknown session or agent, ... — as opposed to the machine or a run (hosts map it to
+    /// "invalid input", the CLI's exit code 2).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Error::Plugin { .. }
+                | Error::PluginRead { .. }
+                | Error::UnknownSession { .. }
+                | Error::AmbiguousSession { .. }
+                | Error::InvalidSessionId { .. }
+                | Error::UnknownAgent { .. }
+                | Error::CwdEscapes { .. }
+        )
+    }
+
     /// Whether trying again unchanged may succeed (a transient operating-system condition),
     /// as opposed to a problem of the spec or the machine that needs a person.
     pub fn is_retryable(&self) -> bool {

@@ -21,6 +21,8 @@
 //!   auto-heal through an agent, [`AgentHealer`]. Its module documentation has the table of
 //!   which spec field becomes which flag of each CLI.
 //!
+//! - [`plugins`]: plugin folders (SPEC §15) — agents, skills and MCP servers that agent jobs
+//!   use ([`plugins::PluginPlaces`], [`plugins::Plugins`]).
 //! - [`session`]: agent sessions (SPEC §14) — [`session::Sessions`]: turns, steering,
 //!   per-turn checkpoints, revert, fork, permissions, stored in a
 //!   [`session::SessionRepository`].
@@ -39,6 +41,7 @@ mod error;
 mod group;
 mod leftovers;
 mod lines;
+pub mod plugins;
 mod procs;
 pub mod providers;
 mod runners;

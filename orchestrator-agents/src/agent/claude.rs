@@ -29,6 +29,11 @@ use super::{
 /// asks about reads inside its working directories, so those are only denied by a deny rule
 /// (the log says so).
 ///
+/// MCP servers: the agents' tool server ([`AgentRequest::tools`]) and the plugins' servers
+/// ([`AgentRequest::mcp_servers`]) go in `<run>/mcp.json`, passed as `--mcp-config=<file>`. A
+/// plugin agent's tools ([`AgentRequest::allowed_tools`]) are passed as `--allowedTools T...`
+/// and their built-in names, with `Read`, as `--tools=...` (the built-in tools the model gets).
+///
 /// Environment: `CLAUDE_CONFIG_DIR=<state>/claude`, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`,
 /// `DISABLE_AUTOUPDATER=1`, `CLAUDE_CODE_MAX_RETRIES=0` (the work runner retries itself, with
 /// its own backoff) and, when running as root, `IS_SANDBOX=1` (Claude Code refuses
@@ -111,22 +116,34 @@ impl AgentRunner for ClaudeCode {
             .flag_opt("--max-turns", r.max_turns.map(|n| n.to_string()))
             .flag_opt("--resume", r.resume.as_deref())
             .flag_each("--add-dir", &r.allowed_folders);
-        if let Some(tools) = &r.tools {
+        let servers = super::mcp::all_servers(r, super::mcp::Format::Claude);
+        if !servers.is_empty() {
             // `--mcp-config` takes several values: `=` keeps it from taking the next argument.
             let file = r.run_dir.join("mcp.json");
-            let config = serde_json::json!({ "mcpServers": super::mcp::servers(tools, serde_json::json!({})) });
+            let config = serde_json::json!({ "mcpServers": servers });
             let mut arg = std::ffi::OsString::from("--mcp-config=");
             arg.push(&file);
-            // Our few tools are offered with their schemas, not behind a tool search.
             cmd = cmd
                 .dir(&r.run_dir)
                 .file(file, format!("{config:#}\n"))
-                .arg(arg)
-                .env("ENABLE_TOOL_SEARCH", "false");
+                .arg(arg);
+        }
+        if r.tools.is_some() {
+            // Our few tools are offered with their schemas, not behind a tool search.
+            cmd = cmd.env("ENABLE_TOOL_SEARCH", "false");
             if r.permissions.rule_set().is_some() {
                 // Our own tools pass whatever the policy says of the others.
                 cmd = cmd.args(["--allowedTools", "mcp__orchestrator"]);
             }
+        }
+        if !r.allowed_tools.is_empty() {
+            cmd = cmd
+                .arg("--allowedTools")
+                .args(&r.allowed_tools)
+                .arg(format!(
+                    "--tools={}",
+                    built_in_tools(&r.allowed_tools).join(",")
+                ));
         }
         if !r.allowed_urls.is_empty() {
             cmd = cmd.note(unsupported(
@@ -277,6 +294,19 @@ impl AgentRunner for ClaudeCode {
     fn extra_env(&self) -> Env {
         self.cli.env.clone()
     }
+}
+
+/// The built-in tools of a plugin agent's `tools` (`Bash(git *)` is `Bash`; `mcp__...` are
+/// MCP tools, not built in), plus `Read`, which every run needs for its instructions file.
+fn built_in_tools(tools: &[String]) -> Vec<String> {
+    let mut names = vec!["Read".to_owned()];
+    for tool in tools {
+        let name = tool.split('(').next().unwrap_or(tool).trim();
+        if !name.is_empty() && !name.starts_with("mcp__") && !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    names
 }
 
 /// Claude Code's tools that change files (`EnterWorktree` creates a git worktree and branch).

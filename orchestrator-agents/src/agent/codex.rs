@@ -51,6 +51,12 @@ const KEY_VAR: &str = "ORCHESTRATOR_CODEX_API_KEY";
 /// only offers its file-editing tool (`apply_patch`) to models it knows, so a custom endpoint
 /// must be asked for a known model slug.
 ///
+/// MCP servers: the agents' tool server is `-c mcp_servers.orchestrator.*` settings (its token
+/// in `ORCHESTRATOR_TOOLS_TOKEN`, named by `bearer_token_env_var`); the plugins' servers are
+/// `[mcp_servers.<name>]` tables of `config.toml` (`command`/`args`/`env`, or `url` and
+/// `http_headers`), never command-line arguments. Codex has no SSE transport: such a server
+/// is left out, noted. A plugin agent's `tools` have no Codex counterpart (noted).
+///
 /// Output (`--json`): `thread.started` gives the session (thread) id; each `turn.completed`
 /// adds its `usage` (`input_tokens` include `cached_input_tokens`) and a turn, and ends the
 /// run; `turn.failed` and `error` events carry error messages (a 5xx becomes "We're currently
@@ -253,10 +259,7 @@ fn starlark_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
-/// A TOML basic string (JSON string escapes are valid TOML escapes).
-fn toml_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
+use super::mcp::toml_string;
 
 impl AgentRunner for CodexCli {
     fn command(&self, r: &AgentRequest) -> Result<AgentCommand, WorkFailure> {
@@ -305,9 +308,22 @@ impl AgentRunner for CodexCli {
                 "allowedUrls (the sandbox is bypassed)",
             ));
         }
+        let (servers, server_notes) = super::mcp::codex_tables(&r.mcp_servers);
+        for note in server_notes {
+            cmd = cmd.note(note);
+        }
+        if !r.allowed_tools.is_empty() {
+            cmd = cmd.note(unsupported(
+                "Codex",
+                "a plugin agent's tools (no allow list of tools; the sandbox is bypassed)",
+            ));
+        }
         cmd = cmd
             .dir(&home)
-            .file(home.join("config.toml"), self.config_toml(model.as_deref()))
+            .file(
+                home.join("config.toml"),
+                self.config_toml(model.as_deref()) + &servers,
+            )
             .file(home.join("rules").join(RULES_FILE), permissions.rules)
             .env_path("CODEX_HOME", &home);
         if let Some(key) = self.cli.endpoint.as_ref().and_then(|e| e.api_key.as_ref()) {

@@ -32,6 +32,11 @@ use super::{
 /// as a deny rule), `url` / `url(<literal url>)`, `server(tool)` / `server` for MCP tools.
 /// Copilot has no permission rule for reads: it reads without asking (the log says so).
 ///
+/// MCP servers: the agents' tool server and the plugins' servers go in `<run>/mcp.json`,
+/// passed as `--additional-mcp-config @<file>` (stdio servers as `local`, every tool enabled).
+/// A plugin agent's tools are passed as `--allow-tool T` each (under `--allow-all-tools` they
+/// restrict nothing).
+///
 /// Environment: `COPILOT_HOME=<state>/copilot`; `XDG_CACHE_HOME` is the per-worktree cache
 /// unless [`CopilotCli::shared_cache`] names one shared by all runs (Copilot unpacks about
 /// 235 MB there on first start). A [`ModelEndpoint`](super::ModelEndpoint) sets
@@ -144,9 +149,10 @@ impl AgentRunner for CopilotCli {
         if r.max_turns.is_some() {
             cmd = cmd.note(unsupported("Copilot CLI", "maxTurns"));
         }
-        if let Some(tools) = &r.tools {
+        cmd = cmd.flag_each("--allow-tool", &r.allowed_tools);
+        let servers = super::mcp::all_servers(r, super::mcp::Format::Copilot);
+        if !servers.is_empty() {
             let file = r.run_dir.join("mcp.json");
-            let servers = super::mcp::servers(tools, json!({"tools": ["*"]}));
             let config = json!({ "mcpServers": servers });
             let mut arg = std::ffi::OsString::from("@");
             arg.push(&file);

@@ -11,7 +11,62 @@ use orchestrator_core::state::FailureReason;
 
 use super::{AgentRequest, AgentRunner};
 use crate::env::ChildEnv;
+use crate::plugins::{Plugin, PluginAgent, Plugins};
 use crate::runners::check_env;
+
+/// What a run takes from the loaded plugins (SPEC §15): their MCP servers, and, when the
+/// spec's `agent` names a plugin agent, that agent with its plugin.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PluginUse<'a> {
+    pub(crate) plugins: &'a Plugins,
+    pub(crate) agent: Option<(&'a Plugin, &'a PluginAgent)>,
+}
+
+impl PluginUse<'static> {
+    /// No plugins.
+    #[cfg(test)]
+    pub(crate) fn none() -> Self {
+        static NO_PLUGINS: Plugins = Plugins::empty();
+        PluginUse {
+            plugins: &NO_PLUGINS,
+            agent: None,
+        }
+    }
+}
+
+impl PluginUse<'_> {
+    /// `instructions` with the plugin agent's system prompt at the top and the skills it uses
+    /// as a "## Skills" section after them.
+    fn instructions(&self, instructions: String) -> String {
+        let Some((plugin, agent)) = self.agent else {
+            return instructions;
+        };
+        let mut text = instructions;
+        let prompt = agent.system_prompt();
+        if !prompt.is_empty() {
+            text = format!("{prompt}\n\n{}", text.trim_start());
+        }
+        let skills = self.plugins.skills_of(plugin, agent);
+        if !skills.is_empty() {
+            text = format!(
+                "{}\n\n{}",
+                text.trim_end(),
+                Plugins::skills_section(&skills)
+            );
+        }
+        text
+    }
+
+    /// The plugin agent's model, unless the spec names a model or a tier of its own.
+    fn model(&self, spec: &AgentSpec) -> Option<String> {
+        if spec.model.is_some() || spec.model_tier.is_some() {
+            return spec.model.clone();
+        }
+        self.agent
+            .and_then(|(_, agent)| agent.model())
+            .map(str::to_owned)
+    }
+}
 
 /// A failure to start the agent (not retried).
 pub(crate) fn startup(message: String) -> WorkFailure {
@@ -32,8 +87,9 @@ pub(crate) fn prepare(
     spec: &AgentSpec,
     runner: &dyn AgentRunner,
     ctx: &WorkContext,
+    plugins: PluginUse<'_>,
 ) -> Result<AgentRequest, WorkFailure> {
-    let mut instructions = instructions(spec, &ctx.dir)?;
+    let mut instructions = plugins.instructions(instructions(spec, &ctx.dir)?);
     // What the jobs this one depends on produced (SPEC §12), after the job's own instructions.
     if let Some(section) = ctx.inputs.as_ref().and_then(|i| i.section()) {
         instructions = format!("{}\n\n{section}", instructions.trim_end());
@@ -78,7 +134,17 @@ pub(crate) fn prepare(
         ctx.dir.display()
     );
     request.tools = ctx.tools.clone();
-    request.model = spec.model.clone();
+    let (servers, notes) =
+        crate::plugins::expand_servers(plugins.plugins, |var| request.env.get_str(var));
+    for note in &notes {
+        ctx.log
+            .line(orchestrator_core::runner::LogStream::System, note);
+    }
+    request.mcp_servers = servers;
+    if let Some((_, agent)) = plugins.agent {
+        request.allowed_tools = agent.tools().to_vec();
+    }
+    request.model = plugins.model(spec);
     apply_provider(name, &mut request, ctx)?;
     request.model_tier = spec.model_tier;
     request.effort = spec.effort;
@@ -330,7 +396,7 @@ mod tests {
         ctx.env.insert("CORP_KEY".into(), "k-123".into());
         let runner = crate::agent::ClaudeCode::new();
         let spec = spec_with_model("corp:claude-sonnet-4-6");
-        let request = prepare("claude", &spec, &runner, &ctx).expect("prepared");
+        let request = prepare("claude", &spec, &runner, &ctx, PluginUse::none()).expect("prepared");
         assert_eq!(request.model.as_deref(), Some("claude-sonnet-4-6"));
         assert_eq!(
             request.env.get_str("ANTHROPIC_BASE_URL").as_deref(),
@@ -342,10 +408,18 @@ mod tests {
         );
 
         // A bare model is the CLI's own; a provider without its key fails the run, naming it.
-        let bare = prepare("claude", &spec_with_model("sonnet"), &runner, &ctx).expect("bare");
+        let bare = prepare(
+            "claude",
+            &spec_with_model("sonnet"),
+            &runner,
+            &ctx,
+            PluginUse::none(),
+        )
+        .expect("bare");
         assert_eq!(bare.model.as_deref(), Some("sonnet"));
         ctx.env.remove("CORP_KEY");
-        let failure = prepare("claude", &spec, &runner, &ctx).expect_err("no key");
+        let failure =
+            prepare("claude", &spec, &runner, &ctx, PluginUse::none()).expect_err("no key");
         assert!(failure.message.contains("corp"), "{}", failure.message);
         assert_eq!(failure.reason, FailureReason::StartupError);
     }

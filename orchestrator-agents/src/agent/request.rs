@@ -60,6 +60,16 @@ pub struct AgentRequest {
     /// The agents' own tools for this run (SPEC §15): each CLI registers the endpoint through
     /// its own MCP configuration.
     pub tools: Option<orchestrator_core::tools::ToolEndpoint>,
+    /// The MCP servers of the loaded plugins (SPEC §15), their `${VAR}`s expanded from
+    /// [`AgentRequest::env`]: each CLI registers them next to the agents' own tool server, in
+    /// its own MCP configuration (also when the run has no [`AgentRequest::tools`]).
+    pub mcp_servers: Vec<crate::plugins::McpServer>,
+    /// The tools a plugin agent lists (its front matter's `tools`; empty: no list). Claude
+    /// Code gets them as `--allowedTools` and its built-in ones (plus `Read`, which it needs
+    /// for its instructions file) as `--tools`, the built-in tools it may use; Copilot CLI as
+    /// `--allow-tool` each (with `--allow-all-tools`, the default, nothing is restricted); Codex
+    /// and Gemini CLI have no such list (noted in the log).
+    pub allowed_tools: Vec<String>,
     /// The child's environment so far: the host's, the agent's extra env, the plan/job env,
     /// the spec env, and the per-run directories (`HOME`, `XDG_*`, `TMPDIR`).
     pub env: ChildEnv,
@@ -96,6 +106,8 @@ impl AgentRequest {
             ask_host: false,
             live: false,
             tools: None,
+            mcp_servers: Vec::new(),
+            allowed_tools: Vec::new(),
             provider_args: Vec::new(),
             env: ChildEnv::empty(),
         }

@@ -15,7 +15,7 @@ use orchestrator_core::state::FailureReason;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::prepare::{first_line, materialize, prepare, resume_wanted};
+use super::prepare::{first_line, materialize, prepare, resume_wanted, PluginUse};
 use super::pressure::{checkpoint_prompt, Pressure, THRESHOLD_VAR};
 use super::{
     AgentCommand, AgentRequest, AgentRunner, AgentUsage, ClaudeCode, CodexCli, ContextPressure,
@@ -23,6 +23,7 @@ use super::{
 };
 use crate::env::ChildEnv;
 use crate::error::Error;
+use crate::plugins::Plugins;
 use crate::runners::wrong_kind;
 use crate::session::steer::{steering_prompt, SteerInbox};
 use crate::supervise::{Ending, Invocation, Outcome, Supervisor, SupervisorOptions};
@@ -81,6 +82,7 @@ pub struct AgentWorkRunner {
     result_grace: Duration,
     supervisor: Supervisor,
     context: ContextPressure,
+    plugins: Arc<Plugins>,
 }
 
 impl Default for AgentWorkRunner {
@@ -108,6 +110,7 @@ impl AgentWorkRunner {
             result_grace: RESULT_GRACE,
             supervisor: Supervisor::new(),
             context: ContextPressure::new(),
+            plugins: Arc::new(Plugins::empty()),
         }
     }
 
@@ -156,6 +159,39 @@ impl AgentWorkRunner {
         self
     }
 
+    /// The loaded plugins (SPEC §15; [`crate::plugins`]). Default: none.
+    ///
+    /// A spec's `agent` that names no registered CLI but a plugin agent runs that agent: on
+    /// its `cli` (else the [default agent](AgentWorkRunner::default_agent)), with its `model`
+    /// unless the spec names a `model` or `modelTier`, its system prompt at the top of the
+    /// instructions and the skills it uses (its `skills`, else every skill of its plugin) in a
+    /// "## Skills" section after them, and its `tools` as the CLI's allowed tools
+    /// ([`AgentRequest::allowed_tools`]). The MCP servers of every plugin are handed to every
+    /// run's CLI, next to the agents' own tool server ([`AgentRequest::mcp_servers`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use orchestrator_agents::agent::AgentWorkRunner;
+    /// use orchestrator_agents::plugins::PluginPlaces;
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::create_dir_all(dir.path().join("agents"))?;
+    /// std::fs::write(dir.path().join("plugin.json"), r#"{"name": "team"}"#)?;
+    /// std::fs::write(dir.path().join("agents/reviewer.agent.md"), "---\nname: reviewer\ncli: claude\n---\nYou review.\n")?;
+    /// let plugins = PluginPlaces::new().dir(dir.path()).load()?;
+    /// let runner = AgentWorkRunner::new().plugins(Arc::new(plugins));
+    /// assert!(runner.loaded_plugins().agent("reviewer").is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn plugins(mut self, plugins: Arc<Plugins>) -> Self {
+        self.plugins = plugins;
+        self
+    }
+
+    /// The loaded plugins ([`AgentWorkRunner::plugins`]).
+    pub fn loaded_plugins(&self) -> &Arc<Plugins> {
+        &self.plugins
+    }
+
     /// The context pressure settings ([`AgentWorkRunner::context_pressure`]).
     pub fn context(&self) -> &ContextPressure {
         &self.context
@@ -184,10 +220,43 @@ impl AgentWorkRunner {
 
     fn unknown_agent(&self, name: &str) -> WorkFailure {
         let known = self.agent_names().collect::<Vec<_>>().join(", ");
+        let plugin_agents: Vec<&str> = self.plugins.agents().map(|(_, a)| a.name()).collect();
+        let plugin_agents = match plugin_agents.is_empty() {
+            true => String::new(),
+            false => format!("; plugin agents: {}", plugin_agents.join(", ")),
+        };
         WorkFailure::new(format!(
-            "unknown agent `{name}`; known agents: {known} (register others with AgentWorkRunner::register)"
+            "unknown agent `{name}`; known agents: {known}{plugin_agents} (register others with AgentWorkRunner::register, or load a plugin defining it)"
         ))
         .reason(FailureReason::StartupError)
+    }
+
+    /// The CLI that runs the agent `requested` — a registered one, or the CLI of the plugin
+    /// agent of that name — with that plugin agent.
+    fn resolve<'a>(
+        &'a self,
+        requested: &'a str,
+    ) -> Result<(&'a str, Arc<dyn AgentRunner>, PluginUse<'a>), WorkFailure> {
+        let mut plugins = PluginUse {
+            plugins: &self.plugins,
+            agent: None,
+        };
+        let name = match self.agents.contains_key(requested) {
+            true => requested,
+            false => {
+                let Some((plugin, agent)) = self.plugins.agent(requested) else {
+                    return Err(self.unknown_agent(requested));
+                };
+                plugins.agent = Some((plugin, agent));
+                agent.cli().unwrap_or(&self.default_agent)
+            }
+        };
+        let runner = self
+            .agents
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.unknown_agent(name))?;
+        Ok((name, runner, plugins))
     }
 }
 
@@ -271,13 +340,19 @@ impl WorkRunner for AgentWorkRunner {
         if ctx.cancel.is_cancelled() {
             return Err(WorkFailure::canceled());
         }
-        let name = agent.agent.as_deref().unwrap_or(&self.default_agent);
-        let runner = self
-            .agents
-            .get(name)
-            .cloned()
-            .ok_or_else(|| self.unknown_agent(name))?;
-        let mut request = prepare(name, agent, runner.as_ref(), ctx)?;
+        let requested = agent.agent.as_deref().unwrap_or(&self.default_agent);
+        let (name, runner, plugins) = self.resolve(requested)?;
+        if let Some((plugin, _)) = plugins.agent {
+            ctx.log.line(
+                LogStream::System,
+                &format!(
+                    "agent `{requested}` of plugin `{}` ({}) runs on `{name}`",
+                    plugin.name(),
+                    plugin.dir().display()
+                ),
+            );
+        }
+        let mut request = prepare(name, agent, runner.as_ref(), ctx, plugins)?;
         // A running job's agent can be steered (`orchestrator session steer PLAN/JOB`).
         let inbox = SteerInbox::of(&ctx.dir);
         let _running = inbox
@@ -677,7 +752,12 @@ fn start_command(
     for (name, value) in &command.env {
         env.set(name, value);
     }
-    let redactor = Redactor::from_env(&env);
+    // The plugins' MCP servers' env and header values are secrets too.
+    let redactor = request
+        .mcp_servers
+        .iter()
+        .flat_map(|s| s.transport().secrets())
+        .fold(Redactor::from_env(&env), |r, value| r.with_value(value));
     for note in &command.notes {
         ctx.log.line(LogStream::System, note);
     }

@@ -36,7 +36,11 @@ const EXIT_SERVER_ERROR: i32 = 244;
 /// (Gemini CLI otherwise retries a 5xx or 429 for minutes with its own backoff; the work
 /// runner retries itself, resuming the session) and `model.maxSessionTurns` from the spec's
 /// `maxTurns`. A [`ModelEndpoint`](super::ModelEndpoint)
-/// sets `GOOGLE_GEMINI_BASE_URL` and `GEMINI_API_KEY`.
+/// sets `GOOGLE_GEMINI_BASE_URL` and `GEMINI_API_KEY`. The settings' `mcpServers` hold the
+/// agents' tool server (`httpUrl`, its `Authorization` header) and the plugins' servers
+/// (`command`/`args`/`env`, `httpUrl` for streamable HTTP or `url` for SSE, `headers`), all
+/// `trust`ed. A plugin agent's `tools` are Claude Code's names, not Gemini CLI's: not passed
+/// on (noted).
 ///
 /// Permissions ([`AgentRequest::permissions`]) other than `allow-all` add `--policy
 /// <run>/permissions.toml`, a file of Gemini CLI's policy engine (user tier, so its rules win
@@ -137,13 +141,15 @@ impl AgentRunner for GeminiCli {
         if let Some(turns) = r.max_turns {
             settings["model"] = json!({ "maxSessionTurns": turns });
         }
-        if let Some(tools) = &r.tools {
-            let name = super::mcp::SERVER_NAME;
-            settings["mcpServers"] = json!({ name: {
-                "httpUrl": tools.url,
-                "headers": super::mcp::authorization(tools),
-                "trust": true,
-            }});
+        let servers = super::mcp::all_servers(r, super::mcp::Format::Gemini);
+        if !servers.is_empty() {
+            settings["mcpServers"] = serde_json::Value::Object(servers);
+        }
+        if !r.allowed_tools.is_empty() {
+            cmd = cmd.note(unsupported(
+                "Gemini CLI",
+                "a plugin agent's tools (its tool names are its own; every tool is approved)",
+            ));
         }
         let gemini_dir = r.home_dir.join(".gemini");
         cmd = cmd
