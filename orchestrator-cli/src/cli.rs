@@ -118,7 +118,7 @@ pub enum Command {
     /// the connection (exit code 0). At start it takes over and resumes the repository's plans
     /// that were running when the previous server stopped; when it ends, the plans it runs are
     /// released (running jobs are stopped and resume from their phase next time).
-    Mcp(RepoArgs),
+    Mcp(McpArgs),
     /// Runs a small demo plan in a new temporary repository and shows where the result is.
     ///
     /// Four shell jobs in a diamond, each in its own worktree; the repository (kept afterwards)
@@ -155,6 +155,21 @@ pub enum Command {
     /// "defaultModel", "file"}`. No file: nothing is listed (exit code 0). Exit code 2 when the
     /// file is malformed: the message names the file and every field at fault.
     Models(ModelsArgs),
+    /// Lists the plugins agent jobs use: their agents, skills and MCP servers.
+    ///
+    /// Plugins load from, in order, `<repo>/.orchestrator/plugins/*/`,
+    /// `~/.config/orchestrator/plugins/*/` ($XDG_CONFIG_HOME/orchestrator/plugins/*/ when set)
+    /// and each --plugins DIR (a plugin, or a folder of plugins); a name met again later is left
+    /// out, with a note on stderr. A plugin folder holds `plugin.json` (`name`, `description`,
+    /// `version`), `agents/*.agent.md` (front matter `name`, `description`, `model`, `tools`,
+    /// `system`, `skills`, `cli`; the body is the system prompt), `skills/*/SKILL.md` (front
+    /// matter `name`, `description`; the body is the skill) and `.mcp.json` (Claude Code's
+    /// `mcpServers`). A plan job's `agent` may name a plugin agent. Prints one line per plugin,
+    /// agent, skill and server, with where it came from (never env or header values); with
+    /// --json `{"plugins": [{"name", "description", "version", "origin", "dir", "agents",
+    /// "skills", "mcpServers"}], "notes"}`. Exit code 2 when a plugin is malformed: the message
+    /// names the file and the field.
+    Plugins(PluginsArgs),
 }
 
 /// `--repo`.
@@ -163,6 +178,37 @@ pub struct RepoArgs {
     /// The repository (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
+}
+
+/// `--plugins DIR` of the commands that run agent jobs.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PluginDirs {
+    /// Also load plugins from DIR: a plugin folder (with `plugin.json`) or a folder of them,
+    /// after those of `<repo>/.orchestrator/plugins/` and `~/.config/orchestrator/plugins/`
+    /// (repeatable; `orchestrator plugins --help` describes them).
+    #[arg(long = "plugins", value_name = "DIR")]
+    pub plugins: Vec<PathBuf>,
+}
+
+/// `mcp`.
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub plugins: PluginDirs,
+}
+
+/// `plugins`.
+#[derive(Debug, Args)]
+pub struct PluginsArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub plugins: PluginDirs,
+    /// Print the plugins as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// How a long run reports progress.
@@ -199,6 +245,8 @@ pub struct RunArgs {
     /// no machine-wide limit; 0 = none.
     #[arg(long, value_name = "N")]
     pub machine_slots: Option<usize>,
+    #[command(flatten)]
+    pub plugins: PluginDirs,
     #[command(flatten)]
     pub wait: WaitArgs,
     #[command(flatten)]
@@ -277,6 +325,8 @@ pub struct RetryArgs {
     #[arg(long, value_name = "N")]
     pub machine_slots: Option<usize>,
     #[command(flatten)]
+    pub plugins: PluginDirs,
+    #[command(flatten)]
     pub wait: WaitArgs,
     #[command(flatten)]
     pub repo: RepoArgs,
@@ -354,6 +404,8 @@ pub struct ResumeArgs {
     /// no machine-wide limit; 0 = none.
     #[arg(long, value_name = "N")]
     pub machine_slots: Option<usize>,
+    #[command(flatten)]
+    pub plugins: PluginDirs,
 }
 
 /// Graph formats.

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use orchestrator_agents::agent::{AgentHealer, AgentWorkRunner};
+use orchestrator_agents::plugins::{PluginPlaces, Plugins};
 use orchestrator_agents::{ProcessRunner, ShellRunner};
 use orchestrator_core::redact::SecretNames;
 use orchestrator_core::state::PlanRecord;
@@ -104,6 +105,8 @@ pub struct Workspace {
     pub store: Arc<FsPlanRepository>,
     /// The git layer.
     pub git: Git2Operations,
+    /// The plugins its agent jobs use ([`Workspace::with_plugins`]; none by default).
+    pub plugins: Arc<Plugins>,
 }
 
 impl Workspace {
@@ -137,7 +140,22 @@ impl Workspace {
             dir,
             git_root,
             git: Git2Operations::new(),
+            plugins: Arc::new(Plugins::empty()),
         })
+    }
+
+    /// This workspace with its plugins loaded (SPEC §15): those of
+    /// `<root>/.orchestrator/plugins/`, the user's (`~/.config/orchestrator/plugins/`, or under
+    /// `$XDG_CONFIG_HOME`), then each of `dirs` (`--plugins`). What loading left out (a name
+    /// met again) is noted on stderr. A malformed plugin is invalid input (exit 2), naming the
+    /// file and the field.
+    pub fn with_plugins(mut self, dirs: &[PathBuf]) -> CliResult<Workspace> {
+        let plugins = load_plugins(self.root(), dirs)?;
+        for note in plugins.notes() {
+            eprintln!("note: {note}");
+        }
+        self.plugins = Arc::new(plugins);
+        Ok(self)
     }
 
     /// Whether the folder is (inside) a bare repository: a repository, but without a working
@@ -182,7 +200,7 @@ impl Workspace {
         tools: bool,
     ) -> CliResult<Orchestrator> {
         let store: Arc<dyn PlanRepository> = self.store.clone();
-        let agents = agent_runner();
+        let agents = agent_runner().plugins(self.plugins.clone());
         let mut builder = orchestrator_workflows::register(Orchestrator::builder())
             .repository_arc(store)
             .git(self.git.clone())
@@ -261,6 +279,23 @@ impl Workspace {
     pub async fn view(&self, id: &PlanId) -> CliResult<PlanView> {
         Ok(self.load(id).await?.into())
     }
+}
+
+/// The plugins of the standard places for the repository at `root`, then of `dirs`
+/// (`--plugins`, relative to the current directory). A malformed plugin is invalid input.
+pub fn load_plugins(root: &Path, dirs: &[PathBuf]) -> CliResult<Plugins> {
+    let places = dirs
+        .iter()
+        .fold(PluginPlaces::standard(Some(root)), |places, dir| {
+            places.dir(dir)
+        });
+    places.load().map_err(|e| {
+        if e.is_bad_input() {
+            CliError::invalid(e.to_string())
+        } else {
+            CliError::other(e.to_string())
+        }
+    })
 }
 
 /// Who holds the plan (`process 4242`), when `e` says another process owns it.

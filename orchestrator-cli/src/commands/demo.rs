@@ -164,6 +164,7 @@ pub async fn demo(args: DemoArgs) -> CliResult<Exit> {
         max_parallel: None,
         worktree_root: None,
         machine_slots: None,
+        plugins: crate::cli::PluginDirs::default(),
         wait: crate::cli::WaitArgs {
             until_waiting: false,
             notify: None,

@@ -3,12 +3,13 @@
 pub mod demo;
 pub mod inspect;
 pub mod models;
+pub mod plugins;
 pub mod run;
 pub mod session;
 pub mod steer;
 pub mod team;
 
-use crate::cli::{Command, RepoArgs};
+use crate::cli::{Command, McpArgs};
 use crate::error::{CliError, CliResult, Exit};
 
 /// Runs a command.
@@ -33,12 +34,14 @@ pub async fn dispatch(command: Command) -> CliResult<Exit> {
         Command::Session(a) => session::session(a).await,
         Command::Team(a) => team::team(a).await,
         Command::Models(a) => models::models(a).await,
+        Command::Plugins(a) => plugins::plugins(a).await,
     }
 }
 
 /// `mcp`: the MCP server of the repository on stdin/stdout, until the client goes away.
-async fn mcp(args: RepoArgs) -> CliResult<Exit> {
-    let ws = crate::workspace::Workspace::open(args.repo.as_deref())?;
+async fn mcp(args: McpArgs) -> CliResult<Exit> {
+    let ws = crate::workspace::Workspace::open(args.repo.repo.as_deref())?
+        .with_plugins(&args.plugins.plugins)?;
     // The MCP server runs jobs too: ORCHESTRATOR_MACHINE_SLOTS applies.
     let o = ws.job_orchestrator(16, None)?;
     ws.exclude_own_folders().await?;

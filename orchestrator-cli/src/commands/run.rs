@@ -62,7 +62,7 @@ pub fn read_plan(path: &std::path::Path, repo: &std::path::Path) -> CliResult<Pl
 
 /// `run PLAN_FILE`.
 pub async fn run(args: RunArgs) -> CliResult<Exit> {
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?.with_plugins(&args.plugins.plugins)?;
     // The repository root: where a plan's files are unless it runs with `isolation: none`
     // in a folder of its own (only a plan that parses is known to; it is checked again below).
     let mut spec = read_plan(&args.plan_file, ws.root())?;
@@ -152,8 +152,9 @@ pub async fn resume(args: ResumeArgs) -> CliResult<Exit> {
         plan: args,
         wait,
         machine_slots,
+        plugins,
     } = args;
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?.with_plugins(&plugins.plugins)?;
     let TakenOver {
         o,
         id,
@@ -208,7 +209,7 @@ pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
         .as_deref()
         .map(|w| parse_work("postchecks", w))
         .transpose()?;
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?.with_plugins(&args.plugins.plugins)?;
     let TakenOver {
         o,
         id,
