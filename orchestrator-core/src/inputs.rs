@@ -135,7 +135,7 @@ impl Inputs {
 }
 
 /// The first `max` bytes of `text` (cut at a character boundary) and how many bytes were cut.
-fn head(text: &str, max: usize) -> (&str, usize) {
+pub(crate) fn head(text: &str, max: usize) -> (&str, usize) {
     if text.len() <= max {
         return (text, 0);
     }

@@ -21,7 +21,9 @@ impl Grant {
         let mut asked = self.lock();
         if asked.park.is_some() {
             return Err(
-                "this turn already ends with a wait or a question; end the turn now".to_owned(),
+                "this turn already ends with a wait, a question or a sub-agent call; end the \
+                 turn now (one such call per turn)"
+                    .to_owned(),
             );
         }
         asked.park = Some(park);

@@ -19,19 +19,28 @@ use serde::Deserialize;
 use super::grants::Grant;
 
 /// The tools the server offers, in the order they are listed.
-pub const TOOL_NAMES: [&str; 5] = [
+pub const TOOL_NAMES: [&str; 13] = [
     "wait",
     "cron",
     "cron_at",
     "ask_user",
+    "spawn_agent",
+    "message_agent",
+    "check_agents",
+    "wait_for_agents",
+    "complete_agent",
+    "cancel_agent",
+    "delete_agent",
+    "list_sessions",
     "list_available_models",
 ];
 
 /// What the agent is told after a call that ends its turn.
-const END_TURN: &str = "End your turn now: reply with one short sentence and make no more \
+pub(super) const END_TURN: &str =
+    "End your turn now: reply with one short sentence and make no more \
     tool calls. Your files are kept as they are.";
 
-type ToolResult = Result<CallToolResult, rmcp::ErrorData>;
+pub(super) type ToolResult = Result<CallToolResult, rmcp::ErrorData>;
 
 /// The tool handler of one MCP session (rmcp makes one per session; the grant comes with
 /// each call).
@@ -43,7 +52,7 @@ pub(crate) struct ToolHandler {
 impl ToolHandler {
     pub(crate) fn new() -> Self {
         ToolHandler {
-            tool_router: Self::tool_router() + Self::models_router(),
+            tool_router: Self::tool_router() + Self::agents_router() + Self::models_router(),
         }
     }
 }
@@ -108,7 +117,7 @@ struct AskArgs {
     allow_freeform: Option<bool>,
 }
 
-fn text(result: Result<String, String>) -> ToolResult {
+pub(super) fn text(result: Result<String, String>) -> ToolResult {
     Ok(match result {
         Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
         Err(text) => CallToolResult::error(vec![ContentBlock::text(format!("error: {text}"))]),
@@ -311,9 +320,9 @@ fn set_cron(
     ))
 }
 
-const NO_GRANT: &str = "this call carries no valid grant";
+pub(super) const NO_GRANT: &str = "this call carries no valid grant";
 
-fn grant_of(parts: &http::request::Parts) -> Option<Arc<Grant>> {
+pub(super) fn grant_of(parts: &http::request::Parts) -> Option<Arc<Grant>> {
     parts.extensions.get::<Arc<Grant>>().cloned()
 }
 
@@ -326,9 +335,11 @@ impl ServerHandler for ToolHandler {
                 env!("CARGO_PKG_VERSION"),
             ))
             .with_instructions(
-                "Durable tools of the orchestrator running this job: wait, cron, cron_at and \
-                 ask_user. A wait, a cron or a question ends your turn; the conversation \
-                 resumes when it is over.",
+                "Durable tools of the orchestrator running this job: wait, cron, cron_at, \
+                 ask_user, the sub-agent tools (spawn_agent, message_agent, check_agents, \
+                 wait_for_agents, complete_agent, cancel_agent, delete_agent, list_sessions) \
+                 and list_available_models. A long wait, a cron, a question and every \
+                 sub-agent tool end your turn; the conversation resumes with the result.",
             )
     }
 }

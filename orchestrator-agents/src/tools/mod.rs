@@ -1,6 +1,7 @@
 //! The agents' own durable tools (SPEC §15): [`ToolServer`], one MCP server per engine on
-//! loopback HTTP, serving every run of a job's agent the tools `wait`, `cron`, `cron_at` and
-//! `ask_user` through an endpoint that names the job and a token only that run may use.
+//! loopback HTTP, serving every run of a job's agent the tools `wait`, `cron`, `cron_at`,
+//! `ask_user`, the sub-agent tools ([`agents`]) and `list_available_models` through an
+//! endpoint that names the job and a token only that run may use.
 //!
 //! A tool call never blocks the engine: a short `wait` sleeps inside the call; everything
 //! durable is recorded on the run's grant and handed to the engine when the run ends
@@ -12,6 +13,7 @@
 //! tools themselves). Each CLI runner registers the endpoint through the CLI's own MCP
 //! configuration ([`crate::agent`]).
 
+mod agents;
 mod grants;
 mod handler;
 mod http;

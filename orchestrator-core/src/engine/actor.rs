@@ -33,6 +33,7 @@ use crate::state::{
 };
 use crate::view::resolve as resolve_job;
 
+mod agents;
 mod composite;
 mod lifecycle;
 mod reshape;
@@ -193,9 +194,16 @@ impl PlanActor {
             composites: Vec::new(),
             composite_done: Default::default(),
         };
-        // Split jobs whose sub-jobs ended before a restart go on.
+        // Split jobs and parent agents waiting for sub-agents that ended before a restart go on.
         actor.composites = (0..n)
-            .filter(|&i| actor.machine.status_of(i) == NodeStatus::CompletedSplit)
+            .filter(|&i| {
+                let node = &actor.machine.record().state.nodes[i];
+                node.status == NodeStatus::CompletedSplit
+                    || node
+                        .waiting
+                        .as_ref()
+                        .is_some_and(|w| w.waiting_for == crate::state::WaitingFor::Children)
+            })
             .collect();
         actor.timers = waiting::Timers::of(actor.machine.record());
         let graph = actor.machine.graph().clone();

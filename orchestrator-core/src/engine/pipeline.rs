@@ -23,8 +23,11 @@ use crate::runner::{
 };
 use crate::state::{FailureReason, Heal, Phase, PhaseStatus, PlanMachine, StateChange};
 
+mod agents;
 mod job;
 mod snapshot;
+
+pub(crate) use agents::is_sub_agent_of;
 
 type PhaseResult<T = ()> = Result<T, NodeFailure>;
 
@@ -58,10 +61,15 @@ pub(crate) struct NodeRun {
     session_id: Option<String>,
     /// Why the job's last wait ended: its agent's session resumes with this (SPEC §15).
     wake: Option<String>,
+    /// The commit a woken agent's worktree was saved as when it parked: the run goes on from
+    /// there.
+    checkpoint: Option<String>,
     /// The job's cron (SPEC §15), as its agent's tool calls leave it.
     cron: std::sync::Mutex<Option<crate::tools::Cron>>,
     /// The wait the agent's turn ended with, once its work phase ran.
     park: std::sync::Mutex<Option<crate::tools::Park>>,
+    /// The job's sub-agents (SPEC §15).
+    sub_agents: agents::SubAgents,
     /// The auto-heal this attempt starts with, until it has run.
     heal: std::sync::Mutex<Option<Box<Heal>>>,
     cancel: CancellationToken,
@@ -99,7 +107,10 @@ impl NodeRun {
         let parent = spec.jobs.get(node).map(|j| j.producer_id.as_str());
         // A composite job merges only its sub-jobs that succeeded (and, after a best-of-N
         // pick, only the picked ones); its other dependencies are in its own commit already.
+        // A sub-agent's commit is merged into its parent's worktree when the parent's session
+        // resumes (see `SubAgents`), not by merge-fi.
         let merged = |d: NodeIndex| match spec.jobs.get(d) {
+            Some(child) if child.sub_agent.is_some() && child.parent.as_deref() == parent => false,
             Some(child) if parent.is_some() && child.parent.as_deref() == parent => {
                 state.nodes[d].status == crate::state::NodeStatus::Succeeded
                     && merge_only.is_none_or(|only| only.contains(&child.producer_id))
@@ -121,8 +132,10 @@ impl NodeRun {
         let composite = job.is_some_and(|j| {
             graph.dependencies(node).any(|d| {
                 spec.jobs.get(d).and_then(|s| s.parent.as_deref()) == Some(j.producer_id.as_str())
+                    && !is_sub_agent_of(&spec, d, &j.producer_id)
             })
         });
+        let sub_agents = agents::SubAgents::of(&spec, &graph, state, node);
         let may_split = job.is_some_and(|j| crate::composite::may_split(&spec, j));
         NodeRun {
             inputs,
@@ -151,8 +164,14 @@ impl NodeRun {
             composite,
             session_id: ns.session_id.clone(),
             wake: ns.tools.as_ref().and_then(|t| t.wake.clone()),
+            checkpoint: ns
+                .tools
+                .as_ref()
+                .filter(|t| t.wake.is_some())
+                .and_then(|t| t.checkpoint.clone()),
             cron: std::sync::Mutex::new(ns.tools.as_ref().and_then(|t| t.cron.clone())),
             park: std::sync::Mutex::new(None),
+            sub_agents,
             heal: std::sync::Mutex::new(ns.last_attempt().and_then(|a| a.heal.clone())),
             ctx,
             spec,
@@ -441,7 +460,10 @@ impl NodeRun {
             inputs,
             may_split: phase == Phase::Work && self.may_split,
             tools: None,
-            wake: self.wake.clone().filter(|_| phase == Phase::Work),
+            wake: self
+                .sub_agents
+                .wake_message(self.wake.as_deref())
+                .filter(|_| phase == Phase::Work),
         };
         self.heal_first(phase, spec, &ctx).await?;
         let result = self
@@ -585,6 +607,8 @@ impl NodeRun {
         job.attempt = self.attempt;
         job.dir = ctx.dir.clone();
         job.cron = self.cron.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        job.depth = self.sub_agents.depth;
+        job.agents = self.sub_agents.names.clone();
         if let Some(seconds) = self.spec.wait_threshold {
             job.wait_threshold = std::time::Duration::from_secs(seconds);
         }
@@ -606,10 +630,16 @@ impl NodeRun {
                 _ => None,
             };
         }
-        // A wait the agent asked for, else its cron's next firing: the turn ended to wait.
+        // A wait the agent asked for, else its sub-agents still at work (a job is not done
+        // before they are), else its cron's next firing: the turn ended to wait.
         let park = match (&result, outcome.park, cron.as_mut()) {
             (Err(_), _, _) => None,
             (Ok(_), Some(park), _) => Some(park),
+            (Ok(_), None, _) if self.sub_agents.unfinished => {
+                Some(crate::tools::Park::Agents(crate::tools::AgentCall::Wait {
+                    agents: Vec::new(),
+                }))
+            }
             (Ok(_), None, Some(c)) => {
                 changed = true;
                 Some(c.arm(now_millis()).map_err(|e| {

@@ -301,6 +301,10 @@ pub struct JobSpec {
     /// by the engine when the composite job expands; a plan file does not set it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
+    /// Set on a sub-agent, a child job an agent spawned (SPEC §15), with the contract its
+    /// outcome is checked against. Set by the engine; a plan file does not set it.
+    #[serde(default, alias = "sub_agent", skip_serializing_if = "Option::is_none")]
+    pub sub_agent: Option<Box<crate::tools::SubAgentSpec>>,
 }
 
 /// Whether a job may split into sub-jobs (`"split"`, SPEC §12).
@@ -346,6 +350,7 @@ impl JobSpec {
             approval: None,
             split: None,
             parent: None,
+            sub_agent: None,
         }
     }
 

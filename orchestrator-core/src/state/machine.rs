@@ -33,7 +33,7 @@ impl PlanMachine {
     /// Wraps a record (fresh or loaded) and its graph.
     pub fn new(record: PlanRecord, graph: Arc<PlanGraph>) -> Self {
         let mut m = PlanMachine {
-            counts: record.state.counts(),
+            counts: record.counts(),
             record,
             graph,
             waiting: Vec::new(),
@@ -113,6 +113,14 @@ impl PlanMachine {
         self.record.apply(&change)?;
         self.count(from, -1);
         self.count(to, 1);
+        let sub = self
+            .record
+            .spec
+            .jobs
+            .get(n)
+            .is_some_and(|j| j.sub_agent.is_some());
+        self.counts.settle(from, sub, -1);
+        self.counts.settle(to, sub, 1);
         self.outbox.push((change, Some(from)));
         if to == NodeStatus::Ready {
             self.newly_ready.push(n);
@@ -246,6 +254,9 @@ impl PlanMachine {
         let mut stack: Vec<NodeIndex> = graph.dependents(n).collect();
         while let Some(d) = stack.pop() {
             match self.status_of(d) {
+                // A parent agent woken up but not started yet goes on without the sub-agent
+                // that failed (it is told so); it is no pending dependent.
+                NodeStatus::Ready if self.has_open_attempt(d) => {}
                 NodeStatus::Pending | NodeStatus::Ready => {
                     self.transition(d, NodeStatus::Blocked, at)?;
                     stack.extend(graph.dependents(d));
@@ -569,7 +580,7 @@ impl PlanMachine {
     /// (then ready where their dependencies succeeded) and the plan is left paused.
     pub fn recover(&mut self, at: Millis) -> Result<(), ApplyError> {
         self.record_change(StateChange::Recovered { at })?;
-        self.counts = self.record.state.counts();
+        self.counts = self.record.counts();
         self.rebuild_waiting();
         self.promote_all(at)
     }
@@ -666,7 +677,7 @@ impl PlanMachine {
             statuses,
         })?;
         self.graph = graph;
-        self.counts = self.record.state.counts();
+        self.counts = self.record.counts();
         self.rebuild_waiting();
         self.newly_ready.clear();
         Ok(())

@@ -116,7 +116,17 @@ impl PlanRecord {
 
     /// The plan's status, derived from its nodes and flags (SPEC §3).
     pub fn status(&self) -> PlanStatus {
-        self.state.status()
+        self.counts().plan_status(&self.state)
+    }
+
+    /// Node status counts, with the sub-agents that ended without success settled (see
+    /// [`StatusCounts::settled_failed`]).
+    pub fn counts(&self) -> StatusCounts {
+        let mut c = self.state.counts();
+        for (job, node) in self.spec.jobs.iter().zip(&self.state.nodes) {
+            c.settle(node.status, job.sub_agent.is_some(), 1);
+        }
+        c
     }
 
     /// Whether the plan runs jobs in worktrees.

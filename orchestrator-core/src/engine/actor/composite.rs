@@ -69,6 +69,11 @@ impl PlanActor {
     /// Why finished node `n`, a sub-job, breaks its parent controller's output contract.
     pub(super) fn breaks_contract(&self, n: NodeIndex) -> Option<String> {
         let child = self.spec.jobs.get(n)?;
+        // A sub-agent answers to the contract its parent's agent gave it (SPEC §15).
+        if let Some(spawned) = child.sub_agent.as_deref() {
+            let output = self.machine.record().state.nodes[n].output();
+            return spawned.contract.as_ref()?.check(output).err();
+        }
         let parent = self.machine.graph().index_of(child.parent.as_deref()?)?;
         let parent = self.spec.jobs.get(parent)?;
         let controller = self.ctx.controllers.get(controller_kind(parent))?;
@@ -106,6 +111,9 @@ impl PlanActor {
     pub(super) fn check_composites(&mut self) {
         let noted = std::mem::take(&mut self.composites);
         for p in noted {
+            if self.check_agent_wait(p) {
+                continue;
+            }
             let record = self.machine.record();
             if record.state.nodes[p].status != NodeStatus::CompletedSplit
                 || self.running[p].is_some()
@@ -267,7 +275,7 @@ impl PlanActor {
 
     /// The edit adding `jobs` under node `n`, checked like any edit (names, cycles): the
     /// reason it cannot be applied otherwise.
-    fn sub_job_edit(
+    pub(super) fn sub_job_edit(
         &self,
         n: NodeIndex,
         jobs: Vec<JobSpec>,

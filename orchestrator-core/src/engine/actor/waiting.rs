@@ -129,6 +129,7 @@ impl PlanActor {
     /// the wait ends its session resumes (see [`PlanMachine::wake`]).
     pub(super) fn park(&mut self, n: NodeIndex, park: Park) -> std::result::Result<(), ApplyError> {
         let waiting = match park {
+            Park::Agents(call) => return self.agent_call(n, call),
             Park::Timer { until, wake } => Waiting {
                 until: Some(until),
                 prompt: Some(wake),
@@ -167,7 +168,7 @@ impl PlanActor {
                 continue;
             }
             let fired = match self.parked_wake(n) {
-                Some(message) => self.machine.wake(n, message, self.clock),
+                Some(message) => self.wake(n, message),
                 None => self.machine.fire_timer(n, self.clock),
             };
             if let Err(e) = fired {
@@ -261,9 +262,7 @@ impl PlanActor {
             }));
         }
         let message = Park::answered(&question, &answer);
-        self.machine
-            .wake(n, message, self.clock)
-            .map_err(|e| self.transition_error(e))
+        self.wake(n, message).map_err(|e| self.transition_error(e))
     }
 
     /// The message parked node `n`'s session resumes with when its timer fires: only a node

@@ -35,7 +35,10 @@ impl NodeRun {
         }
         self.checks_and_work(&wt, from).await?;
         if let Some(park) = self.take_park() {
-            // The worktree stays as the agent left it: its session goes on there.
+            // The worktree stays as the agent left it (its session goes on there), saved as a
+            // checkpoint commit its sub-agents branch from.
+            self.phase(Phase::Commit, |log| self.checkpoint(&git, job, &wt, log))
+                .await?;
             return Ok(RunEnd::Held(Hold::Park(park)));
         }
         let split = self.take_split_manifest(&wt, from)?;
@@ -113,6 +116,8 @@ impl NodeRun {
             // Resuming after the commit, or a composite job going on after its sub-jobs: the
             // worktree must hold the job's own commit.
             (true, Some(c)) => c.clone(),
+            // A parked agent woken up goes on from its checkpoint.
+            _ if self.checkpoint.is_some() => self.checkpoint.clone().unwrap_or_default(),
             _ => match self.dep_commits.first() {
                 Some(c) => c.clone(),
                 None => match self.job().and_then(|j| j.base_branch.as_deref()) {
@@ -132,6 +137,10 @@ impl NodeRun {
         };
         let keep = self.continues_agent_session();
         let laid_out = self.lay_out_worktree(git, wt, &start, keep, &log).await?;
+        if self.wake.is_some() {
+            let prefix = &self.ctx.options.commit_prefix;
+            self.sub_agents.merge_into(git, wt, prefix, &log).await?;
+        }
         // A composite job merges every dependency into its own commit: its sub-jobs' (and its
         // first dependencies', already in it: nothing to do for those).
         let skip = usize::from(!composite);
@@ -345,6 +354,37 @@ impl NodeRun {
             commit: commit.clone(),
         });
         Ok(commit)
+    }
+
+    /// Saves a parked agent's worktree as a checkpoint commit (SPEC §15; nothing to commit
+    /// leaves its HEAD as the checkpoint): the job's own commit is made when its work is done.
+    async fn checkpoint(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        job: &JobSpec,
+        wt: &Path,
+        log: LogSink,
+    ) -> PhaseResult {
+        let p = Phase::Commit;
+        self.release_job_branch(git, wt, &log, p).await?;
+        let message = format!(
+            "{} checkpoint: {}",
+            self.ctx.options.commit_prefix, job.task
+        );
+        let commit = match git
+            .commit_all(wt, &message)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?
+        {
+            Some(c) => c,
+            None => git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?,
+        };
+        log.line(LogStream::System, &format!("checkpoint {commit}"));
+        self.send(StateChange::Checkpoint {
+            node: self.node,
+            commit,
+        });
+        Ok(())
     }
 
     pub(super) async fn merge_ri(

@@ -168,7 +168,26 @@ impl PlanRecord {
             StateChange::Woke { node, message } => {
                 let n = node_mut(&mut self.state, *node)?;
                 n.waiting = None;
-                n.tools.get_or_insert_with(Box::default).wake = Some(message.clone());
+                let tools = n.tools.get_or_insert_with(Box::default);
+                tools.wake = Some(message.clone());
+                // The wake-up message carries what the inbox held.
+                tools.inbox.clear();
+            }
+            StateChange::Message { node, message } => {
+                let n = node_mut(&mut self.state, *node)?;
+                let tools = n.tools.get_or_insert_with(Box::default);
+                tools.inbox.push(message.clone());
+            }
+            StateChange::AgentDeleted { node, child } => {
+                let n = node_mut(&mut self.state, *node)?;
+                let tools = n.tools.get_or_insert_with(Box::default);
+                if !tools.deleted.contains(child) {
+                    tools.deleted.push(child.clone());
+                }
+            }
+            StateChange::Checkpoint { node, commit } => {
+                let n = node_mut(&mut self.state, *node)?;
+                n.tools.get_or_insert_with(Box::default).checkpoint = Some(commit.clone());
             }
             StateChange::Approved { node } => {
                 let n = node_mut(&mut self.state, *node)?;

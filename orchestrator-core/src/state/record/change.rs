@@ -190,6 +190,27 @@ pub enum StateChange {
         /// What the session resumes with.
         message: String,
     },
+    /// A message for a job's agent (`message_agent`), kept until its next wake-up.
+    Message {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// The message.
+        message: String,
+    },
+    /// A job's agent deleted its sub-agent `child` (`delete_agent`).
+    AgentDeleted {
+        /// The parent node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// The child's producerId.
+        child: String,
+    },
+    /// A parked agent's worktree was saved as `commit` (its checkpoint).
+    Checkpoint {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// The checkpoint commit.
+        commit: String,
+    },
     /// A waiting node failed without running: rejected by a person (reason `rejected`) or
     /// force-failed. Recorded as a failed attempt (the node's transition comes with it).
     WaitFailed {
@@ -292,6 +313,9 @@ impl StateChange {
             | StateChange::TimerFired { node }
             | StateChange::Cron { node, .. }
             | StateChange::Woke { node, .. }
+            | StateChange::Message { node, .. }
+            | StateChange::AgentDeleted { node, .. }
+            | StateChange::Checkpoint { node, .. }
             | StateChange::WaitFailed { node, .. }
             | StateChange::RetryRequested { node, .. }
             | StateChange::HealScheduled { node, .. }

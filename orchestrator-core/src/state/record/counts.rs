@@ -31,6 +31,13 @@ pub struct StatusCounts {
     /// sub-jobs do, so they do not keep a plan whose other jobs all wait from `waiting`.
     #[serde(skip)]
     pub composite: usize,
+    /// Of `failed` and `blocked`, the sub-agents (SPEC §15): their parent agent was told and
+    /// decided what their end means (and is counted itself), so they do not fail the plan.
+    #[serde(skip)]
+    pub settled_failed: usize,
+    /// Of `canceled`, the sub-agents: canceled by their parent, they do not cancel the plan.
+    #[serde(skip)]
+    pub settled_canceled: usize,
 }
 
 impl StatusCounts {
@@ -56,6 +63,20 @@ impl StatusCounts {
         c
     }
 
+    /// Counts sub-agent `sub` ending (or no longer ending, `delta` -1) in status `s` among
+    /// the settled ones.
+    pub(crate) fn settle(&mut self, s: NodeStatus, sub: bool, delta: isize) {
+        if !sub {
+            return;
+        }
+        let slot = match s {
+            NodeStatus::Failed | NodeStatus::Blocked => &mut self.settled_failed,
+            NodeStatus::Canceled => &mut self.settled_canceled,
+            _ => return,
+        };
+        *slot = slot.wrapping_add_signed(delta);
+    }
+
     /// Derives the plan status from these counts and the plan's flags.
     pub fn plan_status(&self, state: &PlanState) -> PlanStatus {
         if state.archived {
@@ -66,9 +87,9 @@ impl StatusCounts {
         }
         let unfinished = self.pending + self.ready + self.active + self.waiting;
         if unfinished == 0 {
-            return if self.canceled > 0 {
+            return if self.canceled > self.settled_canceled {
                 PlanStatus::Canceled
-            } else if self.failed + self.blocked > 0 {
+            } else if self.failed + self.blocked > self.settled_failed {
                 PlanStatus::Failed
             } else {
                 PlanStatus::Succeeded

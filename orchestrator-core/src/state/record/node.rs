@@ -83,6 +83,9 @@ pub struct Waiting {
     /// Whether an answer outside `choices` is accepted (`ask_user`'s `allowFreeform`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_freeform: Option<bool>,
+    /// The sub-agents (producerIds) an agent's `wait_for_agents` waits for (`children`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
 }
 
 impl Waiting {
@@ -101,12 +104,13 @@ impl Waiting {
             prompt: None,
             choices: Vec::new(),
             allow_freeform: None,
+            agents: Vec::new(),
         }
     }
 }
 
-/// An agent job's durable tool state (SPEC §15): its cron, and the message its session
-/// resumes with after a wait ended.
+/// An agent job's durable tool state (SPEC §15): its cron, the message its session resumes
+/// with after a wait ended, and its sub-agent bookkeeping.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolState {
@@ -117,6 +121,17 @@ pub struct ToolState {
     /// job's work resumes its session with this message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake: Option<String>,
+    /// Messages for the agent (`message_agent` from its parent) not delivered yet: they go
+    /// with its next wake-up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inbox: Vec<String>,
+    /// Its sub-agents deleted by `delete_agent` (producerIds): not listed, not merged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<String>,
+    /// The commit the worktree was saved as when the agent last parked (its sub-agents
+    /// branch from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
 }
 
 /// What a waiting node waits for (the job JSON's `waitingFor`).

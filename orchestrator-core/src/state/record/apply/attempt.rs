@@ -170,11 +170,12 @@ impl PlanState {
         let n = node_mut(self, node)?;
         running_attempt(n, node, "attempt_ended")?;
         n.error.clone_from(error);
-        // Whatever the attempt started has been stopped with it, and a wake-up message was
-        // for its session.
+        // Whatever the attempt started has been stopped with it, and a wake-up message and a
+        // checkpoint were for its session.
         n.processes.clear();
         if let Some(tools) = n.tools.as_mut() {
             tools.wake = None;
+            tools.checkpoint = None;
         }
         let a = running_attempt(n, node, "attempt_ended")?;
         a.status = status;

@@ -8,6 +8,8 @@
 //! The server itself (MCP on loopback HTTP) lives in `orchestrator-agents`; hosts register it
 //! with [`crate::OrchestratorBuilder::agent_tools`].
 
+mod agents;
+
 use std::fmt;
 use std::time::Duration;
 
@@ -15,6 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{Millis, NodeId, PlanId};
 use crate::schedule::{Schedule, ScheduleError};
+
+pub use agents::{child_name, AgentCall, Contract, SubAgent, SubAgentSpec, MAX_AGENT_DEPTH};
 
 /// How long a `wait` may sleep inside the turn before it parks the node instead (SPEC §15's
 /// `waitThreshold`, default 30 s; plan field `waitThreshold`).
@@ -39,6 +43,12 @@ pub struct ToolJob {
     /// The directory the agent works in (its worktree): where `list_available_models` finds
     /// the repository's `.model_providers.json`.
     pub dir: std::path::PathBuf,
+    /// How deep the job is nested below a plan job (0 for a plan job): a job at
+    /// [`MAX_AGENT_DEPTH`] may not spawn sub-agents.
+    pub depth: usize,
+    /// The job's sub-agents as the run starts (`agent-<k>` names, deleted ones left out):
+    /// the ids the other sub-agent tools accept.
+    pub agents: Vec<String>,
 }
 
 impl ToolJob {
@@ -59,6 +69,8 @@ impl ToolJob {
             wait_threshold: DEFAULT_WAIT_THRESHOLD,
             cron: None,
             dir: std::path::PathBuf::new(),
+            depth: 0,
+            agents: Vec::new(),
         }
     }
 }
@@ -196,6 +208,10 @@ pub enum Park {
         /// Whether an answer outside `choices` is accepted.
         allow_freeform: bool,
     },
+    /// A sub-agent tool call (see [`AgentCall`]): the engine does it and resumes the session
+    /// with the result — at once, or for `wait_for_agents` once the children ended
+    /// (`waiting(children)`).
+    Agents(AgentCall),
 }
 
 impl Park {
