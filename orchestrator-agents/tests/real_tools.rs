@@ -2,7 +2,9 @@
 //! engine: the scripted model calls `wait` on our MCP server, the job
 //! parks in `waiting(timer)` holding no process, and at the deadline the CLI's session resumes
 //! with the timer's message and finishes the job on the target branch; `list_available_models`
-//! answers from the repository's `.model_providers.json`.
+//! answers from the repository's `.model_providers.json`; a parent spawns a sub-agent (a bad
+//! contract and an unknown agent id are refused as tool errors, the turn going on), waits for
+//! it and resumes with its output and its file.
 //!
 //! A test whose CLI is missing says so on stderr and passes. (Codex 0.171 connects to the
 //! server but does not offer its tools to the model as functions, and Gemini CLI 0.61 does not
@@ -141,4 +143,120 @@ async fn claude_waits_through_our_tool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copilot_waits_through_our_tool() {
     a_long_wait_parks_and_resumes("copilot").await;
+}
+
+/// A parent spawns a child through our tools (a malformed contract is refused first, and the
+/// turn goes on), the child's call naming an unknown sub-agent is refused, the parent waits
+/// for the child and resumes with its output and its file; all of it lands on the target.
+async fn a_sub_agent_works_for_its_parent(cli: &str) {
+    let Some(program) = installed(cli) else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let script = Script::new()
+        .on_prompt(
+            Turn::when("sub-agents you waited for")
+                .write_file("lead.txt", "child reported\n")
+                .final_text("The child is done."),
+        )
+        .on_prompt(
+            Turn::when("`agent-1` is started")
+                .tool(our_tool(cli, "wait_for_agents"), json!({}))
+                .final_text("Waiting."),
+        )
+        .on_prompt(
+            Turn::when("SUB-CHILD")
+                .tool(
+                    our_tool(cli, "message_agent"),
+                    json!({"agent_id": "agent-9", "message": "hi"}),
+                )
+                .write_file("child.txt", "from the child\n")
+                .final_text("Child wrote child.txt."),
+        )
+        // Last: a child sees the recent commits, the parent's checkpoint among them.
+        .on_prompt(
+            Turn::when("SUB-LEAD")
+                .tool(
+                    our_tool(cli, "spawn_agent"),
+                    json!({"task": "SUB-CHILD: write child.txt", "contract": {"facts": []}}),
+                )
+                .tool(
+                    our_tool(cli, "spawn_agent"),
+                    json!({"task": "SUB-CHILD: write child.txt"}),
+                )
+                .final_text("Spawned."),
+        );
+    let server = ModelServer::start(script).await.expect("model server");
+    let tools = ToolServer::start().expect("tool server");
+    let agents = AgentWorkRunner::empty()
+        .register_arc(cli, runner_for(cli, &program, &server))
+        .default_agent(cli);
+    let o = Orchestrator::builder()
+        .git(Git2Operations::new())
+        .runner("agent", agents)
+        .agent_tools(Arc::new(tools.clone()))
+        .build()
+        .expect("orchestrator");
+    let repo = TempRepo::new();
+    let spec = AgentSpec {
+        agent: Some(cli.into()),
+        instructions: Some("SUB-LEAD: have a sub-agent write child.txt".into()),
+        timeout: Some(120_000),
+        ..AgentSpec::default()
+    };
+    let plan = PlanSpec::new("sub-agents")
+        .target_branch("agents/sub")
+        .job(JobSpec::new(
+            "lead",
+            "SUB-LEAD: delegate",
+            WorkSpec::Agent(spec),
+        ));
+    let id = o.create_plan(plan, &repo.dir).await.expect("create");
+    o.start(&id).await.expect("start");
+    let status = tokio::time::timeout(Duration::from_secs(240), o.wait(&id))
+        .await
+        .expect("in time")
+        .expect("wait");
+    assert_eq!(status, PlanStatus::Succeeded, "{cli}");
+    let bodies: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.to_json()["body"].to_string())
+        .collect();
+    let saw = |text: &str| bodies.iter().any(|b| b.contains(text));
+    assert!(
+        saw("error: contract: unknown field `facts`"),
+        "{cli}: bad contract refused"
+    );
+    assert!(
+        saw("error: agent_id: `agent-9` is unknown"),
+        "{cli}: unknown agent refused"
+    );
+    assert!(
+        saw("Child wrote child.txt."),
+        "{cli}: the parent got the child's output"
+    );
+    let record = o.status(&id).await.expect("status");
+    let ids: Vec<&str> = record
+        .spec
+        .jobs
+        .iter()
+        .map(|j| j.producer_id.as_str())
+        .collect();
+    assert_eq!(ids, ["lead", "lead/agent-1"], "{cli}");
+    let files = git(&repo.dir, &["ls-tree", "--name-only", "agents/sub"]);
+    assert!(
+        files.lines().any(|f| f == "child.txt") && files.lines().any(|f| f == "lead.txt"),
+        "{cli}: {files}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_runs_a_sub_agent_through_our_tools() {
+    a_sub_agent_works_for_its_parent("claude").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copilot_runs_a_sub_agent_through_our_tools() {
+    a_sub_agent_works_for_its_parent("copilot").await;
 }

@@ -342,3 +342,92 @@ async fn a_cron_fires_three_times_then_is_canceled_and_the_job_succeeds() {
     let job = job_doc(&out, "agent");
     assert!(job["waiting"].is_null(), "{job:#}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sub_agents_edit_their_own_files_and_everything_lands_on_the_target() {
+    let Some(_) = claude() else { return };
+    let _one = ONE_AT_A_TIME.lock().await;
+    // The parent's wake-up turns first: a report of the children names their tasks too.
+    let script = Script::new()
+        .on_prompt(
+            Turn::when("### `agent-2`")
+                .write_file("lead.txt", "both children reported\n")
+                .final_text("Both sub-agents are done; wrote lead.txt."),
+        )
+        .on_prompt(
+            Turn::when("`agent-2` is started")
+                .tool("mcp__orchestrator__wait_for_agents", json!({}))
+                .final_text("Waiting for my sub-agents."),
+        )
+        .on_prompt(
+            Turn::when("`agent-1` is started")
+                .tool(
+                    "mcp__orchestrator__spawn_agent",
+                    json!({"task": "CHILD-B: write b.txt"}),
+                )
+                .final_text("Spawned the second sub-agent."),
+        )
+        .on_prompt(
+            Turn::when("CHILD-A")
+                .write_file("a.txt", "A\n")
+                .final_text("Wrote it.\nfile: a.txt"),
+        )
+        .on_prompt(
+            Turn::when("CHILD-B")
+                .write_file("b.txt", "B\n")
+                .final_text("Wrote b.txt."),
+        )
+        // Last: Claude Code shows a child the recent commits, the parent's checkpoint among
+        // them, whose message is the parent's task.
+        .on_prompt(
+            Turn::when("TOOLS-SPAWN")
+                .write_file("plan.txt", "split in two\n")
+                .tool(
+                    "mcp__orchestrator__spawn_agent",
+                    json!({"task": "CHILD-A: write a.txt",
+                           "contract": {"expectedFacts": ["file"]}}),
+                )
+                .final_text("Spawned the first sub-agent."),
+        );
+    let server = ModelServer::start(script).await.expect("model server");
+    let repo = Repo::new();
+    let file = plan(
+        &repo,
+        "TOOLS-SPAWN: split the work between two sub-agents",
+        "feature/spawn",
+    );
+    let run = with_claude(
+        &repo,
+        &server,
+        &["run", file.to_str().expect("utf-8"), "--json", "-q"],
+    )
+    .output()
+    .expect("run");
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        out["status"],
+        "succeeded",
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    for child in ["agent/agent-1", "agent/agent-2"] {
+        let job = job_doc(&out, child);
+        assert_eq!(job["status"], "succeeded", "{job:#}");
+    }
+    let a = job_doc(&out, "agent/agent-1");
+    assert_eq!(a["output"], "Wrote it.\nfile: a.txt", "{a:#}");
+    // The parent's last turn saw both children's outputs, and their files in its worktree.
+    let last = bodies(&server)
+        .into_iter()
+        .find(|b| b.contains("### `agent-2`"))
+        .expect("the parent resumed with the report");
+    let report = last.split("### `agent-1`").last().unwrap_or_default();
+    assert!(
+        report.contains("Wrote b.txt") && report.contains("file: a.txt"),
+        "{report}"
+    );
+    let files = repo.git(&["ls-tree", "--name-only", "feature/spawn"]);
+    for f in ["plan.txt", "a.txt", "b.txt", "lead.txt"] {
+        assert!(files.lines().any(|l| l == f), "{f} on the target: {files}");
+    }
+}

@@ -32,7 +32,7 @@ pub enum AgentCall {
     },
     /// `check_agents`: how the children are doing.
     Check,
-    /// `wait_for_agents`: wait until these children (all unfinished ones when empty) ended.
+    /// `wait_for_agents`: wait until these children (all of them when empty) have ended.
     Wait {
         /// The children waited for.
         agents: Vec<String>,

@@ -198,17 +198,18 @@ impl PlanActor {
         ))
     }
 
-    /// The children `agents` names (all unfinished ones when empty), or why not.
+    /// Waits for the children `agents` names (all of them when empty), or resumes at once
+    /// when none is still at work; why not when one is none of `n`'s children.
     fn wait_for_agents(
         &self,
         n: NodeIndex,
         agents: &[String],
     ) -> std::result::Result<Outcome, String> {
+        // None named: all of them, so that the parent hears of those that ended already too.
         let ids: Vec<String> = if agents.is_empty() {
             let parent = &self.spec.jobs[n].producer_id;
             self.child_indexes(parent, false)
                 .into_iter()
-                .filter(|&c| !self.machine.status_of(c).is_terminal())
                 .map(|c| self.spec.jobs[c].producer_id.clone())
                 .collect()
         } else {
@@ -228,10 +229,10 @@ impl PlanActor {
         if unfinished {
             return Ok(Outcome::Wait(ids));
         }
-        let report = self.agents_report(n, (!agents.is_empty()).then_some(&ids));
+        let report = self.agents_report(n, Some(&ids));
         Ok(Outcome::Resume(format!(
-            "No sub-agent you asked for is still at work; their commits are merged into your \
-             worktree.\n\n{report}"
+            "The sub-agents you waited for have ended (none was still at work). Their commits \
+             are merged into your worktree (a conflict is told below).\n\n{report}"
         )))
     }
 
