@@ -19,6 +19,8 @@ use crate::error::{CliError, CliResult};
 const AGENT_VAR: &str = "ORCHESTRATOR_AGENT";
 /// Environment variable naming the agent that heals failed shell/process phases.
 const HEAL_AGENT_VAR: &str = "ORCHESTRATOR_HEAL_AGENT";
+/// The object store URL parked agents are dehydrated to (default: the store's `blobs/` folder).
+const BLOB_STORE_VAR: &str = "ORCHESTRATOR_BLOB_STORE";
 
 /// A non-empty variable's value.
 fn env_name(var: &str) -> Option<String> {
@@ -223,9 +225,26 @@ impl Workspace {
             let server = orchestrator_agents::tools::ToolServer::start().map_err(|e| {
                 CliError::other(format!("cannot start the agents' tool server: {e}"))
             })?;
-            builder = builder.agent_tools(Arc::new(server));
+            builder = builder
+                .agent_tools(Arc::new(server))
+                .session_archive(self.session_archive()?);
         }
         builder.build().map_err(CliError::from)
+    }
+
+    /// Where parked agents are dehydrated to (SPEC §15): the object store URL of
+    /// `ORCHESTRATOR_BLOB_STORE` (`file://`, `s3://`, `az://`, `gs://`, `memory://`), else the
+    /// store's `blobs/` folder.
+    fn session_archive(&self) -> CliResult<Arc<dyn orchestrator_core::tools::SessionArchive>> {
+        use orchestrator_storage::blob::{BlobSessions, BlobStore, ObjectBlobStore};
+        let store = match env_name(BLOB_STORE_VAR) {
+            Some(url) => ObjectBlobStore::from_url(&url)
+                .map_err(|e| CliError::invalid(format!("{BLOB_STORE_VAR}=`{url}`: {e}")))?,
+            None => ObjectBlobStore::local(self.store.root().join("blobs"))
+                .map_err(|e| CliError::other(format!("the session blob store: {e}")))?,
+        };
+        let store: Arc<dyn BlobStore> = Arc::new(store);
+        Ok(Arc::new(BlobSessions::new(store)))
     }
 
     /// Keeps the store and worktree folders out of `git status` before anything is written.

@@ -7,7 +7,12 @@
 //!   the model sees the timer's message in the resumed conversation and the job's files land;
 //! - `ask_user`: `run --until-waiting` exits 4 with the question in the job JSON, `answer`
 //!   from another process, and the answer reaches the model in the next request;
-//! - `cron`: three firings, then the agent cancels it, then the job succeeds.
+//! - `cron`: three firings, then the agent cancels it, then the job succeeds;
+//! - `spawn_agent` ×2 + `wait_for_agents`: two children edit their own files in their own
+//!   worktrees, the parent resumes with their outputs and both files, all of it lands;
+//! - dehydration: a wait longer than `dehydrateAfter` archives the session to the blob store
+//!   and removes the worktree; `resume` from another process hydrates it and the conversation
+//!   goes on; a damaged blob fails the job with a clear error and stays.
 //!
 //! A test whose CLI is missing says so and passes (`scripts/install-agent-clis.sh`).
 #![cfg(unix)]
@@ -430,4 +435,165 @@ async fn two_sub_agents_edit_their_own_files_and_everything_lands_on_the_target(
     for f in ["plan.txt", "a.txt", "b.txt", "lead.txt"] {
         assert!(files.lines().any(|l| l == f), "{f} on the target: {files}");
     }
+}
+
+/// The files under `dir`, recursively (relative paths).
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(rel) = path.strip_prefix(dir) {
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The dehydration script: the first turn writes `before.txt` and waits 8 s.
+fn dehydration_script() -> Script {
+    Script::new()
+        .on_prompt(
+            Turn::when("timer you set")
+                .write_file("after.txt", "after the build\n")
+                .final_text("Back after the build."),
+        )
+        .on_prompt(
+            Turn::when("TOOLS-DEHYDRATE")
+                .write_file("before.txt", "before the build\n")
+                .tool(
+                    "mcp__orchestrator__wait",
+                    json!({"seconds": 8, "reason": "the nightly build"}),
+                )
+                .final_text("Parked for the build."),
+        )
+}
+
+/// Runs a plan (`dehydrateAfter: 2`) until its job parks, dehydrated: the plan's id and the
+/// blob store's files.
+fn run_until_dehydrated(repo: &Repo, server: &ModelServer) -> (String, Vec<String>) {
+    let file = plan(
+        repo,
+        "TOOLS-DEHYDRATE: wait for the nightly build",
+        "feature/dehydrate",
+    );
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("plan")).expect("json");
+    doc["dehydrateAfter"] = json!(2);
+    std::fs::write(&file, doc.to_string()).expect("write plan");
+    let run = with_claude(
+        repo,
+        server,
+        &[
+            "run",
+            file.to_str().expect("utf-8"),
+            "--until-waiting",
+            "--json",
+            "-q",
+        ],
+    )
+    .output()
+    .expect("run");
+    assert_eq!(
+        run.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).expect("status json");
+    let job = job_doc(&out, "agent");
+    assert_eq!(job["waitingFor"], "timer", "{job:#}");
+    assert!(
+        job["worktree"].is_null(),
+        "the worktree is removed: {job:#}"
+    );
+    let left: Vec<String> = files_under(&repo.dir.join(".worktrees"))
+        .into_iter()
+        .filter(|f| !f.starts_with("_snapshot"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "no job worktree on disk while dehydrated: {left:?}"
+    );
+    let stored = files_under(&repo.dir.join(".orchestrator/blobs"));
+    assert!(
+        stored.iter().any(|f| f.contains("sessions/")),
+        "the session is in the blob store: {stored:?}"
+    );
+    (out["planId"].as_str().expect("planId").to_owned(), stored)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_wait_dehydrates_the_session_and_the_wake_up_hydrates_it() {
+    let Some(_) = claude() else { return };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = ModelServer::start(dehydration_script())
+        .await
+        .expect("model server");
+    let repo = Repo::new();
+    let (id, _) = run_until_dehydrated(&repo, &server);
+
+    // Another process resumes it: the worktree comes back at the checkpoint, the CLI state
+    // from the blob, and the conversation goes on.
+    let resume = with_claude(&repo, &server, &["resume", &id, "--json", "-q"])
+        .output()
+        .expect("resume");
+    let out: Value = serde_json::from_slice(&resume.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        out["status"],
+        "succeeded",
+        "{out:#}\n{}",
+        String::from_utf8_lossy(&resume.stderr)
+    );
+    assert!(
+        bodies(&server)
+            .iter()
+            .any(|b| b.contains("timer you set with wait(8 s) fired")
+                && b.contains("Parked for the build.")),
+        "the resumed conversation holds the turn before the wait"
+    );
+    let files = repo.git(&["ls-tree", "--name-only", "feature/dehydrate"]);
+    for f in ["before.txt", "after.txt"] {
+        assert!(files.lines().any(|l| l == f), "{f} on the target: {files}");
+    }
+    let stored = files_under(&repo.dir.join(".orchestrator/blobs"));
+    assert!(
+        !stored.iter().any(|f| f.contains("sessions/")),
+        "the blob is gone once hydrated: {stored:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_session_blob_fails_the_job_and_stays() {
+    let Some(_) = claude() else { return };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = ModelServer::start(dehydration_script())
+        .await
+        .expect("model server");
+    let repo = Repo::new();
+    let (id, stored) = run_until_dehydrated(&repo, &server);
+    let blobs = repo.dir.join(".orchestrator/blobs");
+    let data = stored
+        .iter()
+        .find(|f| f.starts_with("data/"))
+        .map(|f| blobs.join(f))
+        .expect("the tarball");
+    std::fs::write(&data, b"not a tarball any more").expect("damage it");
+
+    let resume = with_claude(&repo, &server, &["resume", &id, "--json", "-q"])
+        .output()
+        .expect("resume");
+    let out: Value = serde_json::from_slice(&resume.stdout).unwrap_or(Value::Null);
+    assert_eq!(out["status"], "failed", "{out:#}");
+    let job = job_doc(&out, "agent");
+    let error = job["error"].as_str().unwrap_or_default();
+    assert!(error.contains("cannot hydrate the session"), "{job:#}");
+    assert!(
+        data.is_file(),
+        "the damaged blob stays for a person to look at"
+    );
 }

@@ -49,6 +49,7 @@ pub struct OrchestratorBuilder {
     resolver: Option<Arc<dyn ConflictResolver>>,
     healer: Option<Arc<dyn Healer>>,
     tools: Option<Arc<dyn crate::tools::AgentTools>>,
+    sessions: Option<Arc<dyn crate::tools::SessionArchive>>,
     reaper: Option<Reaper>,
     capacity: Option<Arc<dyn Capacity>>,
     options: OrchestratorOptions,
@@ -135,6 +136,15 @@ impl OrchestratorBuilder {
     /// implementation (MCP on loopback HTTP).
     pub fn agent_tools(mut self, tools: Arc<dyn crate::tools::AgentTools>) -> Self {
         self.tools = Some(tools);
+        self
+    }
+
+    /// Dehydrates parked agents (SPEC §15): a job whose agent parks for longer than the plan's
+    /// `dehydrateAfter` has its CLI state stored in `archive` and its worktree removed until it
+    /// wakes. `orchestrator_storage::blob::BlobSessions` is the implementation (a local folder
+    /// or any object store URL). Without one, parked jobs keep their worktrees.
+    pub fn session_archive(mut self, archive: Arc<dyn crate::tools::SessionArchive>) -> Self {
+        self.sessions = Some(archive);
         self
     }
 
@@ -237,6 +247,7 @@ impl OrchestratorBuilder {
             resolver: self.resolver,
             healer: self.healer,
             tools: self.tools,
+            sessions: self.sessions,
             reaper: self.reaper,
             capacity,
             options: self.options,

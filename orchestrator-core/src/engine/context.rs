@@ -31,6 +31,8 @@ pub(crate) struct EngineCtx {
     pub(crate) healer: Option<Arc<dyn Healer>>,
     /// The agents' tool server (SPEC §15), when the host registered one.
     pub(crate) tools: Option<Arc<dyn crate::tools::AgentTools>>,
+    /// Where parked agents' sessions are dehydrated to (SPEC §15), when the host set one.
+    pub(crate) sessions: Option<Arc<dyn crate::tools::SessionArchive>>,
     pub(crate) reaper: Option<Reaper>,
     /// Slots every job of every plan takes before it starts (see [`crate::capacity`]).
     pub(crate) capacity: Arc<dyn Capacity>,

@@ -24,6 +24,7 @@ use crate::runner::{
 use crate::state::{FailureReason, Heal, Phase, PhaseStatus, PlanMachine, StateChange};
 
 mod agents;
+mod dehydrate;
 mod job;
 mod snapshot;
 
@@ -64,6 +65,8 @@ pub(crate) struct NodeRun {
     /// The commit a woken agent's worktree was saved as when it parked: the run goes on from
     /// there.
     checkpoint: Option<String>,
+    /// Where a woken agent's session was dehydrated to: restored before it resumes.
+    dehydrated: Option<String>,
     /// The job's cron (SPEC §15), as its agent's tool calls leave it.
     cron: std::sync::Mutex<Option<crate::tools::Cron>>,
     /// The wait the agent's turn ended with, once its work phase ran.
@@ -169,6 +172,7 @@ impl NodeRun {
                 .as_ref()
                 .filter(|t| t.wake.is_some())
                 .and_then(|t| t.checkpoint.clone()),
+            dehydrated: ns.tools.as_ref().and_then(|t| t.dehydrated.clone()),
             cron: std::sync::Mutex::new(ns.tools.as_ref().and_then(|t| t.cron.clone())),
             park: std::sync::Mutex::new(None),
             sub_agents,

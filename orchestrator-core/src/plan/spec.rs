@@ -105,6 +105,11 @@ pub struct PlanSpec {
     /// `waitThreshold`, default 30): a longer wait parks the job in `waiting(timer)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_threshold: Option<u64>,
+    /// How long a parked agent's wait must be, in seconds, before its session is archived and
+    /// its worktree removed until it wakes (SPEC §15's `dehydrateAfter`, default 300; needs
+    /// a session archive on the engine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dehydrate_after: Option<u64>,
 }
 
 /// A group of the nested form: a name (one path segment, `^[a-z0-9-]{3,64}$`), its jobs and its
@@ -179,6 +184,7 @@ impl PlanSpec {
             budget: None,
             split: None,
             wait_threshold: None,
+            dehydrate_after: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! with [`crate::OrchestratorBuilder::agent_tools`].
 
 mod agents;
+mod archive;
 
 use std::fmt;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use crate::ids::{Millis, NodeId, PlanId};
 use crate::schedule::{Schedule, ScheduleError};
 
 pub use agents::{child_name, AgentCall, Contract, SubAgent, SubAgentSpec, MAX_AGENT_DEPTH};
+pub use archive::{session_key, SessionArchive, AGENT_STATE_DIR, DEFAULT_DEHYDRATE_AFTER};
 
 /// How long a `wait` may sleep inside the turn before it parks the node instead (SPEC §15's
 /// `waitThreshold`, default 30 s; plan field `waitThreshold`).

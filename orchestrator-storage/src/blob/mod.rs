@@ -49,12 +49,14 @@ mod error;
 mod key;
 mod meta;
 mod object;
+mod sessions;
 
 pub use archive::{pack_dir, unpack_into};
 pub use error::BlobError;
 pub use key::{BlobKey, KeyPrefix, MAX_KEY_LEN};
 pub use meta::BlobMeta;
 pub use object::{InMemoryBlobStore, ObjectBlobStore};
+pub use sessions::BlobSessions;
 
 /// Where blobs live: bytes with metadata under a [`BlobKey`].
 ///

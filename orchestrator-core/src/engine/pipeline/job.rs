@@ -37,8 +37,10 @@ impl NodeRun {
         if let Some(park) = self.take_park() {
             // The worktree stays as the agent left it (its session goes on there), saved as a
             // checkpoint commit its sub-agents branch from.
-            self.phase(Phase::Commit, |log| self.checkpoint(&git, job, &wt, log))
-                .await?;
+            self.phase(Phase::Commit, |log| {
+                self.checkpoint(&git, job, &wt, &park, log)
+            })
+            .await?;
             return Ok(RunEnd::Held(Hold::Park(park)));
         }
         let split = self.take_split_manifest(&wt, from)?;
@@ -137,6 +139,7 @@ impl NodeRun {
         };
         let keep = self.continues_agent_session();
         let laid_out = self.lay_out_worktree(git, wt, &start, keep, &log).await?;
+        self.hydrate(wt, &log).await?;
         if self.wake.is_some() {
             let prefix = &self.ctx.options.commit_prefix;
             self.sub_agents.merge_into(git, wt, prefix, &log).await?;
@@ -357,12 +360,14 @@ impl NodeRun {
     }
 
     /// Saves a parked agent's worktree as a checkpoint commit (SPEC §15; nothing to commit
-    /// leaves its HEAD as the checkpoint): the job's own commit is made when its work is done.
+    /// leaves its HEAD as the checkpoint), then dehydrates it when its wait is long: the job's
+    /// own commit is made when its work is done.
     async fn checkpoint(
         &self,
         git: &Arc<dyn GitOperations>,
         job: &JobSpec,
         wt: &Path,
+        park: &crate::tools::Park,
         log: LogSink,
     ) -> PhaseResult {
         let p = Phase::Commit;
@@ -382,8 +387,9 @@ impl NodeRun {
         log.line(LogStream::System, &format!("checkpoint {commit}"));
         self.send(StateChange::Checkpoint {
             node: self.node,
-            commit,
+            commit: commit.clone(),
         });
+        self.dehydrate(git, wt, park, &commit, &log).await;
         Ok(())
     }
 

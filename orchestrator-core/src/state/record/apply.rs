@@ -185,6 +185,13 @@ impl PlanRecord {
                     tools.deleted.push(child.clone());
                 }
             }
+            StateChange::Dehydrated { node, blob } => {
+                let n = node_mut(&mut self.state, *node)?;
+                n.tools.get_or_insert_with(Box::default).dehydrated = blob.clone();
+                if blob.is_some() {
+                    n.worktree = None;
+                }
+            }
             StateChange::Checkpoint { node, commit } => {
                 let n = node_mut(&mut self.state, *node)?;
                 n.tools.get_or_insert_with(Box::default).checkpoint = Some(commit.clone());

@@ -211,6 +211,15 @@ pub enum StateChange {
         /// The checkpoint commit.
         commit: String,
     },
+    /// A parked agent's session was dehydrated to blob `blob` and its worktree removed, or
+    /// (`None`) hydrated again into its new worktree.
+    Dehydrated {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// The blob key while it is dehydrated.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blob: Option<String>,
+    },
     /// A waiting node failed without running: rejected by a person (reason `rejected`) or
     /// force-failed. Recorded as a failed attempt (the node's transition comes with it).
     WaitFailed {
@@ -316,6 +325,7 @@ impl StateChange {
             | StateChange::Message { node, .. }
             | StateChange::AgentDeleted { node, .. }
             | StateChange::Checkpoint { node, .. }
+            | StateChange::Dehydrated { node, .. }
             | StateChange::WaitFailed { node, .. }
             | StateChange::RetryRequested { node, .. }
             | StateChange::HealScheduled { node, .. }

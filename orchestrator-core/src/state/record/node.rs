@@ -132,6 +132,10 @@ pub struct ToolState {
     /// branch from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
+    /// Where the parked agent's session is dehydrated to (its blob key in the engine's
+    /// session archive), while its worktree is removed; hydrated when it wakes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dehydrated: Option<String>,
 }
 
 /// What a waiting node waits for (the job JSON's `waitingFor`).
