@@ -39,6 +39,20 @@ fn our_tool(cli: &str, name: &str) -> String {
     }
 }
 
+/// An engine on git2 running `cli` (at `program`, pointed at `server`) with our tool server.
+fn engine(cli: &str, program: &std::path::Path, server: &ModelServer) -> Orchestrator {
+    let tools = ToolServer::start().expect("tool server");
+    let agents = AgentWorkRunner::empty()
+        .register_arc(cli, runner_for(cli, program, server))
+        .default_agent(cli);
+    Orchestrator::builder()
+        .git(Git2Operations::new())
+        .runner("agent", agents)
+        .agent_tools(Arc::new(tools))
+        .build()
+        .expect("orchestrator")
+}
+
 /// A providers file whose one provider needs no key.
 const PROVIDERS: &str = r#"{"providers": [{"id": "local", "type": "ollama",
     "baseUrl": "http://localhost:11434", "models": ["qwen3-coder"]}]}"#;
@@ -64,16 +78,7 @@ async fn a_long_wait_parks_and_resumes(cli: &str) {
                 .final_text("Wrote after-wait.txt."),
         );
     let server = ModelServer::start(script).await.expect("model server");
-    let tools = ToolServer::start().expect("tool server");
-    let agents = AgentWorkRunner::empty()
-        .register_arc(cli, runner_for(cli, &program, &server))
-        .default_agent(cli);
-    let o = Orchestrator::builder()
-        .git(Git2Operations::new())
-        .runner("agent", agents)
-        .agent_tools(Arc::new(tools.clone()))
-        .build()
-        .expect("orchestrator");
+    let o = engine(cli, &program, &server);
     let repo = TempRepo::with_files(&[("README.md", "hi\n"), (".model_providers.json", PROVIDERS)]);
     let spec = AgentSpec {
         agent: Some(cli.into()),
@@ -187,16 +192,7 @@ async fn a_sub_agent_works_for_its_parent(cli: &str) {
                 .final_text("Spawned."),
         );
     let server = ModelServer::start(script).await.expect("model server");
-    let tools = ToolServer::start().expect("tool server");
-    let agents = AgentWorkRunner::empty()
-        .register_arc(cli, runner_for(cli, &program, &server))
-        .default_agent(cli);
-    let o = Orchestrator::builder()
-        .git(Git2Operations::new())
-        .runner("agent", agents)
-        .agent_tools(Arc::new(tools.clone()))
-        .build()
-        .expect("orchestrator");
+    let o = engine(cli, &program, &server);
     let repo = TempRepo::new();
     let spec = AgentSpec {
         agent: Some(cli.into()),

@@ -73,6 +73,22 @@ fn plan(repo: &Repo, task: &str, target: &str) -> PathBuf {
     file
 }
 
+/// `orchestrator ARGS --json -q` with Claude Code, which must end with the plan `status`: its
+/// status document.
+fn ended_as(repo: &Repo, server: &ModelServer, args: &[&str], status: &str) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--json", "-q"]);
+    let run = with_claude(repo, server, &all).output().expect("run");
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        out["status"],
+        status,
+        "{out:#}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    out
+}
+
 /// Every model request body so far, as text.
 fn bodies(server: &ModelServer) -> Vec<String> {
     server
@@ -173,17 +189,8 @@ async fn a_long_wait_parks_survives_kill_9_and_resumes_at_its_deadline() {
         .expect("kill -9");
     let _ = wait_child(child, Duration::from_secs(10));
     let id = doc["planId"].as_str().expect("planId").to_owned();
-    let resume = with_claude(&repo, &server, &["resume", &id, "--json", "-q"])
-        .output()
-        .expect("resume");
+    ended_as(&repo, &server, &["resume", &id], "succeeded");
     let ended = now_millis();
-    let out: Value = serde_json::from_slice(&resume.stdout).unwrap_or(Value::Null);
-    assert_eq!(
-        out["status"],
-        "succeeded",
-        "{out:#}\n{}",
-        String::from_utf8_lossy(&resume.stderr)
-    );
     assert!(
         ended >= until,
         "the job woke at its deadline, not before ({ended} < {until})"
@@ -268,16 +275,7 @@ async fn ask_user_waits_for_an_answer_from_another_process() {
     assert!(wrong.stderr.contains("blue, green"), "{}", wrong.stderr);
     repo.run(&["answer", &id, "agent", "blue", "-q"])
         .expect_code(0);
-    let resume = with_claude(&repo, &server, &["resume", &id, "--json", "-q"])
-        .output()
-        .expect("resume");
-    let out: Value = serde_json::from_slice(&resume.stdout).unwrap_or(Value::Null);
-    assert_eq!(
-        out["status"],
-        "succeeded",
-        "{}",
-        String::from_utf8_lossy(&resume.stderr)
-    );
+    ended_as(&repo, &server, &["resume", &id], "succeeded");
     assert!(
         bodies(&server)
             .iter()
@@ -314,19 +312,11 @@ async fn a_cron_fires_three_times_then_is_canceled_and_the_job_succeeds() {
         "TOOLS-CRON: poll the deploy until it is done",
         "feature/cron",
     );
-    let run = with_claude(
+    let out = ended_as(
         &repo,
         &server,
-        &["run", file.to_str().expect("utf-8"), "--json", "-q"],
-    )
-    .output()
-    .expect("run");
-    let out: Value = serde_json::from_slice(&run.stdout).unwrap_or(Value::Null);
-    assert_eq!(
-        out["status"],
+        &["run", file.to_str().expect("utf-8")],
         "succeeded",
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
     );
     let firings: Vec<u32> = (1..=4)
         .filter(|n| {
@@ -401,19 +391,11 @@ async fn two_sub_agents_edit_their_own_files_and_everything_lands_on_the_target(
         "TOOLS-SPAWN: split the work between two sub-agents",
         "feature/spawn",
     );
-    let run = with_claude(
+    let out = ended_as(
         &repo,
         &server,
-        &["run", file.to_str().expect("utf-8"), "--json", "-q"],
-    )
-    .output()
-    .expect("run");
-    let out: Value = serde_json::from_slice(&run.stdout).unwrap_or(Value::Null);
-    assert_eq!(
-        out["status"],
+        &["run", file.to_str().expect("utf-8")],
         "succeeded",
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
     );
     for child in ["agent/agent-1", "agent/agent-2"] {
         let job = job_doc(&out, child);
@@ -539,16 +521,7 @@ async fn a_long_wait_dehydrates_the_session_and_the_wake_up_hydrates_it() {
 
     // Another process resumes it: the worktree comes back at the checkpoint, the CLI state
     // from the blob, and the conversation goes on.
-    let resume = with_claude(&repo, &server, &["resume", &id, "--json", "-q"])
-        .output()
-        .expect("resume");
-    let out: Value = serde_json::from_slice(&resume.stdout).unwrap_or(Value::Null);
-    assert_eq!(
-        out["status"],
-        "succeeded",
-        "{out:#}\n{}",
-        String::from_utf8_lossy(&resume.stderr)
-    );
+    ended_as(&repo, &server, &["resume", &id], "succeeded");
     assert!(
         bodies(&server)
             .iter()
@@ -584,11 +557,7 @@ async fn a_damaged_session_blob_fails_the_job_and_stays() {
         .expect("the tarball");
     std::fs::write(&data, b"not a tarball any more").expect("damage it");
 
-    let resume = with_claude(&repo, &server, &["resume", &id, "--json", "-q"])
-        .output()
-        .expect("resume");
-    let out: Value = serde_json::from_slice(&resume.stdout).unwrap_or(Value::Null);
-    assert_eq!(out["status"], "failed", "{out:#}");
+    let out = ended_as(&repo, &server, &["resume", &id], "failed");
     let job = job_doc(&out, "agent");
     let error = job["error"].as_str().unwrap_or_default();
     assert!(error.contains("cannot hydrate the session"), "{job:#}");

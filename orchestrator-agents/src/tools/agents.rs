@@ -179,11 +179,8 @@ impl ToolHandler {
         Extension(parts): Extension<http::request::Parts>,
         Parameters(_): Parameters<NoArgs>,
     ) -> ToolResult {
-        let Some(grant) = grant_of(&parts) else {
-            return text(Err(NO_GRANT.to_owned()));
-        };
-        end_turn(
-            &grant,
+        self.ends_with(
+            &parts,
             AgentCall::Check,
             "Their status is read when you end this turn.",
         )
@@ -273,11 +270,8 @@ impl ToolHandler {
         Extension(parts): Extension<http::request::Parts>,
         Parameters(_): Parameters<NoArgs>,
     ) -> ToolResult {
-        let Some(grant) = grant_of(&parts) else {
-            return text(Err(NO_GRANT.to_owned()));
-        };
-        end_turn(
-            &grant,
+        self.ends_with(
+            &parts,
             AgentCall::ListSessions,
             "The sessions are listed when you end this turn.",
         )
@@ -285,6 +279,14 @@ impl ToolHandler {
 }
 
 impl ToolHandler {
+    /// A call without arguments to check: the turn ends with `call`.
+    fn ends_with(&self, parts: &http::request::Parts, call: AgentCall, what: &str) -> ToolResult {
+        match grant_of(parts) {
+            Some(grant) => end_turn(&grant, call, what),
+            None => text(Err(NO_GRANT.to_owned())),
+        }
+    }
+
     /// complete/cancel/delete: `agent_id` checked, then the turn ends with `call`.
     fn act_on(
         &self,

@@ -192,9 +192,11 @@ mod tests {
             .check(Some("- **files**: a.txt\n* tests: 3 passed"))
             .is_ok());
         assert!(c.check(Some("`files`: a.txt\nTESTS: ok")).is_ok());
-        let err = c.check(Some("files: a.txt\ntests:   ")).unwrap_err();
+        let err = c
+            .check(Some("files: a.txt\ntests:   "))
+            .expect_err("no tests");
         assert!(err.contains("`Tests`") && !err.contains("`files`"), "{err}");
-        let err = c.check(None).unwrap_err();
+        let err = c.check(None).expect_err("nothing stated");
         assert!(err.contains("facts `files`, `Tests`"), "{err}");
         let text = c.instructions();
         assert!(text.contains("- files\n") && text.contains("the build passes"));
