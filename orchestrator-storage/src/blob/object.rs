@@ -95,11 +95,18 @@ impl ObjectBlobStore {
         }
     }
 
-    /// The default store: a folder of this machine, created if missing. Writes are flushed
-    /// to disk (file and folder) before `put` returns: a parked session survives a crash.
+    /// The default store: a folder of this machine, created if missing (readable by its owner
+    /// only, on Unix: a session's CLI state may hold credentials). Writes are flushed to disk
+    /// (file and folder) before `put` returns: a parked session survives a crash.
     pub fn local(dir: impl AsRef<Path>) -> Result<ObjectBlobStore, BlobError> {
         let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(BlobError::io("create the blob folder", dir))?;
+        let mut folder = std::fs::DirBuilder::new();
+        folder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut folder, 0o700);
+        folder
+            .create(dir)
+            .map_err(BlobError::io("create the blob folder", dir))?;
         let local = LocalFileSystem::new_with_prefix(dir)
             .map_err(BlobError::backend("open", &dir.display().to_string()))?
             .with_fsync(true);
