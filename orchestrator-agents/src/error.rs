@@ -231,6 +231,12 @@ impl Error {
                 | Error::UnknownSession { .. }
                 | Error::AmbiguousSession { .. }
                 | Error::InvalidSessionId { .. }
+                | Error::SessionClosed { .. }
+                | Error::NoSuchTurn { .. }
+                | Error::NoCheckpoints { .. }
+                | Error::WorktreeGone { .. }
+                | Error::NotRunning { .. }
+                | Error::SessionBusy { .. }
                 | Error::UnknownAgent { .. }
                 | Error::CwdEscapes { .. }
         )

@@ -107,17 +107,8 @@ impl From<orchestrator_agents::Error> for CliError {
     fn from(e: orchestrator_agents::Error) -> Self {
         use orchestrator_agents::Error as E;
         let exit = match &e {
-            E::UnknownSession { .. }
-            | E::AmbiguousSession { .. }
-            | E::InvalidSessionId { .. }
-            | E::SessionClosed { .. }
-            | E::NoSuchTurn { .. }
-            | E::NoCheckpoints { .. }
-            | E::WorktreeGone { .. }
-            | E::NotRunning { .. }
-            | E::UnknownAgent { .. }
-            | E::SessionBusy { .. } => Exit::Invalid,
             E::TurnFailed { .. } => Exit::PlanNotSucceeded,
+            e if e.is_bad_input() => Exit::Invalid,
             _ => Exit::Other,
         };
         CliError {
