@@ -4,7 +4,9 @@
 //! plans as files under a folder (the CLI uses `<repo>/.orchestrator`), with atomic writes,
 //! an append-only checksummed journal per plan compacted into snapshots, per-plan
 //! process locks, per-attempt specs, and rotated phase logs; and [`MachineSlots`], the
-//! machine-wide capacity (slot files locked like the plans' owner locks).
+//! machine-wide capacity (slot files locked like the plans' owner locks); and
+//! [`PgPlanRepository`], the same store in PostgreSQL for plans shared by many machines
+//! ([`pg`]).
 //!
 //! ```
 //! use orchestrator_core::PlanRepository;
@@ -27,6 +29,7 @@ mod live;
 mod lock;
 mod logs;
 mod options;
+pub mod pg;
 mod repo;
 mod schema;
 mod secrets;
@@ -37,6 +40,7 @@ mod stats;
 
 pub use logs::LogCopy;
 pub use options::{Compaction, Durability, FsOptions};
+pub use pg::{PgOptions, PgPlanRepository};
 pub use repo::FsPlanRepository;
 pub use slots::MachineSlots;
 pub use stats::IoStats;
