@@ -12,6 +12,8 @@ use orchestrator_core::Phase;
 use crate::env::ChildEnv;
 use crate::error::Error;
 use crate::supervise::{Invocation, Outcome, Supervisor, SupervisorOptions};
+
+mod direct;
 use crate::workdir::resolve_cwd;
 
 /// Longest command shown in a failure message, in characters.
@@ -95,9 +97,30 @@ impl WorkRunner for ShellRunner {
             return Err(wrong_kind("shell", spec));
         };
         let (program, flags) = shell_program(shell.shell)?;
-        let invocation = prepare(program, spec, ctx)?
-            .args(flags.iter().copied())
-            .arg(&shell.command);
+        let shell_invocation = prepare(program, spec, ctx)?;
+        // A plain simple command runs without the shell (see `direct`): sh would exec it as is.
+        let words = matches!(shell.shell, None | Some(ShellKind::Sh))
+            .then(|| direct::plain_words(&shell.command))
+            .flatten();
+        let direct = words.filter(|words| {
+            let env = shell_invocation.child_env();
+            direct::program_file(words[0], env, shell_invocation.dir()).is_some()
+        });
+        let invocation = match direct {
+            // Named as typed: the spawn finds the same file on PATH, and argv[0] is the word.
+            Some(words) => {
+                // The shell would set PWD to the directory it starts in.
+                let mut env = shell_invocation.child_env().clone();
+                env.set("PWD", shell_invocation.dir());
+                shell_invocation
+                    .env(env)
+                    .with_program(words[0])
+                    .args(&words[1..])
+            }
+            None => shell_invocation
+                .args(flags.iter().copied())
+                .arg(&shell.command),
+        };
         let result = self
             .supervisor
             .run(&invocation, &ctx.cancel, &ctx.log)

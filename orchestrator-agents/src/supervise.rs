@@ -154,6 +154,12 @@ impl Invocation {
         }
     }
 
+    /// The same invocation running `program` instead.
+    pub(crate) fn with_program(mut self, program: impl Into<OsString>) -> Self {
+        self.program = program.into();
+        self
+    }
+
     /// Feeds the process's stdin: each line received (a newline is added) is written as it
     /// comes, and stdin is closed when every sender is dropped. Without it stdin is
     /// `/dev/null`. A clone of the invocation shares the feed: only the first run gets it.
@@ -260,8 +266,9 @@ impl Invocation {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // The program as it was named, not the path found for it: what a shell passes too.
         #[cfg(unix)]
-        cmd.process_group(0);
+        cmd.arg0(&self.program).process_group(0);
         cmd
     }
 }

@@ -355,3 +355,62 @@ async fn each_shell_kind_on_this_machine() {
         assert_eq!(c.log.take().trim(), want, "{program}");
     }
 }
+
+/// What a run printed and how it ended: (log, exit code).
+async fn outcome(
+    runner: &dyn WorkRunner,
+    spec: WorkSpec,
+    dir: &std::path::Path,
+) -> (String, Option<i32>) {
+    let c = ctx(dir);
+    let code = match runner.run(&spec, &c).await {
+        Ok(_) => Some(0),
+        Err(f) => f.exit_code,
+    };
+    (c.log.take(), code)
+}
+
+#[tokio::test]
+async fn plain_commands_run_without_the_shell_exactly_as_the_shell_runs_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").expect("write");
+    std::fs::create_dir(dir.path().join("sub")).expect("sub");
+    let script = |name: &str, text: &str| {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).expect("script");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    };
+    script("with-shebang.sh", "#!/bin/sh\necho \"args: $*\"\nexit 7\n");
+    script("no-shebang.sh", "echo run by the shell\n");
+    for command in [
+        "true",
+        "false",
+        "cat a.txt",
+        "cat missing.txt",
+        "ls -1 sub .",
+        "./with-shebang.sh one two",
+        "./no-shebang.sh",
+        "no-such-program-anywhere x",
+        "sh -c exit",
+        "env -u ORCHESTRATOR_JOB_TOKEN",
+        "sleep 0",
+    ] {
+        let direct = outcome(&ShellRunner::new(), WorkSpec::shell(command), dir.path()).await;
+        let through_sh = outcome(
+            &ProcessRunner::new(),
+            WorkSpec::Process(process_spec("sh", &["-c", command])),
+            dir.path(),
+        )
+        .await;
+        // `env` lists the same variables in the shell's own order.
+        let strip = |(log, code): (String, Option<i32>)| {
+            let mut log: Vec<String> = log.lines().map(str::to_owned).collect();
+            if command.starts_with("env") {
+                log.sort();
+            }
+            (log, code)
+        };
+        assert_eq!(strip(direct), strip(through_sh), "{command}");
+    }
+}
