@@ -546,3 +546,40 @@ async fn an_unreachable_server_is_a_transient_error() {
     }
     assert!(begin.elapsed() < Duration::from_secs(5));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_reconnects_after_the_server_drops_its_connections() {
+    let Some(url) = server().await else { return };
+    let schema = Schema::new(&url);
+    // A name of its own, so that only this store's connections are terminated.
+    let app = schema.name.clone();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store_url = format!("{url}{sep}application_name={app}");
+    let store = PgPlanRepository::connect(&store_url, schema.options())
+        .await
+        .expect("connect");
+    let p = plan("survivor", 1);
+    let id = p.state.id.clone();
+    store.create(&p).await.expect("create");
+    let client = raw(&url).await.expect("raw client");
+    let killed = client
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .await
+        .expect("terminate");
+    assert!(!killed.is_empty(), "the store had a connection open");
+    // The server says goodbye on each connection; once the pool has seen it, calls get new
+    // connections. The engine's Retrying wrapper covers a call that raced the goodbye.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let store: Arc<dyn PlanRepository> = Arc::new(store);
+    let store = orchestrator_core::repository::Retrying::new(store);
+    store
+        .append(&id, &[started(2)])
+        .await
+        .expect("append after reconnect");
+    let loaded = store.load(&id).await.expect("load after reconnect");
+    assert_eq!(loaded.status(), PlanStatus::Running);
+    schema.drop_now().await;
+}

@@ -19,6 +19,18 @@ use super::error;
 use super::plans::{is_missing_plan, lock, Inner, PgPlanRepository};
 
 /// Who holds a plan's lease, as stored (see [`PgPlanRepository::lease_info`]).
+///
+/// ```no_run
+/// # use orchestrator_core::PlanId;
+/// # use orchestrator_storage::pg::{LeaseInfo, PgOptions, PgPlanRepository};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), orchestrator_core::StoreError> {
+/// # let store = PgPlanRepository::connect("postgres://postgres@127.0.0.1/test", PgOptions::default()).await?;
+/// let info: Option<LeaseInfo> = store.lease_info(&PlanId::from("p")).await?;
+/// let running_elsewhere = info.is_some_and(|i| i.held && i.owner != store.owner());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LeaseInfo {
@@ -69,22 +81,72 @@ impl std::fmt::Debug for PgLease {
 
 impl PgLease {
     /// The plan.
+    ///
+    /// ```no_run
+    /// # use orchestrator_core::PlanId;
+    /// # use orchestrator_storage::pg::{PgOptions, PgPlanRepository};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), orchestrator_core::StoreError> {
+    /// # let store = PgPlanRepository::connect("postgres://postgres@127.0.0.1/test", PgOptions::default()).await?;
+    /// let lease = store.acquire_lease(&PlanId::from("p")).await?;
+    /// assert_eq!(lease.plan().as_str(), "p");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn plan(&self) -> &PlanId {
         &self.plan
     }
 
     /// The owner it is held under (the store's [`owner`](PgPlanRepository::owner)).
+    ///
+    /// ```no_run
+    /// # use orchestrator_core::PlanId;
+    /// # use orchestrator_storage::pg::{PgOptions, PgPlanRepository};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), orchestrator_core::StoreError> {
+    /// # let store = PgPlanRepository::connect("postgres://postgres@127.0.0.1/test", PgOptions::default()).await?;
+    /// let lease = store.acquire_lease(&PlanId::from("p")).await?;
+    /// assert_eq!(lease.owner(), store.owner());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn owner(&self) -> &str {
         &self.owner
     }
 
     /// Its generation: greater than that of every earlier lease on the plan.
+    ///
+    /// ```no_run
+    /// # use orchestrator_core::PlanId;
+    /// # use orchestrator_storage::pg::{PgOptions, PgPlanRepository};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), orchestrator_core::StoreError> {
+    /// # let store = PgPlanRepository::connect("postgres://postgres@127.0.0.1/test", PgOptions::default()).await?;
+    /// let lease = store.acquire_lease(&PlanId::from("p")).await?;
+    /// assert!(lease.generation() >= 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn generation(&self) -> u64 {
         u64::try_from(self.generation).unwrap_or(0)
     }
 
     /// Whether the heartbeat found the lease taken over by another owner (after it expired,
     /// e.g. while this process could not reach the database): the plan is no longer ours.
+    ///
+    /// ```no_run
+    /// # use orchestrator_core::PlanId;
+    /// # use orchestrator_storage::pg::{PgOptions, PgPlanRepository};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), orchestrator_core::StoreError> {
+    /// # let store = PgPlanRepository::connect("postgres://postgres@127.0.0.1/test", PgOptions::default()).await?;
+    /// let lease = store.acquire_lease(&PlanId::from("p")).await?;
+    /// if lease.is_lost() {
+    /// // stop running the plan: another owner has it
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::Relaxed)
     }

@@ -28,6 +28,10 @@ const MIGRATIONS: &[Migration] = &[Migration {
 }];
 
 /// The schema version this build writes: that of its newest migration.
+///
+/// ```
+/// assert!(orchestrator_storage::pg::MIGRATION_VERSION >= 1);
+/// ```
 pub const MIGRATION_VERSION: u32 = MIGRATIONS.len() as u32;
 
 // Versions must be 1..=n in order (checked when compiling).
