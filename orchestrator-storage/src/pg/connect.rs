@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use orchestrator_core::StoreError;
@@ -21,6 +21,8 @@ pub(crate) struct Db {
     pool: Pool,
     location: PathBuf,
     retries: u32,
+    /// How long all tries of one connection may take together.
+    budget: Duration,
 }
 
 impl std::fmt::Debug for Db {
@@ -78,6 +80,7 @@ impl Db {
             pool,
             location,
             retries: options.connect_retries,
+            budget: options.connect_timeout,
         })
     }
 
@@ -87,14 +90,21 @@ impl Db {
     }
 
     /// A connection for `operation`. A connection that cannot be had for a transient reason
-    /// is tried again with backoff; nothing has been sent yet, so this is always safe.
+    /// is tried again with backoff, while the tries fit in the connect timeout (a server that
+    /// does not answer at all is waited for once); nothing has been sent yet, so this is
+    /// always safe.
     pub(crate) async fn client(&self, operation: &'static str) -> Result<Client, StoreError> {
+        let deadline = Instant::now() + self.budget;
         let mut wait = FIRST_WAIT;
         let mut tries = 0;
         loop {
             match self.pool.get().await {
                 Ok(client) => return Ok(client),
-                Err(e) if tries < self.retries && error::pool_is_transient(&e) => {
+                Err(e)
+                    if tries < self.retries
+                        && Instant::now() + wait < deadline
+                        && error::pool_is_transient(&e) =>
+                {
                     tracing::debug!(
                         store = %self.location.display(),
                         error = %e,

@@ -32,7 +32,8 @@ pub struct PgOptions {
     pub connect_timeout: Duration,
     /// How many times a connection that cannot be opened for a transient reason (refused,
     /// reset, timed out, the server starting or shutting down) is tried again before the call
-    /// fails, waiting 50 ms, 100 ms, ... up to 1 s between tries (default 5).
+    /// fails, waiting 50 ms, 100 ms, ... up to 1 s between tries (default 5), as long as all
+    /// the tries fit in [`PgOptions::connect_timeout`].
     pub connect_retries: u32,
     /// When a plan's journal is folded into its stored state (the same rule as the file
     /// store's: see [`Compaction`]).
