@@ -290,6 +290,14 @@ impl Inner {
         self.db.location().join("plans").join(plan.as_str())
     }
 
+    /// Passes `e` on; a plan that does not exist is forgotten by this handle first.
+    fn forget_if_missing(&self, plan: &PlanId, e: StoreError) -> StoreError {
+        if matches!(e, StoreError::NotFound(_)) {
+            lock(&self.slots).remove(plan);
+        }
+        e
+    }
+
     fn slot(&self, plan: &PlanId) -> Slot {
         lock(&self.slots).entry(plan.clone()).or_default().clone()
     }
@@ -438,7 +446,10 @@ impl Inner {
         let mut client = self.db.client("append to the plan").await?;
         let tx = client.transaction().await.map_err(fail)?;
         // Whatever goes wrong below, the copy is read afresh next time.
-        let (head, mut live) = self.current(&tx, plan, cached.take(), true).await?;
+        let (head, mut live) = match self.current(&tx, plan, cached.take(), true).await {
+            Ok(found) => found,
+            Err(e) => return Err(self.forget_if_missing(plan, e)),
+        };
         for change in changes {
             live.record
                 .apply(change)
@@ -547,15 +558,9 @@ impl Inner {
             .start()
             .await
             .map_err(fail)?;
-        let read = self.current(&tx, plan, cached.take(), false).await;
-        let (_, live) = match read {
+        let (_, live) = match self.current(&tx, plan, cached.take(), false).await {
             Ok(found) => found,
-            Err(e) => {
-                if matches!(e, StoreError::NotFound(_)) {
-                    lock(&self.slots).remove(plan);
-                }
-                return Err(e);
-            }
+            Err(e) => return Err(self.forget_if_missing(plan, e)),
         };
         tx.commit().await.map_err(fail)?;
         let record = live.record.clone();
