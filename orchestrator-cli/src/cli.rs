@@ -180,6 +180,15 @@ pub struct RepoArgs {
     pub repo: Option<PathBuf>,
 }
 
+/// `--database URL` of the commands that keep or read plans in PostgreSQL (SPEC §16).
+#[derive(Debug, Clone, Default, Args)]
+pub struct DatabaseArg {
+    /// Keep the plans in this PostgreSQL database (`postgres://user@host:port/db`, schema
+    /// `orchestrator`) instead of `<repo>/.orchestrator/`; default: $ORCHESTRATOR_DATABASE_URL.
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
+}
+
 /// `--plugins DIR` of the commands that run agent jobs.
 #[derive(Debug, Clone, Default, Args)]
 pub struct PluginDirs {
@@ -233,6 +242,8 @@ pub struct RunArgs {
     pub plan_file: PathBuf,
     #[command(flatten)]
     pub repo: RepoArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// Jobs running at once (overrides the plan's maxParallel; 0 = no plan limit).
     #[arg(long, value_name = "N")]
     pub max_parallel: Option<u32>,
@@ -261,6 +272,8 @@ pub struct StatusArgs {
     pub plan: Option<String>,
     #[command(flatten)]
     pub repo: RepoArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// Print the status as JSON.
     #[arg(long)]
     pub json: bool,
@@ -271,6 +284,8 @@ pub struct StatusArgs {
 pub struct ListArgs {
     #[command(flatten)]
     pub repo: RepoArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// Print the list as JSON.
     #[arg(long)]
     pub json: bool,
@@ -296,6 +311,8 @@ pub struct LogsArgs {
     pub tail: Option<usize>,
     #[command(flatten)]
     pub repo: RepoArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 }
 
 /// `retry`.
@@ -342,6 +359,8 @@ pub struct PlanArgs {
     pub plan: String,
     #[command(flatten)]
     pub repo: RepoArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -432,6 +451,8 @@ pub struct GraphArgs {
     pub format: GraphFormat,
     #[command(flatten)]
     pub repo: RepoArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 }
 
 /// `demo`.

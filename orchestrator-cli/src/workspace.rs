@@ -11,8 +11,10 @@ use orchestrator_core::state::PlanRecord;
 use orchestrator_core::view::PlanView;
 use orchestrator_core::{Orchestrator, OrchestratorOptions, PlanId, PlanRepository, StoreError};
 use orchestrator_git::Git2Operations;
+use orchestrator_storage::pg::{PgOptions, PgPlanRepository};
 use orchestrator_storage::{Durability, FsOptions, FsPlanRepository, MachineSlots};
 
+use crate::cli::DatabaseArg;
 use crate::error::{CliError, CliResult};
 
 /// Environment variable naming the default agent CLI.
@@ -21,6 +23,8 @@ const AGENT_VAR: &str = "ORCHESTRATOR_AGENT";
 const HEAL_AGENT_VAR: &str = "ORCHESTRATOR_HEAL_AGENT";
 /// The object store URL parked agents are dehydrated to (default: the store's `blobs/` folder).
 const BLOB_STORE_VAR: &str = "ORCHESTRATOR_BLOB_STORE";
+/// The PostgreSQL database plans are kept in when a command's `--database` names none.
+pub const DATABASE_VAR: &str = "ORCHESTRATOR_DATABASE_URL";
 
 /// A non-empty variable's value.
 fn env_name(var: &str) -> Option<String> {
@@ -103,8 +107,15 @@ pub struct Workspace {
     pub dir: PathBuf,
     /// The working tree of the git repository holding `dir`, when there is one.
     pub git_root: Option<PathBuf>,
-    /// The plan store, `<git_root or dir>/.orchestrator`.
+    /// The repository's own store folder, `<git_root or dir>/.orchestrator`: its plans unless
+    /// they are kept in a database, and in any case the commands between processes, the
+    /// blobs and the sessions.
     pub store: Arc<FsPlanRepository>,
+    /// Where the plans are: `store`, or the PostgreSQL database of `--database`
+    /// ([`Workspace::with_database`]).
+    pub plans: Arc<dyn PlanRepository>,
+    /// The database the plans are in, as shown to people (no password), when they are.
+    pub database: Option<String>,
     /// The git layer.
     pub git: Git2Operations,
     /// The plugins its agent jobs use ([`Workspace::with_plugins`]; none by default).
@@ -132,18 +143,52 @@ impl Workspace {
             .and_then(|r| r.workdir().map(Path::to_path_buf))
             .map(|w| std::fs::canonicalize(&w).unwrap_or(w));
         let root = git_root.clone().unwrap_or_else(|| dir.clone());
+        let store = Arc::new(FsPlanRepository::with_options(
+            root.join(STORE_DIR),
+            FsOptions::default()
+                .durability(durability()?)
+                .secret_env(SecretNames::from_env()),
+        ));
         Ok(Workspace {
-            store: Arc::new(FsPlanRepository::with_options(
-                root.join(STORE_DIR),
-                FsOptions::default()
-                    .durability(durability()?)
-                    .secret_env(SecretNames::from_env()),
-            )),
+            plans: store.clone(),
+            store,
+            database: None,
             dir,
             git_root,
             git: Git2Operations::new(),
             plugins: Arc::new(Plugins::empty()),
         })
+    }
+
+    /// This workspace with its plans in the PostgreSQL database `arg` names (SPEC §16), else
+    /// the one of `ORCHESTRATOR_DATABASE_URL`, else as it is. The schema is migrated on the
+    /// first connection. A malformed URL is invalid input; a database that does not answer
+    /// is an error naming it.
+    pub async fn with_database(mut self, arg: &DatabaseArg) -> CliResult<Workspace> {
+        let Some(url) = arg.database.clone().or_else(|| env_name(DATABASE_VAR)) else {
+            return Ok(self);
+        };
+        let pg = PgPlanRepository::connect(&url, PgOptions::default())
+            .await
+            .map_err(|e| match &e {
+                StoreError::Io { source, .. }
+                    if source.kind() == std::io::ErrorKind::InvalidInput =>
+                {
+                    CliError::invalid(format!("--database: {e}"))
+                }
+                _ => CliError::other(format!("--database: {e}")),
+            })?;
+        self.database = Some(pg.location().display().to_string());
+        self.plans = Arc::new(pg);
+        Ok(self)
+    }
+
+    /// Where the plans are, for messages: the database, or the store folder.
+    pub fn plans_location(&self) -> String {
+        match &self.database {
+            Some(db) => db.clone(),
+            None => self.store.root().display().to_string(),
+        }
     }
 
     /// This workspace with its plugins loaded (SPEC §15): those of
@@ -201,7 +246,7 @@ impl Workspace {
         machine: Option<MachineSlots>,
         tools: bool,
     ) -> CliResult<Orchestrator> {
-        let store: Arc<dyn PlanRepository> = self.store.clone();
+        let store = self.plans.clone();
         let agents = agent_runner().plugins(self.plugins.clone());
         let mut builder = orchestrator_workflows::register(Orchestrator::builder())
             .repository_arc(store)
@@ -261,14 +306,16 @@ impl Workspace {
         let arg = arg.trim();
         let exact = PlanId::from(arg);
         // An exact id without listing every plan of the store.
-        if self.store.plan_dir(&exact).is_some_and(|d| d.is_dir()) {
+        let in_folder = self.database.is_none()
+            && self.store.plan_dir(&exact).is_some_and(|d| d.is_dir());
+        if in_folder {
             return Ok(exact);
         }
-        let listing = self.store.list().await?;
+        let listing = self.plans.list().await?;
         orchestrator_core::view::find_plan(&listing, arg).map_err(|e| match e {
             orchestrator_core::Error::PlanNotFound(_) => CliError::invalid(format!(
                 "no plan `{arg}` in {}; `orchestrator list` shows the plans",
-                self.store.root().display()
+                self.plans_location()
             )),
             e => e.into(),
         })
@@ -276,7 +323,7 @@ impl Workspace {
 
     /// The most recently created plan.
     pub async fn latest_plan(&self) -> CliResult<PlanId> {
-        let listing = self.store.list().await?;
+        let listing = self.plans.list().await?;
         listing
             .plans
             .first()
@@ -284,14 +331,14 @@ impl Workspace {
             .ok_or_else(|| {
                 CliError::other(format!(
                     "no plans in {}; create one with `orchestrator run PLAN_FILE`",
-                    self.store.root().display()
+                    self.plans_location()
                 ))
             })
     }
 
     /// The stored record of a plan (as its owner last saved it).
     pub async fn load(&self, id: &PlanId) -> CliResult<PlanRecord> {
-        Ok(self.store.load(id).await?)
+        Ok(self.plans.load(id).await?)
     }
 
     /// The stored plan as hosts show it ([`PlanView`]: job lookups, labels, renderings).
@@ -308,13 +355,7 @@ pub fn load_plugins(root: &Path, dirs: &[PathBuf]) -> CliResult<Plugins> {
         .fold(PluginPlaces::standard(Some(root)), |places, dir| {
             places.dir(dir)
         });
-    places.load().map_err(|e| {
-        if e.is_bad_input() {
-            CliError::invalid(e.to_string())
-        } else {
-            CliError::other(e.to_string())
-        }
-    })
+    Ok(places.load()?)
 }
 
 /// Who holds the plan (`process 4242`), when `e` says another process owns it.

@@ -161,6 +161,7 @@ pub async fn demo(args: DemoArgs) -> CliResult<Exit> {
         repo: RepoArgs {
             repo: Some(repo.clone()),
         },
+        database: crate::cli::DatabaseArg::default(),
         max_parallel: None,
         worktree_root: None,
         machine_slots: None,

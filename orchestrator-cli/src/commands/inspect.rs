@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use orchestrator_core::repository::LogQuery;
 use orchestrator_core::view;
-use orchestrator_core::{Phase, PlanRepository};
+use orchestrator_core::Phase;
 
 use crate::cli::{GraphArgs, GraphFormat, ListArgs, LogsArgs, StatusArgs};
 use crate::drive::repo_arg;
@@ -17,7 +17,9 @@ use crate::workspace::Workspace;
 
 /// `status [PLAN_ID]`.
 pub async fn status(args: StatusArgs) -> CliResult<Exit> {
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?
+        .with_database(&args.database)
+        .await?;
     let id = match &args.plan {
         Some(p) => ws.resolve_plan(p).await?,
         None => ws.latest_plan().await?,
@@ -36,8 +38,10 @@ pub async fn status(args: StatusArgs) -> CliResult<Exit> {
 
 /// `list`.
 pub async fn list(args: ListArgs) -> CliResult<Exit> {
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
-    let listing = ws.store.list().await?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?
+        .with_database(&args.database)
+        .await?;
+    let listing = ws.plans.list().await?;
     let damaged: Vec<(String, String)> = listing
         .damaged
         .iter()
@@ -65,7 +69,9 @@ pub async fn logs(args: LogsArgs) -> CliResult<Exit> {
         })?),
         None => None,
     };
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?
+        .with_database(&args.database)
+        .await?;
     let id = ws.resolve_plan(&args.plan).await?;
     let view = ws.view(&id).await?;
     let n = view.resolve(&args.job)?;
@@ -93,8 +99,21 @@ pub async fn logs(args: LogsArgs) -> CliResult<Exit> {
     };
     let mut printed = false;
     for p in phases {
-        // Streamed from the files: a log of hundreds of MB is never held in memory.
         let header = phase.is_none().then(|| format!("== {p} ==\n"));
+        if ws.database.is_some() {
+            // From the database, one phase at a time.
+            let text = ws.plans.read_log(&id, &node.id, query.phase(p)).await?;
+            if text.is_empty() {
+                continue;
+            }
+            out!("{}{text}", header.unwrap_or_default());
+            if !text.ends_with('\n') {
+                outln!();
+            }
+            printed = true;
+            continue;
+        }
+        // Streamed from the files: a log of hundreds of MB is never held in memory.
         let stdout = LogOut::new(header);
         let closed = stdout.closed.clone();
         let copied = match ws
@@ -172,7 +191,9 @@ impl Drop for LogOut {
 
 /// `graph PLAN_ID [--format mermaid|dot|gantt]`.
 pub async fn graph(args: GraphArgs) -> CliResult<Exit> {
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?
+        .with_database(&args.database)
+        .await?;
     let id = ws.resolve_plan(&args.plan).await?;
     let format = match args.format {
         GraphFormat::Mermaid => view::GraphFormat::Mermaid,

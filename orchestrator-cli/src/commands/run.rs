@@ -62,7 +62,10 @@ pub fn read_plan(path: &std::path::Path, repo: &std::path::Path) -> CliResult<Pl
 
 /// `run PLAN_FILE`.
 pub async fn run(args: RunArgs) -> CliResult<Exit> {
-    let ws = Workspace::open(args.repo.repo.as_deref())?.with_plugins(&args.plugins.plugins)?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?
+        .with_plugins(&args.plugins.plugins)?
+        .with_database(&args.database)
+        .await?;
     // The repository root: where a plan's files are unless it runs with `isolation: none`
     // in a folder of its own (only a plan that parses is known to; it is checked again below).
     let mut spec = read_plan(&args.plan_file, ws.root())?;
@@ -154,7 +157,10 @@ pub async fn resume(args: ResumeArgs) -> CliResult<Exit> {
         machine_slots,
         plugins,
     } = args;
-    let ws = Workspace::open(args.repo.repo.as_deref())?.with_plugins(&plugins.plugins)?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?
+        .with_plugins(&plugins.plugins)?
+        .with_database(&args.database)
+        .await?;
     let TakenOver {
         o,
         id,

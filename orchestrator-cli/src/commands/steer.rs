@@ -59,7 +59,9 @@ pub async fn answer(args: AnswerArgs) -> CliResult<Exit> {
 }
 
 async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?
+        .with_database(&args.database)
+        .await?;
     let id = ws.resolve_plan(&args.plan).await?;
     let o = ws.orchestrator(1)?;
     let deadline = Instant::now() + ANSWER_TIMEOUT;
@@ -165,7 +167,9 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
 
 /// Takes the plan `args` names over here, for a command that needs it to itself.
 async fn own_plan(args: &PlanArgs) -> CliResult<(Workspace, PlanId, Orchestrator)> {
-    let ws = Workspace::open(args.repo.repo.as_deref())?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?
+        .with_database(&args.database)
+        .await?;
     let id = ws.resolve_plan(&args.plan).await?;
     let o = ws.orchestrator(1)?;
     open_owned(&ws, &o, &id).await?;

@@ -376,6 +376,25 @@ async fn take(inner: &Inner, plan: &PlanId) -> Result<i64, StoreError> {
         let holder: Option<String> = row.try_get(1).map_err(fail)?;
         match (exists, holder) {
             (false, _) => return Err(StoreError::NotFound(plan.clone())),
+            // A process of this machine that is gone (it exited before its release landed,
+            // or was killed) holds nothing: its lease is taken over now, not at its expiry.
+            (true, Some(owner)) if died_here(&owner, &inner.owner) => {
+                let stolen = client
+                    .query_opt(
+                        "UPDATE plan_leases SET owner = $2, generation = generation + 1,
+                             acquired_time = now(),
+                             expires_time = now() + $4::float8 * interval '1 second'
+                         WHERE plan_id = $1 AND owner = $3
+                         RETURNING generation",
+                        &[&plan.as_str(), &inner.owner, &owner, &timeout],
+                    )
+                    .await
+                    .map_err(fail)?;
+                if let Some(row) = stolen {
+                    tracing::info!(plan = %plan, dead = %owner, "took over the lease of a process that is gone");
+                    return row.try_get(0).map_err(fail);
+                }
+            }
             (true, Some(owner)) => {
                 return Err(StoreError::Locked {
                     plan: plan.clone(),
@@ -390,4 +409,39 @@ async fn take(inner: &Inner, plan: &PlanId) -> Result<i64, StoreError> {
         plan: plan.clone(),
         owner: "an owner that keeps taking and releasing it".into(),
     })
+}
+
+/// Whether lease owner `owner` (`host:pid:uuid`) is a process of this machine (the host of
+/// `ours`) that no longer runs. Only where that can be told (`/proc`); elsewhere its lease
+/// expires as any other. A reused pid counts as running: the lease then waits its expiry.
+fn died_here(owner: &str, ours: &str) -> bool {
+    let parts = |o: &'_ str| -> Option<(String, u32)> {
+        let mut it = o.rsplitn(3, ':');
+        let _uuid = it.next()?;
+        let pid = it.next()?.parse().ok()?;
+        Some((it.next()?.to_owned(), pid))
+    };
+    let (Some((host, pid)), Some((our_host, our_pid))) = (parts(owner), parts(ours)) else {
+        return false;
+    };
+    host == our_host && pid != our_pid && cfg!(target_os = "linux") && {
+        let proc = std::path::Path::new("/proc");
+        proc.is_dir() && !proc.join(pid.to_string()).exists()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::died_here;
+
+    #[test]
+    fn only_a_gone_process_of_this_machine_is_dead() {
+        let me = format!("box:{}:aaaa", std::process::id());
+        // pid 0 is never a process's in /proc; the host must match and the pid differ.
+        assert_eq!(died_here("box:0:bbbb", &me), cfg!(target_os = "linux"));
+        assert!(!died_here("other:0:bbbb", &me));
+        assert!(!died_here(&format!("box:{}:bbbb", std::process::id()), &me));
+        assert!(!died_here("box:1:bbbb", &me), "pid 1 runs");
+        assert!(!died_here("garbage", &me));
+    }
 }
