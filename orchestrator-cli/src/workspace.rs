@@ -306,8 +306,8 @@ impl Workspace {
         let arg = arg.trim();
         let exact = PlanId::from(arg);
         // An exact id without listing every plan of the store.
-        let in_folder = self.database.is_none()
-            && self.store.plan_dir(&exact).is_some_and(|d| d.is_dir());
+        let in_folder =
+            self.database.is_none() && self.store.plan_dir(&exact).is_some_and(|d| d.is_dir());
         if in_folder {
             return Ok(exact);
         }

@@ -44,13 +44,25 @@ impl Database {
 
 impl Drop for Database {
     fn drop(&mut self) {
-        let _ = psql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        let _ = psql(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.name
+        ));
     }
 }
 
 fn psql(sql: &str) -> Result<(), String> {
     let out = Command::new("psql")
-        .args(["-h", HOST, "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1"])
+        .args([
+            "-h",
+            HOST,
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-v",
+            "ON_ERROR_STOP=1",
+        ])
         .args(["-c", sql])
         .env("PGCONNECT_TIMEOUT", "2")
         .output()
@@ -110,7 +122,11 @@ fn a_plan_runs_with_its_state_in_the_database_and_is_read_from_there() {
     assert_eq!(logs.code, 0, "{}", logs.stderr);
     assert!(logs.stdout.contains("one-output"), "{}", logs.stdout);
     let graph = repo.run(&["graph", &id, "--database", &url]);
-    assert!(graph.code == 0 && graph.stdout.contains("two"), "{}", graph.stderr);
+    assert!(
+        graph.code == 0 && graph.stdout.contains("two"),
+        "{}",
+        graph.stderr
+    );
 
     // The repository's own store knows nothing of it.
     let local = repo.run(&["list", "--json"]);
@@ -129,7 +145,15 @@ fn resume_goes_on_with_a_plan_in_the_database() {
              "work": "echo gate > gate.txt"}
         ]),
     );
-    let run = repo.run(&["run", &file, "--database", &url, "--until-waiting", "--json", "-q"]);
+    let run = repo.run(&[
+        "run",
+        &file,
+        "--database",
+        &url,
+        "--until-waiting",
+        "--json",
+        "-q",
+    ]);
     assert_eq!(run.code, 4, "{}", run.stderr);
     let id = run.json()["planId"].as_str().expect("planId").to_owned();
     // Nobody runs the plan now: approve journals the approval straight into the database.
@@ -160,6 +184,10 @@ fn a_bad_or_silent_database_is_refused_naming_it() {
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("--database"), "{}", bad.stderr);
     let silent = repo.run(&["list", "--database", "postgres://postgres@127.0.0.1:1/none"]);
-    assert_eq!(silent.code, 3, "an error that is no bad input: {}", silent.stderr);
+    assert_eq!(
+        silent.code, 3,
+        "an error that is no bad input: {}",
+        silent.stderr
+    );
     assert!(silent.stderr.contains("127.0.0.1:1"), "{}", silent.stderr);
 }
