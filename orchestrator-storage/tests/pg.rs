@@ -12,7 +12,9 @@ use orchestrator_core::conformance::repository::run_all;
 use orchestrator_core::plan::{JobSpec, PlanGraph, PlanSpec, WorkSpec};
 use orchestrator_core::state::{NodeStatus, PlanRecord, PlanStatus, StateChange};
 use orchestrator_core::{PlanId, PlanRepository, StoreError};
-use orchestrator_storage::pg::{PgOptions, PgPlanRepository, MIGRATION_VERSION};
+use orchestrator_storage::pg::{
+    PgOptions, PgPlanRepository, QueueError, WorkItem, MIGRATION_VERSION,
+};
 use orchestrator_storage::Compaction;
 
 const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -613,4 +615,140 @@ async fn a_server_that_never_answers_is_waited_for_once() {
     let took = begin.elapsed();
     assert!(took < Duration::from_millis(1500), "took {took:?}");
     silent.abort();
+}
+
+// ---- the work queue ---------------------------------------------------------------------------
+
+/// A store on a fresh schema holding one plan, and that plan's id.
+async fn queue_plan(url: &str) -> (Schema, PgPlanRepository, PlanId) {
+    let schema = Schema::new(url);
+    let store = schema.store(PgOptions::default()).await;
+    let record = plan("queued", 1);
+    store.create(&record).await.expect("create");
+    (schema, store, record.state.id.clone())
+}
+
+fn item(plan: &PlanId, node: usize, attempt: u32) -> WorkItem {
+    WorkItem::new(
+        plan.clone(),
+        format!("node-{node}"),
+        attempt,
+        serde_json::json!({"node": node}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_claim_disjoint_items_and_results_are_collected_once() {
+    let Some(url) = server().await else { return };
+    let (schema, store, id) = queue_plan(&url).await;
+    let queue = store.work_queue(Duration::from_secs(30));
+    for n in 0..24 {
+        queue.enqueue(&item(&id, n, 1)).await.expect("enqueue");
+    }
+    // A coordinator that enqueues again after a restart adds nothing.
+    queue
+        .enqueue(&item(&id, 0, 1))
+        .await
+        .expect("enqueue again");
+    let mut workers = Vec::new();
+    for w in 0..4 {
+        let queue = queue.clone();
+        workers.push(tokio::spawn(async move {
+            let name = format!("worker-{w}");
+            let mut mine = Vec::new();
+            loop {
+                let claims = queue.claim(&name, 2).await.expect("claim");
+                if claims.is_empty() {
+                    return mine;
+                }
+                for claim in claims {
+                    assert_eq!(claim.worker, name);
+                    queue
+                        .finish(&claim, serde_json::json!({"by": name}))
+                        .await
+                        .expect("finish");
+                    mine.push(claim.item.node);
+                }
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for w in workers {
+        all.extend(w.await.expect("worker"));
+    }
+    all.sort();
+    let mut expected: Vec<String> = (0..24).map(|n| format!("node-{n}")).collect();
+    expected.sort();
+    assert_eq!(all, expected, "every item claimed once, none twice");
+    let done = queue.collect(&id).await.expect("collect");
+    assert_eq!(done.len(), 24);
+    assert!(done.iter().all(|f| f.result["by"] == f.worker.as_str()));
+    assert!(
+        queue.collect(&id).await.expect("again").is_empty(),
+        "handed out once"
+    );
+    schema.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_workers_lease_expires_and_its_late_result_is_fenced() {
+    let Some(url) = server().await else { return };
+    let (schema, store, id) = queue_plan(&url).await;
+    let queue = store.work_queue(Duration::from_millis(800));
+    queue.enqueue(&item(&id, 7, 1)).await.expect("enqueue");
+    let stalled = queue.claim("stalled", 1).await.expect("claim").remove(0);
+    assert!(
+        queue.expire(&id).await.expect("expire").is_empty(),
+        "not yet"
+    );
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // It wakes up past its lease: renewing is refused even before the coordinator looked.
+    let renew = queue.renew(&stalled).await;
+    assert!(
+        matches!(&renew, Err(QueueError::Fenced { why, .. }) if why.contains("expired")),
+        "{renew:?}"
+    );
+    let expired = queue.expire(&id).await.expect("expire");
+    assert_eq!(expired.len(), 1);
+    assert_eq!(
+        (expired[0].item.attempt, expired[0].worker.as_str()),
+        (1, "stalled")
+    );
+    // The coordinator records a crashed attempt and enqueues the next one.
+    queue.enqueue(&item(&id, 7, 2)).await.expect("next attempt");
+    let fresh = queue.claim("fresh", 1).await.expect("claim").remove(0);
+    assert_eq!(fresh.item.attempt, 2);
+    let late = queue
+        .finish(&stalled, serde_json::json!({"commit": "late"}))
+        .await;
+    assert!(matches!(late, Err(QueueError::Fenced { .. })), "{late:?}");
+    queue
+        .finish(&fresh, serde_json::json!({"commit": "good"}))
+        .await
+        .expect("finish");
+    let done = queue.collect(&id).await.expect("collect");
+    assert_eq!(done.len(), 1, "only the live claim's result: {done:?}");
+    assert_eq!(done[0].result["commit"], "good");
+    schema.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_claim_outlives_its_lease() {
+    let Some(url) = server().await else { return };
+    let (schema, store, id) = queue_plan(&url).await;
+    let queue = store.work_queue(Duration::from_millis(600));
+    queue.enqueue(&item(&id, 1, 1)).await.expect("enqueue");
+    let claim = queue.claim("steady", 1).await.expect("claim").remove(0);
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        queue.renew(&claim).await.expect("renew");
+    }
+    assert!(queue.expire(&id).await.expect("expire").is_empty());
+    assert!(queue.claim("other", 1).await.expect("claim").is_empty());
+    queue
+        .finish(&claim, serde_json::json!({}))
+        .await
+        .expect("finish");
+    assert_eq!(queue.collect(&id).await.expect("collect").len(), 1);
+    schema.drop_now().await;
 }

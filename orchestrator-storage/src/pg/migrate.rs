@@ -21,11 +21,18 @@ struct Migration {
 }
 
 /// Every migration, oldest first; versions are 1, 2, 3, ... without gaps.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "plans",
-    sql: include_str!("../../migrations/0001_plans.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "plans",
+        sql: include_str!("../../migrations/0001_plans.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "work_queue",
+        sql: include_str!("../../migrations/0002_work_queue.sql"),
+    },
+];
 
 /// The schema version this build writes: that of its newest migration.
 ///

@@ -10,6 +10,7 @@
 //! | `plan_leases` | who runs each plan: owner, generation, expiry |
 //! | `attempt_specs` | the specs each attempt ran with |
 //! | `phase_logs` | phase logs, one row per append |
+//! | `work_items` | the [work queue](PgWorkQueue) of remote execution: attempts workers claim |
 //! | `schema_migrations` | the [migrations](MIGRATION_VERSION) applied |
 //!
 //! The migrations are SQL files under `orchestrator-storage/migrations/`, embedded in the
@@ -46,10 +47,12 @@ mod lease;
 mod migrate;
 mod options;
 mod plans;
+mod queue;
 mod stats;
 
 pub use lease::{LeaseInfo, PgLease};
 pub use migrate::MIGRATION_VERSION;
 pub use options::PgOptions;
 pub use plans::PgPlanRepository;
+pub use queue::{Claim, Expired, Finished, PgWorkQueue, QueueError, WorkItem};
 pub use stats::PgStats;
