@@ -10,7 +10,8 @@
 //! - a child whose reply misses its contract's fact fails with reason `contract`, and its
 //!   parent goes on (told so) instead of being blocked;
 //! - a parent that ends its turn with a child still at work waits for it before it finishes;
-//! - nesting stops 2 levels below a plan job; `cancel_agent` stops a parked child.
+//! - nesting stops 2 levels below a plan job; `cancel_agent` stops a parked child;
+//! - a message to a child that is at work reaches it before it finishes: it goes on with it.
 #![cfg(unix)]
 
 use std::collections::{HashMap, VecDeque};
@@ -36,6 +37,8 @@ struct Step {
     write: Option<(&'static str, &'static str)>,
     reply: String,
     park: Option<Park>,
+    /// How long the run takes.
+    busy: Duration,
 }
 
 fn step(write: Option<(&'static str, &'static str)>, reply: &str, park: Option<Park>) -> Step {
@@ -43,6 +46,7 @@ fn step(write: Option<(&'static str, &'static str)>, reply: &str, park: Option<P
         write,
         reply: reply.to_owned(),
         park,
+        busy: Duration::ZERO,
     }
 }
 
@@ -127,6 +131,7 @@ fn orchestrator(script: &Arc<Script>) -> Orchestrator {
                     .get_mut(&ctx.producer_id)
                     .and_then(VecDeque::pop_front)
                     .unwrap_or_default();
+                std::thread::sleep(step.busy);
                 if let Some((file, content)) = step.write {
                     std::fs::write(ctx.dir.join(file), content)
                         .map_err(|e| orchestrator::core::runner::WorkFailure::new(e.to_string()))?;
@@ -441,4 +446,55 @@ async fn nesting_stops_two_levels_below_the_plan_job_and_cancel_stops_a_parked_c
     assert_eq!(status_of("lead/agent-1/agent-1"), NodeStatus::Succeeded);
     let files = tree(&repo.dir, "feature/deep");
     assert!(files.contains(&"one.txt".to_owned()) && files.contains(&"two.txt".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_a_busy_child_reaches_it_before_it_finishes() {
+    let busy = Step {
+        busy: Duration::from_millis(1_500),
+        ..step(Some(("child.txt", "first\n")), "first answer", None)
+    };
+    let script = Script::new(vec![
+        (
+            "lead",
+            vec![
+                step(None, "spawning", spawn("work slowly")),
+                step(
+                    None,
+                    "messaging",
+                    Some(Park::Agents(AgentCall::Message {
+                        agent: "agent-1".into(),
+                        message: "also write more.txt".into(),
+                    })),
+                ),
+                step(None, "waiting", wait_all()),
+                step(None, "done", None),
+            ],
+        ),
+        (
+            "lead/agent-1",
+            vec![
+                busy,
+                step(Some(("more.txt", "more\n")), "wrote more.txt too", None),
+            ],
+        ),
+    ]);
+    let (repo, _o, status, _) = run(&script, "feature/mail").await;
+    assert_eq!(status, PlanStatus::Succeeded);
+    let child = script.seen("lead/agent-1");
+    assert_eq!(
+        child.len(),
+        2,
+        "the child went on with the message: {child:?}"
+    );
+    let mail = child[1].wake.clone().expect("resumed with the message");
+    assert!(mail.contains("also write more.txt"), "{mail}");
+    assert!(
+        child[1].files.contains(&"child.txt".to_owned()),
+        "from its own commit"
+    );
+    let report = script.seen("lead")[3].wake.clone().expect("report");
+    assert!(report.contains("wrote more.txt too"), "{report}");
+    let files = tree(&repo.dir, "feature/mail");
+    assert!(files.contains(&"child.txt".to_owned()) && files.contains(&"more.txt".to_owned()));
 }

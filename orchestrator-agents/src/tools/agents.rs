@@ -145,7 +145,7 @@ impl ToolHandler {
     #[tool(
         name = "message_agent",
         description = "Send a message to your sub-agent `agent_id` (it gets it now if it \
-            waits, else when it next resumes). Ends your turn."
+            waits, else when its turn ends, before it finishes). Ends your turn."
     )]
     async fn message_agent(
         &self,

@@ -429,6 +429,7 @@ impl PlanActor {
             (_, Ok(RunEnd::Held(Hold::Compose))) => self.compose(n),
             (_, Ok(RunEnd::Held(Hold::Approval))) => self.hold_after(n),
             (_, Ok(RunEnd::Held(Hold::Park(park)))) => self.park(n, park),
+            (_, Ok(RunEnd::Finished)) if self.has_mail(n) => self.deliver_mail(n),
             (_, Ok(RunEnd::Finished)) => match self.breaks_contract(n) {
                 Some(reason) => {
                     self.machine

@@ -22,8 +22,8 @@ pub const MAX_AGENT_DEPTH: usize = 2;
 pub enum AgentCall {
     /// `spawn_agent`: a new child.
     Spawn(SubAgent),
-    /// `message_agent`: a message for a child's session (delivered when it next resumes;
-    /// at once when it is parked).
+    /// `message_agent`: a message for a child's session (at once when it is parked, else when
+    /// its turn ends: it goes on with the message before it finishes).
     Message {
         /// The child (`agent-<k>` or its producerId).
         agent: String,

@@ -119,6 +119,32 @@ impl PlanActor {
         self.machine.wake(n, message, self.clock)
     }
 
+    /// Whether node `n`, whose run just finished, has messages its agent has not seen
+    /// (`message_agent` while it worked).
+    pub(super) fn has_mail(&self, n: NodeIndex) -> bool {
+        self.machine.record().state.nodes[n]
+            .tools
+            .as_ref()
+            .is_some_and(|t| !t.inbox.is_empty())
+            && self.machine.has_open_attempt(n)
+    }
+
+    /// Node `n` finished its work with messages waiting: instead of ending, its session goes
+    /// on with them, from the commit it just made (its checkpoint), and it finishes after that
+    /// turn.
+    pub(super) fn deliver_mail(&mut self, n: NodeIndex) -> std::result::Result<(), ApplyError> {
+        if let Some(commit) = self.machine.record().state.nodes[n].commit.clone() {
+            self.machine
+                .record_change(StateChange::Checkpoint { node: n, commit })?;
+        }
+        self.resume_now(
+            n,
+            "These messages came while you worked. Take them into account, then end your \
+             turn with your final answer."
+                .to_owned(),
+        )
+    }
+
     /// Running node `n` goes on at once with `text`: a `waiting(children)` that is over as it
     /// starts (journaled, so a crash resumes it the same way).
     fn resume_now(&mut self, n: NodeIndex, text: String) -> std::result::Result<(), ApplyError> {
@@ -236,8 +262,8 @@ impl PlanActor {
         )))
     }
 
-    /// A message for child `c`: it wakes a parked child at once, else waits in its inbox for
-    /// its next wake-up.
+    /// A message for child `c`: it wakes a parked child at once, else waits in its inbox until
+    /// the child's turn ends (then it goes on with it: [`PlanActor::deliver_mail`]).
     fn message_agent(
         &mut self,
         c: NodeIndex,
@@ -261,8 +287,8 @@ impl PlanActor {
             })
             .map_err(|e| e.to_string())?;
         Ok(format!(
-            "`{name}` is at work; your message reaches it when its session next resumes (after \
-             a wait). Should it finish first, the message is not delivered."
+            "`{name}` is at work; your message reaches it when its current turn ends (it goes \
+             on with the message before it finishes)."
         ))
     }
 

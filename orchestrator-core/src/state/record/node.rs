@@ -122,7 +122,7 @@ pub struct ToolState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake: Option<String>,
     /// Messages for the agent (`message_agent` from its parent) not delivered yet: they go
-    /// with its next wake-up.
+    /// with its next wake-up, or when its turn ends (it goes on with them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inbox: Vec<String>,
     /// Its sub-agents deleted by `delete_agent` (producerIds): not listed, not merged.
