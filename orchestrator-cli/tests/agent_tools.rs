@@ -12,7 +12,8 @@
 //!   worktrees, the parent resumes with their outputs and both files, all of it lands;
 //! - dehydration: a wait longer than `dehydrateAfter` archives the session to the blob store
 //!   and removes the worktree; `resume` from another process hydrates it and the conversation
-//!   goes on; a damaged blob fails the job with a clear error and stays.
+//!   goes on; a damaged blob fails the job with a clear error and stays, and once mended a
+//!   retry finishes the job.
 //!
 //! A test whose CLI is missing says so and passes (`scripts/install-agent-clis.sh`).
 #![cfg(unix)]
@@ -555,6 +556,7 @@ async fn a_damaged_session_blob_fails_the_job_and_stays() {
         .find(|f| f.starts_with("data/"))
         .map(|f| blobs.join(f))
         .expect("the tarball");
+    let good = std::fs::read(&data).expect("the tarball");
     std::fs::write(&data, b"not a tarball any more").expect("damage it");
 
     let out = ended_as(&repo, &server, &["resume", &id], "failed");
@@ -564,5 +566,16 @@ async fn a_damaged_session_blob_fails_the_job_and_stays() {
     assert!(
         data.is_file(),
         "the damaged blob stays for a person to look at"
+    );
+
+    // Once the blob is mended, a retry hydrates it (onto the checkpoint, kept for it) and the
+    // job finishes.
+    std::fs::write(&data, good).expect("mend it");
+    let out = ended_as(&repo, &server, &["retry", &id], "succeeded");
+    assert_eq!(job_doc(&out, "agent")["attempts"], 2, "{out:#}");
+    let files = repo.git(&["ls-tree", "--name-only", "feature/dehydrate"]);
+    assert!(
+        files.lines().any(|l| l == "before.txt") && files.lines().any(|l| l == "after.txt"),
+        "{files}"
     );
 }

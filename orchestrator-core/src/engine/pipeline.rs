@@ -62,8 +62,8 @@ pub(crate) struct NodeRun {
     session_id: Option<String>,
     /// Why the job's last wait ended: its agent's session resumes with this (SPEC §15).
     wake: Option<String>,
-    /// The commit a woken agent's worktree was saved as when it parked: the run goes on from
-    /// there.
+    /// The commit a woken (or dehydrated) agent's worktree was saved as when it parked: the
+    /// run goes on from there.
     checkpoint: Option<String>,
     /// Where a woken agent's session was dehydrated to: restored before it resumes.
     dehydrated: Option<String>,
@@ -170,7 +170,7 @@ impl NodeRun {
             checkpoint: ns
                 .tools
                 .as_ref()
-                .filter(|t| t.wake.is_some())
+                .filter(|t| t.wake.is_some() || t.dehydrated.is_some())
                 .and_then(|t| t.checkpoint.clone()),
             dehydrated: ns.tools.as_ref().and_then(|t| t.dehydrated.clone()),
             cron: std::sync::Mutex::new(ns.tools.as_ref().and_then(|t| t.cron.clone())),

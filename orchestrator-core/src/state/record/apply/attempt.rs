@@ -175,7 +175,10 @@ impl PlanState {
         n.processes.clear();
         if let Some(tools) = n.tools.as_mut() {
             tools.wake = None;
-            tools.checkpoint = None;
+            // A dehydrated session's files are in its checkpoint: kept for a retry to hydrate.
+            if tools.dehydrated.is_none() {
+                tools.checkpoint = None;
+            }
         }
         let a = running_attempt(n, node, "attempt_ended")?;
         a.status = status;
