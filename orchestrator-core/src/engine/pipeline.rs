@@ -28,7 +28,7 @@ mod dehydrate;
 mod job;
 mod snapshot;
 
-pub(crate) use agents::is_sub_agent_of;
+use agents::is_sub_agent_of;
 
 type PhaseResult<T = ()> = Result<T, NodeFailure>;
 

@@ -89,11 +89,7 @@ impl PlanActor {
                 .is_none_or(|c| self.machine.status_of(c).is_terminal())
         });
         if ended && self.machine.has_open_attempt(n) {
-            let report = self.agents_report(n, Some(&agents));
-            let text = format!(
-                "The sub-agents you waited for have ended. Their commits are merged into your \
-                 worktree (a conflict is told below).\n\n{report}"
-            );
+            let text = self.waited_report(n, &agents);
             if let Err(e) = self.resume_now(n, text) {
                 tracing::error!(node = n, error = %e, "could not resume a parent agent");
             }
@@ -177,7 +173,7 @@ impl PlanActor {
         if task.is_empty() {
             return Err("task: must not be empty".into());
         }
-        let k = self.child_indexes(&parent.producer_id, true).len() + 1;
+        let k = self.sub_agents(n, true).len() + 1;
         let name = child_name(k);
         let id = format!("{}/{name}", parent.producer_id);
         let mut agent = match &parent.work {
@@ -233,8 +229,7 @@ impl PlanActor {
     ) -> std::result::Result<Outcome, String> {
         // None named: all of them, so that the parent hears of those that ended already too.
         let ids: Vec<String> = if agents.is_empty() {
-            let parent = &self.spec.jobs[n].producer_id;
-            self.child_indexes(parent, false)
+            self.sub_agents(n, false)
                 .into_iter()
                 .map(|c| self.spec.jobs[c].producer_id.clone())
                 .collect()
@@ -255,11 +250,16 @@ impl PlanActor {
         if unfinished {
             return Ok(Outcome::Wait(ids));
         }
-        let report = self.agents_report(n, Some(&ids));
-        Ok(Outcome::Resume(format!(
-            "The sub-agents you waited for have ended (none was still at work). Their commits \
-             are merged into your worktree (a conflict is told below).\n\n{report}"
-        )))
+        Ok(Outcome::Resume(self.waited_report(n, &ids)))
+    }
+
+    /// What a parent that waited for its children `ids` resumes with.
+    fn waited_report(&self, n: NodeIndex, ids: &[String]) -> String {
+        let report = self.agents_report(n, Some(ids));
+        format!(
+            "The sub-agents you waited for have ended. Their commits are merged into your \
+             worktree (a conflict is told below).\n\n{report}"
+        )
     }
 
     /// A message for child `c`: it wakes a parked child at once, else waits in its inbox until
@@ -274,22 +274,27 @@ impl PlanActor {
             "Your parent agent sends you this message: {}",
             message.trim()
         );
-        if self.is_parked(c) {
-            self.wake(c, text).map_err(|e| e.to_string())?;
-            return Ok(format!(
-                "`{name}` was waiting; it goes on with your message now."
-            ));
-        }
-        self.machine
-            .record_change(StateChange::Message {
+        Ok(match self.tell(c, text)? {
+            true => format!("`{name}` was waiting; it goes on with your message now."),
+            false => format!(
+                "`{name}` is at work; your message reaches it when its current turn ends (it \
+                 goes on with the message before it finishes)."
+            ),
+        })
+    }
+
+    /// Gives child `c` `text`: at once when it is parked (`true`), else through its inbox
+    /// (delivered when its turn ends).
+    fn tell(&mut self, c: NodeIndex, text: String) -> std::result::Result<bool, String> {
+        let parked = self.is_parked(c);
+        let change = match parked {
+            true => self.wake(c, text),
+            false => self.machine.record_change(StateChange::Message {
                 node: c,
                 message: text,
-            })
-            .map_err(|e| e.to_string())?;
-        Ok(format!(
-            "`{name}` is at work; your message reaches it when its current turn ends (it goes \
-             on with the message before it finishes)."
-        ))
+            }),
+        };
+        change.map(|()| parked).map_err(|e| e.to_string())
     }
 
     /// Asks child `c` to finish: its cron ends, and it is told to end with its final answer.
@@ -310,27 +315,19 @@ impl PlanActor {
         let text = "Your parent agent asks you to finish now: wrap up, and end your turn with \
                     your final answer."
             .to_owned();
-        let change = if self.is_parked(c) {
-            self.wake(c, text)
-        } else {
-            self.machine.record_change(StateChange::Message {
-                node: c,
-                message: text,
-            })
-        };
-        change.map_err(|e| e.to_string())?;
+        self.tell(c, text)?;
         Ok(format!("`{name}` is asked to finish."))
     }
 
     /// Stops child `c` and its own sub-agents (their jobs end `canceled`).
     fn cancel_agent(&mut self, c: NodeIndex) -> std::result::Result<String, String> {
         let name = self.spec.jobs[c].producer_id.clone();
-        let prefix = format!("{name}/");
         let mut nodes = vec![c];
-        nodes.extend((0..self.spec.jobs.len()).filter(|&d| {
-            let j = &self.spec.jobs[d];
-            j.sub_agent.is_some() && j.producer_id.starts_with(&prefix)
-        }));
+        let mut i = 0;
+        while let Some(&d) = nodes.get(i) {
+            nodes.extend(self.sub_agents(d, true));
+            i += 1;
+        }
         for d in nodes {
             if self.machine.status_of(d).is_terminal() {
                 continue;
@@ -357,23 +354,23 @@ impl PlanActor {
             Some(_) => agent.to_owned(),
             None => format!("{parent}/{agent}"),
         };
-        self.child_indexes(parent, false)
+        self.sub_agents(n, false)
             .into_iter()
             .find(|&c| self.spec.jobs[c].producer_id == id)
             .ok_or_else(|| format!("agent_id: `{agent}` is none of your sub-agents"))
     }
 
-    /// The sub-agents of job `parent`, in the plan's order (with the deleted ones, or not).
-    fn child_indexes(&self, parent: &str, with_deleted: bool) -> Vec<NodeIndex> {
-        let deleted = self
-            .machine
-            .graph()
-            .index_of(parent)
-            .and_then(|p| self.machine.record().state.nodes[p].tools.as_deref())
-            .map(|t| t.deleted.clone())
+    /// The sub-agents of node `n` (its sub-jobs a `spawn_agent` made), in the plan's order,
+    /// with the deleted ones or not.
+    fn sub_agents(&self, n: NodeIndex, with_deleted: bool) -> Vec<NodeIndex> {
+        let deleted = self.machine.record().state.nodes[n]
+            .tools
+            .as_deref()
+            .map(|t| t.deleted.as_slice())
             .unwrap_or_default();
-        (0..self.spec.jobs.len())
-            .filter(|&d| crate::engine::pipeline::is_sub_agent_of(&self.spec, d, parent))
+        self.children(n)
+            .into_iter()
+            .filter(|&d| self.spec.jobs[d].sub_agent.is_some())
             .filter(|&d| with_deleted || !deleted.contains(&self.spec.jobs[d].producer_id))
             .collect()
     }
@@ -394,11 +391,11 @@ impl PlanActor {
     }
 
     /// The report on node `n`'s sub-agents (only those in `only`, producerIds, when given).
-    fn agents_report(&self, n: NodeIndex, only: Option<&Vec<String>>) -> String {
+    fn agents_report(&self, n: NodeIndex, only: Option<&[String]>) -> String {
         let parent = &self.spec.jobs[n].producer_id;
         let state = &self.machine.record().state;
         let mut out = String::new();
-        for c in self.child_indexes(parent, false) {
+        for c in self.sub_agents(n, false) {
             let job = &self.spec.jobs[c];
             if only.is_some_and(|o| !o.contains(&job.producer_id)) {
                 continue;

@@ -210,7 +210,7 @@ impl PlanActor {
 
     /// The sub-jobs of node `p`, in the plan's order: those of its dependencies whose
     /// `parent` it is.
-    fn children(&self, p: NodeIndex) -> Vec<NodeIndex> {
+    pub(super) fn children(&self, p: NodeIndex) -> Vec<NodeIndex> {
         let Some(parent) = self.spec.jobs.get(p).map(|j| j.producer_id.as_str()) else {
             return Vec::new();
         };
