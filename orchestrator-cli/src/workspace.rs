@@ -170,14 +170,7 @@ impl Workspace {
         };
         let pg = PgPlanRepository::connect(&url, PgOptions::default())
             .await
-            .map_err(|e| match &e {
-                StoreError::Io { source, .. }
-                    if source.kind() == std::io::ErrorKind::InvalidInput =>
-                {
-                    CliError::invalid(format!("--database: {e}"))
-                }
-                _ => CliError::other(format!("--database: {e}")),
-            })?;
+            .map_err(|e| CliError::from(e).context("--database"))?;
         self.database = Some(pg.location().display().to_string());
         self.plans = Arc::new(pg);
         Ok(self)

@@ -194,6 +194,10 @@ impl Error {
     /// assert!(!Error::Shutdown.is_bad_input());
     /// ```
     pub fn is_bad_input(&self) -> bool {
+        // A store the caller configured wrongly (a malformed database URL, say).
+        if let Error::Store(StoreError::Io { source, .. }) = self {
+            return source.kind() == std::io::ErrorKind::InvalidInput;
+        }
         matches!(
             self,
             Error::Invalid(_)

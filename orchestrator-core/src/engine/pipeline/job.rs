@@ -119,8 +119,7 @@ impl NodeRun {
             // worktree must hold the job's own commit.
             (true, Some(c)) => c.clone(),
             // A parked agent woken up goes on from its checkpoint.
-            _ if self.checkpoint.is_some() => self.checkpoint.clone().unwrap_or_default(),
-            _ => match self.dep_commits.first() {
+            _ => match self.checkpoint.as_ref().or(self.dep_commits.first()) {
                 Some(c) => c.clone(),
                 None => match self.job().and_then(|j| j.base_branch.as_deref()) {
                     Some(rev) => git
