@@ -51,6 +51,7 @@ mod nested;
 mod ops;
 mod paths;
 mod refs;
+mod remote;
 mod worktree;
 mod worktree_merge;
 

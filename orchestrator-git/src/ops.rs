@@ -20,7 +20,7 @@ use crate::housekeeping::{exclude, stale_locks};
 use crate::landing::land;
 use crate::merge::{self, Step};
 use crate::worktree_merge::{advance, Advance};
-use crate::{checkout, paths, refs, worktree};
+use crate::{checkout, paths, refs, remote, worktree};
 
 /// [`GitOperations`] on libgit2. Cheap to clone; clones share the per-repository locks.
 ///
@@ -529,6 +529,50 @@ impl GitOperations for Git2Operations {
             Ok(new.to_string())
         })
         .await
+    }
+
+    async fn merge_commits(
+        &self,
+        repo: &Path,
+        commits: &[CommitId],
+        message: &str,
+    ) -> Result<CommitId, GitError> {
+        let (commits, message) = (commits.to_vec(), message.to_string());
+        self.on_repo(repo, "merge commits", move |inner, repo| {
+            let Some(first) = commits.first() else {
+                return Err(GitError::NotFound {
+                    what: "a commit to merge (the list is empty)".into(),
+                });
+            };
+            let head = refs::resolve_commit(repo, first)?;
+            match advance(inner, repo, head, &commits, 1, &message)? {
+                Advance::Done(id) => Ok(id.to_string()),
+                Advance::Conflict {
+                    ours,
+                    theirs,
+                    paths,
+                    ..
+                } => Err(GitError::MergeConflict {
+                    context: format!("merging {} into {}", short(theirs), short(ours)),
+                    paths,
+                }),
+            }
+        })
+        .await
+    }
+
+    async fn push(
+        &self,
+        repo: &Path,
+        remote: &str,
+        commit: &str,
+        reference: &str,
+    ) -> Result<(), GitError> {
+        remote::push(repo, remote, commit, reference).await
+    }
+
+    async fn fetch(&self, repo: &Path, remote: &str, reference: &str) -> Result<CommitId, GitError> {
+        remote::fetch(repo, remote, reference).await
     }
 
     async fn diff_stats(&self, repo: &Path, from: &str, to: &str) -> Result<DiffStats, GitError> {

@@ -118,6 +118,16 @@ pub enum GitError {
     },
 }
 
+/// The error of an operation a git layer does not offer.
+fn unsupported(operation: &str) -> GitError {
+    GitError::Other {
+        operation: operation.to_owned(),
+        message: "this git layer does not support it (use orchestrator_git::Git2Operations)"
+            .to_owned(),
+        retryable: false,
+    }
+}
+
 impl GitError {
     /// Whether trying again may help.
     pub fn is_retryable(&self) -> bool {
@@ -297,6 +307,42 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
         message: &str,
         style: MergeStyle,
     ) -> Result<CommitId, GitError>;
+
+    /// Merges `commits` one after another in memory (no checkout, no ref moved), each merge
+    /// committed with `message`; commits already contained are skipped. Returns the result:
+    /// the first commit when the others add nothing. Conflicts are
+    /// [`GitError::MergeConflict`]. Remote execution (SPEC §16) computes a job's merge-fi with
+    /// it. The default says the layer cannot.
+    async fn merge_commits(
+        &self,
+        repo: &Path,
+        commits: &[CommitId],
+        message: &str,
+    ) -> Result<CommitId, GitError> {
+        let _ = (repo, commits, message);
+        Err(unsupported("merge commits"))
+    }
+
+    /// Pushes `commit` to `remote` (a URL or path every machine can reach) as `reference` (a
+    /// full ref name), replacing what the remote has there. The default says the layer cannot.
+    async fn push(
+        &self,
+        repo: &Path,
+        remote: &str,
+        commit: &str,
+        reference: &str,
+    ) -> Result<(), GitError> {
+        let _ = (repo, remote, commit, reference);
+        Err(unsupported("push"))
+    }
+
+    /// Fetches `reference` of `remote` into the same ref of `repo` (so the commit stays
+    /// reachable) and returns its commit; only the objects `repo` lacks travel. The default
+    /// says the layer cannot.
+    async fn fetch(&self, repo: &Path, remote: &str, reference: &str) -> Result<CommitId, GitError> {
+        let _ = (repo, remote, reference);
+        Err(unsupported("fetch"))
+    }
 
     /// Files and lines changed from `from` to `to`.
     async fn diff_stats(&self, repo: &Path, from: &str, to: &str) -> Result<DiffStats, GitError>;

@@ -208,6 +208,32 @@ impl GitOperations for Retrying {
         .await
     }
 
+    async fn merge_commits(
+        &self,
+        repo: &Path,
+        commits: &[CommitId],
+        message: &str,
+    ) -> Result<CommitId, GitError> {
+        again("merge commits", false, || {
+            self.0.merge_commits(repo, commits, message)
+        })
+        .await
+    }
+
+    async fn push(
+        &self,
+        repo: &Path,
+        remote: &str,
+        commit: &str,
+        reference: &str,
+    ) -> Result<(), GitError> {
+        again("push", false, || self.0.push(repo, remote, commit, reference)).await
+    }
+
+    async fn fetch(&self, repo: &Path, remote: &str, reference: &str) -> Result<CommitId, GitError> {
+        again("fetch", false, || self.0.fetch(repo, remote, reference)).await
+    }
+
     async fn diff_stats(&self, repo: &Path, from: &str, to: &str) -> Result<DiffStats, GitError> {
         again("diff stats", false, || self.0.diff_stats(repo, from, to)).await
     }

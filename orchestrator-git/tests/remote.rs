@@ -1,0 +1,147 @@
+//! Git through a shared remote (SPEC §16): in-memory merges of a job's dependencies, and
+//! commits pushed to and fetched from a bare repository, checked with the `git` CLI.
+
+mod common;
+
+use orchestrator_core::conformance::git::write_files;
+use orchestrator_core::git::{GitError, GitOperations};
+use orchestrator_git::Git2Operations;
+use orchestrator_testkit::fixtures::git;
+
+async fn commit_on(
+    ops: &Git2Operations,
+    repo: &std::path::Path,
+    name: &str,
+    base: &str,
+    files: &[(&str, &str)],
+) -> String {
+    let wt = repo.join(".worktrees").join(name);
+    ops.create_worktree(repo, &wt, base)
+        .await
+        .expect("create worktree");
+    write_files(&wt, files).expect("write");
+    ops.commit_all(&wt, name)
+        .await
+        .expect("commit")
+        .expect("a change")
+}
+
+#[tokio::test]
+async fn merge_commits_equals_the_cli_merge_and_moves_no_ref() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = common::fixture_repo(dir.path());
+    let ops = Git2Operations::new();
+    let base = git(&repo, &["rev-parse", "HEAD"]);
+    let refs_before = git(&repo, &["for-each-ref"]);
+    let a = commit_on(&ops, &repo, "a", &base, &[("a.txt", "a\n")]).await;
+    let b = commit_on(&ops, &repo, "b", &base, &[("b.txt", "b\n")]).await;
+    let c = commit_on(&ops, &repo, "c", &a, &[("c.txt", "c\n")]).await;
+
+    // One commit: itself. A contained one adds nothing.
+    assert_eq!(
+        ops.merge_commits(&repo, &[a.clone()], "m").await.unwrap(),
+        a
+    );
+    assert_eq!(
+        ops.merge_commits(&repo, &[c.clone(), a.clone()], "m")
+            .await
+            .unwrap(),
+        c
+    );
+    let merged = ops
+        .merge_commits(&repo, &[c.clone(), b.clone()], "merge b")
+        .await
+        .expect("merge");
+    let cli_tree = git(&repo, &["merge-tree", "--write-tree", &c, &b]);
+    assert_eq!(
+        git(&repo, &["rev-parse", &format!("{merged}^{{tree}}")]),
+        cli_tree
+    );
+    assert_eq!(git(&repo, &["rev-parse", &format!("{merged}^1")]), c);
+    assert_eq!(git(&repo, &["rev-parse", &format!("{merged}^2")]), b);
+    assert_eq!(
+        git(&repo, &["log", "-1", "--format=%s", &merged]),
+        "merge b"
+    );
+    assert_eq!(git(&repo, &["for-each-ref"]), refs_before, "no ref moved");
+
+    // A conflict names its file; nothing is written anywhere.
+    let x = commit_on(&ops, &repo, "x", &base, &[("same.txt", "x\n")]).await;
+    let y = commit_on(&ops, &repo, "y", &base, &[("same.txt", "y\n")]).await;
+    match ops.merge_commits(&repo, &[x, y], "m").await {
+        Err(GitError::MergeConflict { paths, .. }) => assert_eq!(paths, vec!["same.txt"]),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert!(
+        ops.merge_commits(&repo, &[], "m").await.is_err(),
+        "nothing to merge"
+    );
+}
+
+#[tokio::test]
+async fn a_commit_travels_through_a_bare_remote_to_a_fresh_clone_and_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = common::fixture_repo(dir.path());
+    let ops = Git2Operations::new();
+    let remote = dir.path().join("remote.git");
+    git(
+        dir.path(),
+        &["init", "--quiet", "--bare", remote.to_str().unwrap()],
+    );
+    let url = format!("file://{}", remote.display());
+    let base = git(&repo, &["rev-parse", "HEAD"]);
+    let reference = "refs/orchestrator/jobs/p1/n1/1/base";
+
+    ops.push(&repo, &url, &base, reference).await.expect("push");
+    assert_eq!(git(&remote, &["rev-parse", reference]), base);
+
+    // A worker's clone: empty at first, gets the commit and its history.
+    let clone = dir.path().join("clone");
+    git(dir.path(), &["init", "--quiet", clone.to_str().unwrap()]);
+    assert_eq!(
+        ops.fetch(&clone, &url, reference).await.expect("fetch"),
+        base
+    );
+    assert_eq!(
+        git(&clone, &["rev-parse", reference]),
+        base,
+        "kept under the same ref"
+    );
+    let result = commit_on(
+        &ops,
+        &clone,
+        "job",
+        &base,
+        &[("out.txt", "made remotely\n")],
+    )
+    .await;
+    let back = "refs/orchestrator/jobs/p1/n1/1/result";
+    ops.push(&clone, &url, &result, back)
+        .await
+        .expect("push result");
+    // Pushing again over it (a retry of the same attempt) replaces it.
+    ops.push(&clone, &url, &result, back)
+        .await
+        .expect("push again");
+
+    assert_eq!(
+        ops.fetch(&repo, &url, back).await.expect("fetch result"),
+        result
+    );
+    assert_eq!(
+        git(&repo, &["show", &format!("{result}:out.txt")]),
+        "made remotely"
+    );
+
+    // Bad input names the problem.
+    let e = ops.push(&repo, &url, &base, "not-a-ref").await.unwrap_err();
+    assert!(e.to_string().contains("not a full ref name"), "{e}");
+    let e = ops
+        .fetch(&repo, &url, "refs/orchestrator/jobs/none")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("fetch"), "{e}");
+    let gone = format!("file://{}", dir.path().join("nowhere.git").display());
+    let e = ops.push(&repo, &gone, &base, reference).await.unwrap_err();
+    assert!(e.to_string().contains("nowhere.git"), "{e}");
+}
