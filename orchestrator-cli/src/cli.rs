@@ -170,6 +170,32 @@ pub enum Command {
     /// "skills", "mcpServers"}], "notes"}`. Exit code 2 when a plugin is malformed: the message
     /// names the file and the field.
     Plugins(PluginsArgs),
+    /// Runs jobs of plans coordinated elsewhere (SPEC §16) until Ctrl-C or SIGTERM.
+    ///
+    /// Claims the jobs that `orchestrator run --database URL --remote GIT_URL` enqueues in the
+    /// database, SLOTS at a time, each in a worktree of the worker's own clone of the remote
+    /// (under DIR), renewing its lease every third of $ORCHESTRATOR_LEASE_TIMEOUT (seconds,
+    /// default 30); the results go back as commits on the remote and reports in the database.
+    /// A job whose lease lapses (the worker killed, stalled, cut off) is run again elsewhere
+    /// as a new attempt. On Ctrl-C it claims nothing more and lets its running jobs end.
+    Worker(WorkerArgs),
+}
+
+/// `worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub database: DatabaseArg,
+    /// Jobs run at once.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub slots: usize,
+    /// The folder the workers of this machine share: each takes a numbered place of its own
+    /// in it, with its clones (default: ~/.cache/orchestrator/workers).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The name it claims under (default: <host>-<pid>).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
 }
 
 /// `--repo`.
@@ -187,6 +213,16 @@ pub struct DatabaseArg {
     /// `orchestrator`) instead of `<repo>/.orchestrator/`; default: $ORCHESTRATOR_DATABASE_URL.
     #[arg(long, value_name = "URL")]
     pub database: Option<String>,
+}
+
+/// `--remote GIT_URL` of the commands that coordinate a plan whose jobs workers run (SPEC §16).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RemoteArg {
+    /// Run the jobs on the workers of --database (`orchestrator worker`), git through this
+    /// repository every machine reaches (a URL or path; jobs' base and result commits travel
+    /// as refs/orchestrator/jobs/<planId>/<nodeId>/...); default: $ORCHESTRATOR_REMOTE.
+    #[arg(long, value_name = "GIT_URL")]
+    pub remote: Option<String>,
 }
 
 /// `--plugins DIR` of the commands that run agent jobs.
@@ -244,6 +280,8 @@ pub struct RunArgs {
     pub repo: RepoArgs,
     #[command(flatten)]
     pub database: DatabaseArg,
+    #[command(flatten)]
+    pub remote: RemoteArg,
     /// Jobs running at once (overrides the plan's maxParallel; 0 = no plan limit).
     #[arg(long, value_name = "N")]
     pub max_parallel: Option<u32>,
@@ -416,6 +454,8 @@ pub struct WaitArgs {
 pub struct ResumeArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
+    #[command(flatten)]
+    pub remote: RemoteArg,
     #[command(flatten)]
     pub wait: WaitArgs,
     /// Jobs running at once across every orchestrator process of this machine that uses the

@@ -14,7 +14,7 @@ use orchestrator_git::Git2Operations;
 use orchestrator_storage::pg::{PgOptions, PgPlanRepository};
 use orchestrator_storage::{Durability, FsOptions, FsPlanRepository, MachineSlots};
 
-use crate::cli::DatabaseArg;
+use crate::cli::{DatabaseArg, RemoteArg};
 use crate::error::{CliError, CliResult};
 
 /// Environment variable naming the default agent CLI.
@@ -25,6 +25,27 @@ const HEAL_AGENT_VAR: &str = "ORCHESTRATOR_HEAL_AGENT";
 const BLOB_STORE_VAR: &str = "ORCHESTRATOR_BLOB_STORE";
 /// The PostgreSQL database plans are kept in when a command's `--database` names none.
 pub const DATABASE_VAR: &str = "ORCHESTRATOR_DATABASE_URL";
+/// The git remote jobs' commits travel through when a command's `--remote` names none.
+pub const REMOTE_VAR: &str = "ORCHESTRATOR_REMOTE";
+/// How long a plan's or a job's lease lasts without renewal, in seconds (default 30).
+pub const LEASE_VAR: &str = "ORCHESTRATOR_LEASE_TIMEOUT";
+
+/// The lease timeout of `ORCHESTRATOR_LEASE_TIMEOUT`, else PostgreSQL's default.
+fn lease_timeout() -> CliResult<std::time::Duration> {
+    let Some(text) = env_name(LEASE_VAR) else {
+        return Ok(PgOptions::default().lease_timeout);
+    };
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| {
+            CliError::invalid(format!(
+                "{LEASE_VAR}={text}: use a number of seconds greater than 0 (default 30)"
+            ))
+        })
+}
 
 /// A non-empty variable's value.
 fn env_name(var: &str) -> Option<String> {
@@ -116,6 +137,10 @@ pub struct Workspace {
     pub plans: Arc<dyn PlanRepository>,
     /// The database the plans are in, as shown to people (no password), when they are.
     pub database: Option<String>,
+    /// That database's store, for its work queue (SPEC §16).
+    pub pg: Option<PgPlanRepository>,
+    /// The git remote jobs run through on workers ([`Workspace::with_remote`]), when set.
+    pub remote: Option<String>,
     /// The git layer.
     pub git: Git2Operations,
     /// The plugins its agent jobs use ([`Workspace::with_plugins`]; none by default).
@@ -153,6 +178,8 @@ impl Workspace {
             plans: store.clone(),
             store,
             database: None,
+            pg: None,
+            remote: None,
             dir,
             git_root,
             git: Git2Operations::new(),
@@ -168,12 +195,37 @@ impl Workspace {
         let Some(url) = arg.database.clone().or_else(|| env_name(DATABASE_VAR)) else {
             return Ok(self);
         };
-        let pg = PgPlanRepository::connect(&url, PgOptions::default())
+        let options = PgOptions::default().lease_timeout(lease_timeout()?);
+        let pg = PgPlanRepository::connect(&url, options)
             .await
             .map_err(|e| CliError::from(e).context("--database"))?;
         self.database = Some(pg.location().display().to_string());
-        self.plans = Arc::new(pg);
+        self.plans = Arc::new(pg.clone());
+        self.pg = Some(pg);
         Ok(self)
+    }
+
+    /// This workspace with its plans' jobs run by workers (SPEC §16), git through the remote
+    /// `arg` names, else `ORCHESTRATOR_REMOTE`; as it is when neither does. The plans must be
+    /// in a database ([`Workspace::with_database`] first): that is where workers find them.
+    pub fn with_remote(mut self, arg: &RemoteArg) -> CliResult<Workspace> {
+        let Some(remote) = arg.remote.clone().or_else(|| env_name(REMOTE_VAR)) else {
+            return Ok(self);
+        };
+        if self.pg.is_none() {
+            return Err(CliError::invalid(format!(
+                "--remote {remote}: jobs run on workers only for plans kept in PostgreSQL; add --database URL (or set {DATABASE_VAR})"
+            )));
+        }
+        self.remote = Some(remote);
+        Ok(self)
+    }
+
+    /// The database's work queue, its claims lasting `ORCHESTRATOR_LEASE_TIMEOUT`.
+    pub fn work_queue(&self) -> Option<orchestrator_storage::pg::PgWorkQueue> {
+        self.pg
+            .as_ref()
+            .map(|pg| pg.work_queue(pg.options().lease_timeout))
     }
 
     /// Where the plans are, for messages: the database, or the store folder.
@@ -258,6 +310,10 @@ impl Workspace {
         }
         if let Some(machine) = machine {
             builder = builder.capacity(machine);
+        }
+        if let (Some(remote), Some(queue)) = (&self.remote, self.work_queue()) {
+            let executor = orchestrator_storage::pg::PgExecutor::new(queue, remote.clone());
+            builder = builder.executor(Arc::new(executor));
         }
         if tools {
             let server = orchestrator_agents::tools::ToolServer::start().map_err(|e| {

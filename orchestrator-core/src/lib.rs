@@ -23,6 +23,7 @@ pub mod ids;
 pub mod inputs;
 pub mod plan;
 pub mod redact;
+pub mod remote;
 pub mod render;
 pub mod report;
 pub mod repository;

@@ -571,7 +571,12 @@ impl GitOperations for Git2Operations {
         remote::push(repo, remote, commit, reference).await
     }
 
-    async fn fetch(&self, repo: &Path, remote: &str, reference: &str) -> Result<CommitId, GitError> {
+    async fn fetch(
+        &self,
+        repo: &Path,
+        remote: &str,
+        reference: &str,
+    ) -> Result<CommitId, GitError> {
         remote::fetch(repo, remote, reference).await
     }
 

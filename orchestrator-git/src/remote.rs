@@ -30,9 +30,14 @@ async fn git(repo: &Path, operation: &str, args: &[&str]) -> Result<String, GitE
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     // A remote that did not answer, or a ref lock another push held, may work a moment later.
-    let retryable = ["Could not read from remote", "Connection", "timed out", "lock"]
-        .iter()
-        .any(|hint| stderr.contains(hint));
+    let retryable = [
+        "Could not read from remote",
+        "Connection",
+        "timed out",
+        "lock",
+    ]
+    .iter()
+    .any(|hint| stderr.contains(hint));
     Err(GitError::Other {
         operation: operation.to_owned(),
         message: format!(
@@ -70,18 +75,39 @@ pub(crate) async fn push(
 ) -> Result<(), GitError> {
     check_reference(reference, "push")?;
     let spec = format!("+{commit}:{reference}");
-    git(repo, "push", &["push", "--quiet", "--no-verify", remote, &spec]).await?;
+    git(
+        repo,
+        "push",
+        &["push", "--quiet", "--no-verify", remote, &spec],
+    )
+    .await?;
     Ok(())
 }
 
-pub(crate) async fn fetch(repo: &Path, remote: &str, reference: &str) -> Result<CommitId, GitError> {
+pub(crate) async fn fetch(
+    repo: &Path,
+    remote: &str,
+    reference: &str,
+) -> Result<CommitId, GitError> {
     check_reference(reference, "fetch")?;
     let spec = format!("+{reference}:{reference}");
     git(
         repo,
         "fetch",
-        &["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, &spec],
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            remote,
+            &spec,
+        ],
     )
     .await?;
-    git(repo, "fetch", &["rev-parse", "--verify", &format!("{reference}^{{commit}}")]).await
+    git(
+        repo,
+        "fetch",
+        &["rev-parse", "--verify", &format!("{reference}^{{commit}}")],
+    )
+    .await
 }

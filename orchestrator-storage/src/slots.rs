@@ -121,6 +121,26 @@ impl MachineSlots {
             })
     }
 
+    /// [`Capacity::try_acquire`], saying which slot (`0..slots`) it holds: a process that
+    /// needs a place of its own on the machine (a worker's folder) takes the one of its slot.
+    pub fn try_acquire_numbered(&self) -> Result<Option<(usize, Slot)>, CapacityError> {
+        for i in 0..self.slots {
+            let file = self.open(i)?;
+            match FileExt::try_lock(&file) {
+                Ok(()) => return Ok(Some((i, Slot::new(HeldSlot(file))))),
+                Err(TryLockError::WouldBlock) => continue,
+                Err(TryLockError::Error(source)) => {
+                    return Err(CapacityError::Io {
+                        operation: "lock slot file",
+                        path: self.dir.join(format!("slot-{i}")),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(None)
+    }
+
     fn open(&self, i: usize) -> Result<File, CapacityError> {
         let path = self.dir.join(format!("slot-{i}"));
         let mut options = std::fs::OpenOptions::new();
@@ -150,21 +170,7 @@ impl MachineSlots {
 #[async_trait]
 impl Capacity for MachineSlots {
     fn try_acquire(&self) -> Result<Option<Slot>, CapacityError> {
-        for i in 0..self.slots {
-            let file = self.open(i)?;
-            match FileExt::try_lock(&file) {
-                Ok(()) => return Ok(Some(Slot::new(HeldSlot(file)))),
-                Err(TryLockError::WouldBlock) => continue,
-                Err(TryLockError::Error(source)) => {
-                    return Err(CapacityError::Io {
-                        operation: "lock slot file",
-                        path: self.dir.join(format!("slot-{i}")),
-                        source,
-                    })
-                }
-            }
-        }
-        Ok(None)
+        Ok(self.try_acquire_numbered()?.map(|(_, slot)| slot))
     }
 
     async fn acquire(&self) -> Result<Slot, CapacityError> {

@@ -162,6 +162,7 @@ pub async fn demo(args: DemoArgs) -> CliResult<Exit> {
             repo: Some(repo.clone()),
         },
         database: crate::cli::DatabaseArg::default(),
+        remote: crate::cli::RemoteArg::default(),
         max_parallel: None,
         worktree_root: None,
         machine_slots: None,

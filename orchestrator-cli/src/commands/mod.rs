@@ -8,6 +8,7 @@ pub mod run;
 pub mod session;
 pub mod steer;
 pub mod team;
+pub mod worker;
 
 use crate::cli::{Command, McpArgs};
 use crate::error::{CliError, CliResult, Exit};
@@ -35,6 +36,7 @@ pub async fn dispatch(command: Command) -> CliResult<Exit> {
         Command::Team(a) => team::team(a).await,
         Command::Models(a) => models::models(a).await,
         Command::Plugins(a) => plugins::plugins(a).await,
+        Command::Worker(a) => worker::worker(a).await,
     }
 }
 

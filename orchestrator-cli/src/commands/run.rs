@@ -65,7 +65,8 @@ pub async fn run(args: RunArgs) -> CliResult<Exit> {
     let ws = Workspace::open(args.repo.repo.as_deref())?
         .with_plugins(&args.plugins.plugins)?
         .with_database(&args.database)
-        .await?;
+        .await?
+        .with_remote(&args.remote)?;
     // The repository root: where a plan's files are unless it runs with `isolation: none`
     // in a folder of its own (only a plan that parses is known to; it is checked again below).
     let mut spec = read_plan(&args.plan_file, ws.root())?;
@@ -153,6 +154,7 @@ async fn take_over(
 pub async fn resume(args: ResumeArgs) -> CliResult<Exit> {
     let ResumeArgs {
         plan: args,
+        remote,
         wait,
         machine_slots,
         plugins,
@@ -160,7 +162,8 @@ pub async fn resume(args: ResumeArgs) -> CliResult<Exit> {
     let ws = Workspace::open(args.repo.repo.as_deref())?
         .with_plugins(&plugins.plugins)?
         .with_database(&args.database)
-        .await?;
+        .await?
+        .with_remote(&remote)?;
     let TakenOver {
         o,
         id,

@@ -247,7 +247,7 @@ fn answer_permissions(sessions: &Sessions, id: &str) -> tokio::task::JoinHandle<
 }
 
 /// Resolves when the process gets SIGINT or SIGTERM (Ctrl-C elsewhere).
-async fn interrupted() {
+pub(crate) async fn interrupted() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

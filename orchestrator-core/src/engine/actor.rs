@@ -437,31 +437,16 @@ impl PlanActor {
                 }
                 None => self.machine.succeed(n, at).map(|()| self.clean_up_after(n)),
             },
-            (Some(StopReason::Pause), Err(f)) => {
-                let resume = f
-                    .phase
-                    .map(Phase::retry_from)
-                    .filter(|p| *p != Phase::MergeFi);
-                // A heal stopped in its phase is done again when the job resumes.
-                let heal = self.machine.record().state.nodes[n]
-                    .last_attempt()
-                    .and_then(|a| a.heal.clone())
-                    .filter(|h| Some(h.phase) == f.phase);
-                self.machine
-                    .fail(
-                        n,
-                        at,
-                        "stopped by pause; resumes from this phase".into(),
-                        FailureReason::Canceled,
-                        f.phase,
-                    )
-                    .and_then(|()| match heal {
-                        Some(heal) => self
-                            .machine
-                            .record_change(StateChange::HealScheduled { node: n, heal }),
-                        None => Ok(()),
-                    })
-                    .and_then(|()| self.machine.retry(n, resume, at))
+            (Some(StopReason::Pause), Err(f)) => self.interrupted(
+                n,
+                "stopped by pause; resumes from this phase".into(),
+                FailureReason::Canceled,
+                f.phase,
+            ),
+            // Lost with the remote worker running it (SPEC §16): a new attempt, as after a
+            // crash of this process.
+            (None, Err(f)) if f.reason == FailureReason::Crashed => {
+                self.interrupted(n, f.message, f.reason, f.phase)
             }
             (Some(StopReason::ForceFail), Err(f)) => self.machine.fail(
                 n,
@@ -491,6 +476,34 @@ impl PlanActor {
         if self.machine.status_of(n).is_terminal() {
             self.child_ended(n);
         }
+    }
+
+    /// Ends node `n`'s attempt, stopped before its end (a pause, a lost worker), and queues
+    /// the next one from the phase it stopped in; a heal stopped in that phase is done again.
+    fn interrupted(
+        &mut self,
+        n: NodeIndex,
+        message: String,
+        reason: FailureReason,
+        phase: Option<Phase>,
+    ) -> std::result::Result<(), crate::state::ApplyError> {
+        let at = self.clock;
+        let resume = phase
+            .map(Phase::retry_from)
+            .filter(|p| *p != Phase::MergeFi);
+        let heal = self.machine.record().state.nodes[n]
+            .last_attempt()
+            .and_then(|a| a.heal.clone())
+            .filter(|h| Some(h.phase) == phase);
+        self.machine
+            .fail(n, at, message, reason, phase)
+            .and_then(|()| match heal {
+                Some(heal) => self
+                    .machine
+                    .record_change(StateChange::HealScheduled { node: n, heal }),
+                None => Ok(()),
+            })
+            .and_then(|()| self.machine.retry(n, resume, at))
     }
 
     /// The heal to start a new attempt with, numbered after the heals of the same phase just

@@ -51,6 +51,7 @@ pub struct OrchestratorBuilder {
     tools: Option<Arc<dyn crate::tools::AgentTools>>,
     sessions: Option<Arc<dyn crate::tools::SessionArchive>>,
     reaper: Option<Reaper>,
+    executor: Option<Arc<dyn crate::remote::Executor>>,
     capacity: Option<Arc<dyn Capacity>>,
     options: OrchestratorOptions,
     callbacks: Vec<EventCallback>,
@@ -145,6 +146,16 @@ impl OrchestratorBuilder {
     /// or any object store URL). Without one, parked jobs keep their worktrees.
     pub fn session_archive(mut self, archive: Arc<dyn crate::tools::SessionArchive>) -> Self {
         self.sessions = Some(archive);
+        self
+    }
+
+    /// Runs jobs' phases elsewhere (SPEC §16, see [`crate::remote`]): this orchestrator
+    /// coordinates its plans (merges in memory, pushes each job's base to the executor's git
+    /// remote) and the executor's workers run the phases.
+    /// `orchestrator_storage::pg::PgExecutor` is the implementation (a PostgreSQL work queue);
+    /// without one every job runs in this process.
+    pub fn executor(mut self, executor: Arc<dyn crate::remote::Executor>) -> Self {
+        self.executor = Some(executor);
         self
     }
 
@@ -249,6 +260,7 @@ impl OrchestratorBuilder {
             tools: self.tools,
             sessions: self.sessions,
             reaper: self.reaper,
+            executor: self.executor,
             capacity,
             options: self.options,
             events,

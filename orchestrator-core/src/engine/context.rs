@@ -34,6 +34,8 @@ pub(crate) struct EngineCtx {
     /// Where parked agents' sessions are dehydrated to (SPEC §15), when the host set one.
     pub(crate) sessions: Option<Arc<dyn crate::tools::SessionArchive>>,
     pub(crate) reaper: Option<Reaper>,
+    /// Where jobs' phases run when not here (SPEC §16), when the host set one.
+    pub(crate) executor: Option<Arc<dyn crate::remote::Executor>>,
     /// Slots every job of every plan takes before it starts (see [`crate::capacity`]).
     pub(crate) capacity: Arc<dyn Capacity>,
     pub(crate) options: OrchestratorOptions,

@@ -353,6 +353,21 @@ impl Orchestrator {
         super::repair::sweep(&self.ctx, repo, &root).await
     }
 
+    /// Runs one order of a coordinator's job on this worker (SPEC §16, see
+    /// [`crate::remote`]): the job's definition is read from this orchestrator's store (the
+    /// coordinator's), its worktree is made in `repo` (the worker's clone of the remote, which
+    /// must hold `order.base`) and its phases run with this orchestrator's runners and git
+    /// layer, their logs going to the store. Returns what happened, for the coordinator; the
+    /// result commit is left in `repo` for the caller to push to `order.refs.result`.
+    pub async fn execute_order(
+        &self,
+        order: &crate::remote::JobOrder,
+        repo: &std::path::Path,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<crate::remote::JobReport> {
+        Ok(crate::engine::pipeline::execute_order(self.ctx.clone(), order, repo, cancel).await?)
+    }
+
     /// A snapshot of the plan's record.
     pub async fn status(&self, id: &PlanId) -> Result<PlanRecord> {
         self.ask(id, |reply| HostRequest::Snapshot { reply }).await

@@ -26,7 +26,10 @@ use crate::state::{FailureReason, Heal, Phase, PhaseStatus, PlanMachine, StateCh
 mod agents;
 mod dehydrate;
 mod job;
+mod remote;
 mod snapshot;
+
+pub(crate) use remote::execute_order;
 
 use agents::is_sub_agent_of;
 
@@ -84,6 +87,11 @@ pub(crate) struct NodeRun {
     inputs: Option<Inputs>,
     /// `inputs` with its file written, shared by the attempt's runners.
     inputs_written: std::sync::Mutex<Option<Arc<Inputs>>>,
+    /// Runs on a remote worker for its coordinator (SPEC §16): everything up to the commit,
+    /// never merge-ri.
+    on_worker: bool,
+    /// How many of the node's attempts just before this one were lost with their worker.
+    lost_streak: usize,
     /// The job's capacity slot, freed when the run ends.
     _slot: Slot,
 }
@@ -185,6 +193,14 @@ impl NodeRun {
             cancel,
             tx,
             pending: std::sync::Mutex::new(Vec::new()),
+            on_worker: false,
+            lost_streak: ns
+                .attempts
+                .iter()
+                .rev()
+                .skip(1)
+                .take_while(|a| a.failure_reason == Some(FailureReason::Crashed))
+                .count(),
             _slot: slot,
         }
     }
@@ -198,7 +214,10 @@ impl NodeRun {
                 .await
                 .map(|()| RunEnd::Finished)
         } else if self.spec.isolation == Isolation::Worktree {
-            Box::pin(self.run_job()).await
+            match self.executor() {
+                Some(executor) => Box::pin(self.run_remote(executor)).await,
+                None => Box::pin(self.run_job()).await,
+            }
         } else {
             Box::pin(self.run_in_place()).await
         };

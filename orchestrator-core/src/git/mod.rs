@@ -339,7 +339,12 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
     /// Fetches `reference` of `remote` into the same ref of `repo` (so the commit stays
     /// reachable) and returns its commit; only the objects `repo` lacks travel. The default
     /// says the layer cannot.
-    async fn fetch(&self, repo: &Path, remote: &str, reference: &str) -> Result<CommitId, GitError> {
+    async fn fetch(
+        &self,
+        repo: &Path,
+        remote: &str,
+        reference: &str,
+    ) -> Result<CommitId, GitError> {
         let _ = (repo, remote, reference);
         Err(unsupported("fetch"))
     }

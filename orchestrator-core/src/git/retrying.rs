@@ -227,10 +227,18 @@ impl GitOperations for Retrying {
         commit: &str,
         reference: &str,
     ) -> Result<(), GitError> {
-        again("push", false, || self.0.push(repo, remote, commit, reference)).await
+        again("push", false, || {
+            self.0.push(repo, remote, commit, reference)
+        })
+        .await
     }
 
-    async fn fetch(&self, repo: &Path, remote: &str, reference: &str) -> Result<CommitId, GitError> {
+    async fn fetch(
+        &self,
+        repo: &Path,
+        remote: &str,
+        reference: &str,
+    ) -> Result<CommitId, GitError> {
         again("fetch", false, || self.0.fetch(repo, remote, reference)).await
     }
 

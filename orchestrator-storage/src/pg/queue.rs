@@ -313,6 +313,34 @@ impl PgWorkQueue {
             .collect())
     }
 
+    /// Withdraws attempt `attempt` of `node` of `plan` (its job was canceled or paused): a
+    /// queued item is never claimed, a claimed one's renew and finish are fenced, so its
+    /// worker stops. Nothing happens to an item already finished.
+    pub async fn withdraw(
+        &self,
+        plan: &PlanId,
+        node: &str,
+        attempt: u32,
+    ) -> Result<(), StoreError> {
+        const WHAT: &str = "withdraw a work item";
+        let client = self.store.inner.db.client(WHAT).await?;
+        client
+            .execute(
+                "UPDATE work_items SET state = 'withdrawn', finished_time = now()
+                 WHERE plan_id = $1 AND node_id = $2 AND attempt = $3
+                   AND state IN ('queued', 'claimed')",
+                &[&plan.as_str(), &node, &i64::from(attempt)],
+            )
+            .await
+            .map_err(|e| error::db(WHAT, &self.path(), e))?;
+        Ok(())
+    }
+
+    /// How long a claim lasts without renewal.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
     /// `Ok` when `ok`, else [`QueueError::Fenced`] saying what the item's row says now.
     async fn fenced_unless(&self, ok: bool, claim: &Claim) -> Result<(), QueueError> {
         if ok {

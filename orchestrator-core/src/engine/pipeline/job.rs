@@ -9,7 +9,9 @@ impl NodeRun {
     }
 
     pub(super) async fn run_job(&self) -> PhaseResult<RunEnd> {
-        self.save_specs().await;
+        if !self.on_worker {
+            self.save_specs().await;
+        }
         let git = self.git()?.clone();
         let Some(job) = self.job() else {
             return Ok(RunEnd::Finished);
@@ -82,7 +84,8 @@ impl NodeRun {
         if let held @ RunEnd::Held(_) = self.after_the_phases() {
             return Ok(held);
         }
-        if self.graph.is_user_leaf(self.node) {
+        // On a worker the coordinator merges the result (see `remote`).
+        if self.graph.is_user_leaf(self.node) && !self.on_worker {
             self.phase(Phase::MergeRi, |log| self.merge_ri(&git, job, &commit, log))
                 .await?;
         }
@@ -121,19 +124,7 @@ impl NodeRun {
             // A parked agent woken up goes on from its checkpoint.
             _ => match self.checkpoint.as_ref().or(self.dep_commits.first()) {
                 Some(c) => c.clone(),
-                None => match self.job().and_then(|j| j.base_branch.as_deref()) {
-                    Some(rev) => git
-                        .resolve(&self.repo, rev)
-                        .await
-                        .map_err(|e| NodeFailure::git(p, e))?,
-                    None => self.base_commit.clone().ok_or_else(|| {
-                        NodeFailure::new(
-                            p,
-                            FailureReason::StartupError,
-                            "the plan has no base commit; was it started?",
-                        )
-                    })?,
-                },
+                None => self.own_base(git).await?,
             },
         };
         let keep = self.continues_agent_session();
@@ -160,6 +151,25 @@ impl NodeRun {
             );
         }
         Ok(laid_out)
+    }
+
+    /// The commit a job without dependency commits starts from: its `baseBranch`, else the
+    /// plan's base.
+    pub(super) async fn own_base(&self, git: &Arc<dyn GitOperations>) -> PhaseResult<String> {
+        let p = Phase::MergeFi;
+        match self.job().and_then(|j| j.base_branch.as_deref()) {
+            Some(rev) => git
+                .resolve(&self.repo, rev)
+                .await
+                .map_err(|e| NodeFailure::git(p, e)),
+            None => self.base_commit.clone().ok_or_else(|| {
+                NodeFailure::new(
+                    p,
+                    FailureReason::StartupError,
+                    "the plan has no base commit; was it started?",
+                )
+            }),
+        }
     }
 
     /// Brings the node's worktree to `start` for the phases of this attempt (see
