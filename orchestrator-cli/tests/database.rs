@@ -10,73 +10,10 @@
 
 mod common;
 
+use common::database::Database;
 use common::Repo;
 use orchestrator_testkit::fixtures::job_doc;
 use serde_json::json;
-
-/// The server the tests use: `ORCHESTRATOR_TEST_DATABASE_URL` (a database to connect to for
-/// creating the others), else the local one.
-fn admin_url() -> String {
-    std::env::var("ORCHESTRATOR_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-/// A fresh database, dropped when the value is.
-struct Database {
-    name: String,
-}
-
-impl Database {
-    /// A new empty database, or `None` (said on stderr) when no server answers.
-    fn create() -> Option<Database> {
-        let name = format!("orch_cli_{}", uuid::Uuid::new_v4().simple());
-        match sql(&format!("CREATE DATABASE {name}")) {
-            Ok(()) => Some(Database { name }),
-            Err(e) => {
-                eprintln!("skipped: no PostgreSQL at {} ({e})", admin_url());
-                None
-            }
-        }
-    }
-
-    /// The URL of the database: the server's, with this database's name.
-    fn url(&self) -> String {
-        let admin = admin_url();
-        let server = admin.rsplit_once('/').map_or(admin.as_str(), |(s, _)| s);
-        format!("{server}/{}", self.name)
-    }
-}
-
-impl Drop for Database {
-    fn drop(&mut self) {
-        let _ = sql(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            self.name
-        ));
-    }
-}
-
-/// Runs `statement` on the server, giving up after 2 s without an answer.
-fn sql(statement: &str) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let url = admin_url();
-        let connect = tokio_postgres::connect(&url, tokio_postgres::NoTls);
-        let (client, connection) =
-            match tokio::time::timeout(std::time::Duration::from_secs(2), connect).await {
-                Err(_) => return Err("no answer within 2 s".to_owned()),
-                Ok(result) => result.map_err(|e| e.to_string())?,
-            };
-        tokio::spawn(connection);
-        client
-            .batch_execute(statement)
-            .await
-            .map_err(|e| e.to_string())
-    })
-}
 
 fn plan(repo: &Repo, jobs: serde_json::Value) -> String {
     let file = repo.dir.join("plan.json");

@@ -12,6 +12,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub mod database;
+
 use orchestrator_testkit::fixtures::{copy_repo, isolate, wait_child, Run, TempRepo};
 use serde_json::Value;
 

@@ -198,6 +198,26 @@ pub fn own_branches(record: &PlanRecord) -> Vec<String> {
     branches.dedup();
     branches
 }
+/// Keeps the engine's own folders out of `git status` in `repo` (through
+/// `.git/info/exclude`): the store, the default worktree folder and the plan's worktree root
+/// when it is inside the repository. Jobs' commits must never take them in, wherever the
+/// jobs run (this process or a remote worker's clone).
+pub(crate) async fn exclude_own_folders(
+    git: &dyn crate::git::GitOperations,
+    options: &OrchestratorOptions,
+    spec: &crate::plan::PlanSpec,
+    repo: &std::path::Path,
+) -> Result<(), crate::git::GitError> {
+    let root = options.plan_worktree_root(spec, repo);
+    let own_root = root
+        .strip_prefix(repo)
+        .ok()
+        .filter(|rel| !rel.as_os_str().is_empty())
+        .map(|rel| format!("/{}/", rel.to_string_lossy().trim_end_matches('/')));
+    let mut excluded = vec!["/.worktrees/", "/.orchestrator/"];
+    excluded.extend(own_root.as_deref());
+    git.exclude(repo, &excluded).await
+}
 
 /// Folder name of a job's worktree under the worktree root (SPEC §4: `<id8>`).
 pub fn job_worktree_name(node: &crate::ids::NodeId) -> &str {

@@ -227,7 +227,10 @@ impl PgWorker {
         let cancel = CancellationToken::new();
         let beat = tokio::spawn(heartbeat(self.queue.clone(), claim.clone(), cancel.clone()));
         let report = match serde_json::from_value::<JobOrder>(claim.item.payload.clone()) {
-            Ok(order) => self.run_order(&order, folder, clones, &cancel).await,
+            Ok(order) => {
+                self.run_order(&claim, &order, folder, clones, &cancel)
+                    .await
+            }
             Err(e) => failed(
                 None,
                 format!("the work item is not an order this worker reads: {e}"),
@@ -250,6 +253,7 @@ impl PgWorker {
     /// Fetches the base, runs the phases, pushes the result.
     async fn run_order(
         &self,
+        claim: &Claim,
         order: &JobOrder,
         folder: &Path,
         clones: &Clones,
@@ -291,7 +295,12 @@ impl PgWorker {
         };
         if let JobOutcome::Committed { commit } = &report.outcome {
             // A lapsed lease makes the push pointless (the attempt is lost already): checked
-            // first, so a worker that stalled does not even write its ref.
+            // with the database first, so a worker that stalled (its heartbeat not run yet)
+            // does not even write its ref.
+            if let Err(QueueError::Fenced { why, .. }) = self.queue.renew(claim).await {
+                tracing::warn!(%why, "the job's lease is gone; its result is not pushed");
+                cancel.cancel();
+            }
             if cancel.is_cancelled() {
                 return report;
             }

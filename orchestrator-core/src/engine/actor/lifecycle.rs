@@ -68,16 +68,8 @@ impl PlanActor {
             .as_ref()
             .ok_or(Error::Config(crate::error::ConfigProblem::NoGitLayer))?;
         let repo = &self.machine.record().state.repo;
-        // The worktree root, when inside the repository, stays out of `git status` like ours.
-        let root = self.ctx.options.plan_worktree_root(&self.spec, repo);
-        let own_root = root
-            .strip_prefix(repo)
-            .ok()
-            .filter(|rel| !rel.as_os_str().is_empty())
-            .map(|rel| format!("/{}/", rel.to_string_lossy().trim_end_matches('/')));
-        let mut excluded = vec!["/.worktrees/", "/.orchestrator/"];
-        excluded.extend(own_root.as_deref());
-        git.exclude(repo, &excluded).await?;
+        crate::engine::exclude_own_folders(git.as_ref(), &self.ctx.options, &self.spec, repo)
+            .await?;
         let current = git.current_branch(repo).await?;
         let default = git.default_branch(repo).await?;
         let base_rev = self

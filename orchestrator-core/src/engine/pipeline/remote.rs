@@ -204,6 +204,18 @@ pub(crate) async fn execute_order(
             order.plan, order.node
         )));
     };
+    // The worker's clone keeps the engine's folders (the inputs file, agents' state) out of
+    // the job's commit, as the coordinator's repository does.
+    if let Some(git) = &ctx.git {
+        if let Err(e) =
+            crate::engine::exclude_own_folders(git.as_ref(), &ctx.options, &spec, repo).await
+        {
+            return Ok(refused(format!(
+                "cannot set up the clone {}: {e}",
+                repo.display()
+            )));
+        }
+    }
     let machine = PlanMachine::new(record, graph);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut run = NodeRun::new(
