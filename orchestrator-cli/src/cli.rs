@@ -177,7 +177,8 @@ pub enum Command {
     /// (under DIR), renewing its lease every third of $ORCHESTRATOR_LEASE_TIMEOUT (seconds,
     /// default 30); the results go back as commits on the remote and reports in the database.
     /// A job whose lease lapses (the worker killed, stalled, cut off) is run again elsewhere
-    /// as a new attempt. On Ctrl-C it claims nothing more and lets its running jobs end.
+    /// as a new attempt. With --coordinate it also takes over plans whose coordinator died.
+    /// On Ctrl-C it claims nothing more and lets its running jobs (and plans) end.
     Worker(WorkerArgs),
 }
 
@@ -196,6 +197,14 @@ pub struct WorkerArgs {
     /// The name it claims under (default: <host>-<pid>).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Also coordinate: take over the running plans of the database whose coordinator's lease
+    /// lapsed (it died) and whose repository is on this machine, and drive them to their end,
+    /// their jobs through the remote their orders named (else --remote).
+    #[arg(long)]
+    pub coordinate: bool,
+    /// With --coordinate: the remote of taken-over plans that have no order yet.
+    #[arg(long, value_name = "GIT_URL", requires = "coordinate")]
+    pub remote: Option<String>,
 }
 
 /// `--repo`.

@@ -69,6 +69,11 @@ impl Cluster {
 
     /// Starts a worker (1 slot) named `name`; its folders under the scratch folder.
     fn start_worker(&mut self, name: &str) -> u32 {
+        self.start_worker_with(name, &[])
+    }
+
+    /// [`Cluster::start_worker`] with more arguments.
+    fn start_worker_with(&mut self, name: &str, more: &[&str]) -> u32 {
         let mut cmd = Command::new(BIN);
         isolate(&mut cmd)
             .args([
@@ -80,6 +85,7 @@ impl Cluster {
                 "--name",
                 name,
             ])
+            .args(more)
             .arg("--dir")
             .arg(self.repo.scratch.join("workers"))
             .env("ORCHESTRATOR_LEASE_TIMEOUT", LEASE)
@@ -444,4 +450,27 @@ fn a_worker_stalled_past_its_lease_never_gets_its_job_committed_twice() {
         .repo
         .git(&["rev-list", "--count", "--no-merges", "main..result"]);
     assert_eq!(commits.trim(), "1", "one job commit on the target");
+}
+
+#[test]
+fn a_worker_started_with_coordinate_takes_over_a_plan_whose_coordinator_died() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut cluster) = Cluster::new() else {
+        return;
+    };
+    let plan = forty_jobs(&cluster.repo.scratch, "0.1");
+    let expected = single_machine_tree(&cluster.repo, &plan);
+    cluster.start_worker("plain");
+    let mut run = cluster.start_run(&plan);
+    cluster.wait_for("5 jobs done", |d| succeeded(d) >= 5);
+    run.kill().expect("kill -9 the coordinator");
+    let _ = run.wait();
+    cluster.start_worker_with("coordinator", &["--coordinate"]);
+    let doc = cluster.wait_for("the plan to end", |d| d["status"] != "running");
+    assert_eq!(doc["status"], "succeeded", "{doc:#}");
+    assert_eq!(
+        cluster.repo.tree_of("result"),
+        expected,
+        "same tree as on one machine"
+    );
 }

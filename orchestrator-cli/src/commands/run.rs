@@ -18,7 +18,7 @@ use crate::workspace::Workspace;
 /// Jobs running at once in this process when the plan sets no limit.
 const DEFAULT_CAPACITY: usize = 16;
 
-fn capacity(spec: &PlanSpec) -> usize {
+pub(crate) fn capacity(spec: &PlanSpec) -> usize {
     match spec.max_parallel {
         Some(n) if n > 0 => n as usize,
         _ => DEFAULT_CAPACITY,

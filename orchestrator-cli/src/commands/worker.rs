@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use orchestrator_core::{Orchestrator, PlanId, PlanStatus};
 use orchestrator_storage::pg::PgWorker;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::WorkerArgs;
+use crate::cli::{DatabaseArg, RemoteArg, WorkerArgs};
 use crate::error::{CliError, CliResult, Exit};
 use crate::workspace::{Workspace, DATABASE_VAR};
 
@@ -60,9 +61,127 @@ pub async fn worker(args: WorkerArgs) -> CliResult<Exit> {
         args.slots,
         dir.display()
     );
-    worker
-        .run(&dir, stop)
-        .await
-        .map_err(|e| CliError::other(e.to_string()))?;
+    let coordinating = args.coordinate.then(|| {
+        tokio::spawn(coordinate(
+            ws.clone(),
+            args.database.clone(),
+            args.remote.clone(),
+            stop.clone(),
+        ))
+    });
+    let worked = worker.run(&dir, stop).await;
+    if let Some(task) = coordinating {
+        let _ = task.await;
+    }
+    worked.map_err(|e| CliError::other(e.to_string()))?;
     Ok(Exit::Ok)
+}
+
+/// How often a coordinating worker looks for plans whose coordinator died.
+const COORDINATE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `--coordinate`: takes over, one by one, the running plans of the database nobody holds
+/// (their coordinator's lease lapsed) whose repository is on this machine, until `stop`;
+/// then the plans it drives are released, still running, for the next coordinator.
+async fn coordinate(
+    ws: Workspace,
+    database: DatabaseArg,
+    fallback: Option<String>,
+    stop: CancellationToken,
+) {
+    let (Some(pg), Some(queue)) = (ws.pg.clone(), ws.work_queue()) else {
+        return;
+    };
+    let mut driven = std::collections::HashSet::new();
+    let mut plans = tokio::task::JoinSet::new();
+    while !stop.is_cancelled() {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep(COORDINATE_EVERY) => {}
+        }
+        while plans.try_join_next().is_some() {}
+        let listing = match ws.plans.list().await {
+            Ok(listing) => listing,
+            Err(e) => {
+                eprintln!("warning: cannot list the plans: {e}");
+                continue;
+            }
+        };
+        for plan in listing
+            .plans
+            .iter()
+            .filter(|p| p.status == PlanStatus::Running)
+        {
+            let id = plan.plan_id.clone();
+            if driven.contains(&id)
+                || pg
+                    .lease_info(&id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|l| l.held)
+            {
+                continue;
+            }
+            let remote = queue
+                .remote_of(&id)
+                .await
+                .ok()
+                .flatten()
+                .or_else(|| fallback.clone());
+            match take_over(&ws, &database, &id, remote).await {
+                Ok(Some(o)) => {
+                    eprintln!("coordinating plan {id}");
+                    driven.insert(id.clone());
+                    let stop = stop.clone();
+                    plans.spawn(async move {
+                        tokio::select! {
+                            status = o.wait(&id) => {
+                                let _ = o.close(&id).await;
+                                match status {
+                                    Ok(s) => eprintln!("plan {id} {s}"),
+                                    Err(e) => eprintln!("plan {id}: {e}"),
+                                }
+                            }
+                            // Given back, running: the next coordinator takes it over.
+                            () = stop.cancelled() => {
+                                let _ = o.release(&id).await;
+                                eprintln!("plan {id} released");
+                            }
+                        }
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => eprintln!("warning: cannot take plan {id} over: {e}"),
+            }
+        }
+    }
+    while plans.join_next().await.is_some() {}
+}
+
+/// Opens and resumes plan `id` in an orchestrator of its own repository (its jobs through
+/// `remote` when given); `None` when the plan is not ours to take (its repository is not on
+/// this machine, another coordinator was faster).
+async fn take_over(
+    ws: &Workspace,
+    database: &DatabaseArg,
+    id: &PlanId,
+    remote: Option<String>,
+) -> CliResult<Option<Orchestrator>> {
+    let record = ws.load(id).await?;
+    if !record.state.repo.is_dir() {
+        return Ok(None);
+    }
+    let plan_ws = Workspace::open(Some(&record.state.repo))?
+        .with_database(database)
+        .await?
+        .with_remote(&RemoteArg { remote })?;
+    let o = plan_ws.job_orchestrator(super::run::capacity(&record.spec), None)?;
+    match o.open_plan(id).await {
+        Ok(()) => {}
+        Err(e) if crate::workspace::locked_by(&e).is_some() => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    o.resume(id).await?;
+    Ok(Some(o))
 }

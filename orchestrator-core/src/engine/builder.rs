@@ -261,6 +261,7 @@ impl OrchestratorBuilder {
             sessions: self.sessions,
             reaper: self.reaper,
             executor: self.executor,
+            on_remote: Default::default(),
             capacity,
             options: self.options,
             events,

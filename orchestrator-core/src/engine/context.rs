@@ -36,6 +36,9 @@ pub(crate) struct EngineCtx {
     pub(crate) reaper: Option<Reaper>,
     /// Where jobs' phases run when not here (SPEC §16), when the host set one.
     pub(crate) executor: Option<Arc<dyn crate::remote::Executor>>,
+    /// Commits this orchestrator knows its executor's remote has, and a ref holding each
+    /// there (bases it pushed, results it fetched): pushed once, not once per job.
+    pub(crate) on_remote: Mutex<HashMap<String, String>>,
     /// Slots every job of every plan takes before it starts (see [`crate::capacity`]).
     pub(crate) capacity: Arc<dyn Capacity>,
     pub(crate) options: OrchestratorOptions,

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::queue::{PgWorkQueue, WorkItem};
 
 /// How often finished and expired items are looked for (default).
-const POLL: Duration = Duration::from_millis(50);
+const POLL: Duration = Duration::from_millis(20);
 /// The longest pause between tries while the database does not answer.
 const LONGEST_PAUSE: Duration = Duration::from_secs(2);
 
@@ -88,7 +88,7 @@ impl PgExecutor {
         }
     }
 
-    /// How often finished and expired items are looked for (default 50 ms); set before the
+    /// How often finished and expired items are looked for (default 20 ms); set before the
     /// executor is cloned or handed to an orchestrator.
     pub fn poll_interval(mut self, poll: Duration) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {

@@ -336,6 +336,23 @@ impl PgWorkQueue {
         Ok(())
     }
 
+    /// The git remote `plan`'s latest order names (its `remote` field, see
+    /// `orchestrator_core::remote::JobOrder`), if it has one: what a coordinator taking the
+    /// plan over runs its jobs through.
+    pub async fn remote_of(&self, plan: &PlanId) -> Result<Option<String>, StoreError> {
+        const WHAT: &str = "read a plan's remote";
+        let client = self.store.inner.db.client(WHAT).await?;
+        let row = client
+            .query_opt(
+                "SELECT payload->>'remote' FROM work_items WHERE plan_id = $1
+                 ORDER BY id DESC LIMIT 1",
+                &[&plan.as_str()],
+            )
+            .await
+            .map_err(|e| error::db(WHAT, &self.path(), e))?;
+        Ok(row.and_then(|r| r.try_get::<_, Option<String>>(0).ok().flatten()))
+    }
+
     /// How long a claim lasts without renewal.
     pub fn lease(&self) -> Duration {
         self.lease

@@ -30,7 +30,7 @@ use super::queue::{Claim, PgWorkQueue, QueueError};
 use crate::MachineSlots;
 
 /// How often an idle worker looks for work (default).
-const POLL: Duration = Duration::from_millis(50);
+const POLL: Duration = Duration::from_millis(20);
 /// The most places one base folder offers (workers of one machine sharing it).
 const PLACES: usize = 256;
 
@@ -115,7 +115,7 @@ impl PgWorker {
         self
     }
 
-    /// How often it looks for work while it has free slots (default 50 ms).
+    /// How often it looks for work while it has free slots (default 20 ms).
     pub fn poll_interval(mut self, poll: Duration) -> Self {
         self.poll = poll.max(Duration::from_millis(1));
         self
@@ -263,11 +263,17 @@ impl PgWorker {
             Ok(path) => path,
             Err(message) => return failed(Some(Phase::MergeFi), message),
         };
-        match self
-            .git
-            .fetch(&clone, &order.remote, &order.refs.base)
-            .await
-        {
+        // Only what the clone lacks travels: a base it has (the plan's base fetched for an
+        // earlier job, a result it made) is not fetched again.
+        let fetched = match self.git.resolve(&clone, &order.base).await {
+            Ok(have) => Ok(have),
+            Err(_) => {
+                self.git
+                    .fetch(&clone, &order.remote, &order.refs.base)
+                    .await
+            }
+        };
+        match fetched {
             Ok(base) if base == order.base => {}
             Ok(other) => {
                 return failed(

@@ -33,11 +33,13 @@ impl NodeRun {
         };
         let remote = executor.remote().to_owned();
         let refs = JobRefs::new(&self.plan, &self.node_id, self.attempt);
-        let base = self
+        let (base, base_ref) = self
             .phase(Phase::MergeFi, |log| {
                 self.push_base(&git, &remote, &refs.base, log)
             })
             .await?;
+        let mut refs = refs;
+        refs.base = base_ref;
         let order = JobOrder {
             plan: self.plan.clone(),
             node: self.node_id.clone(),
@@ -103,6 +105,7 @@ impl NodeRun {
                 ),
             ));
         }
+        self.remember_on_remote(&commit, &refs.result);
         if let held @ RunEnd::Held(_) = self.after_the_phases() {
             return Ok(held);
         }
@@ -114,14 +117,16 @@ impl NodeRun {
     }
 
     /// merge-fi of a remote job: its dependencies merged in memory (no worktree here), the
-    /// result pushed where the worker fetches it.
+    /// result pushed where the worker fetches it — unless the remote has it already (a
+    /// dependency's result, the plan's base pushed for another job). Returns the base and the
+    /// ref holding it on the remote.
     async fn push_base(
         &self,
         git: &Arc<dyn GitOperations>,
         remote: &str,
         reference: &str,
         log: LogSink,
-    ) -> PhaseResult<String> {
+    ) -> PhaseResult<(String, String)> {
         let p = Phase::MergeFi;
         let base = match self.dep_commits.len() {
             0 => self.own_base(git).await?,
@@ -133,14 +138,37 @@ impl NodeRun {
                     .map_err(|e| NodeFailure::git(p, e))?
             }
         };
+        let known = self
+            .ctx
+            .on_remote
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&base)
+            .cloned();
+        if let Some(there) = known {
+            log.line(
+                LogStream::System,
+                &format!("base {base} is on {remote} as {there}"),
+            );
+            return Ok((base, there));
+        }
         git.push(&self.repo, remote, &base, reference)
             .await
             .map_err(|e| NodeFailure::git(p, e))?;
+        self.remember_on_remote(&base, reference);
         log.line(
             LogStream::System,
             &format!("base {base} pushed to {remote} as {reference}"),
         );
-        Ok(base)
+        Ok((base, reference.to_owned()))
+    }
+
+    fn remember_on_remote(&self, commit: &str, reference: &str) {
+        self.ctx
+            .on_remote
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(commit.to_owned(), reference.to_owned());
     }
 
     /// Takes in the progress a worker reported, as this node's: only what a job's own phases
