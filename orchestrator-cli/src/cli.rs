@@ -395,6 +395,10 @@ pub struct RetryArgs {
     #[command(flatten)]
     pub repo: RepoArgs,
     #[command(flatten)]
+    pub database: DatabaseArg,
+    #[command(flatten)]
+    pub remote: RemoteArg,
+    #[command(flatten)]
     pub output: OutputArgs,
 }
 

@@ -74,7 +74,12 @@ impl Cluster {
 
     /// [`Cluster::start_worker`] with more arguments.
     fn start_worker_with(&mut self, name: &str, more: &[&str]) -> u32 {
-        let mut cmd = Command::new(BIN);
+        self.start_worker_as(Command::new(BIN), name, more)
+    }
+
+    /// [`Cluster::start_worker_with`], the worker started by `cmd` (the binary, or a wrapper
+    /// running it).
+    fn start_worker_as(&mut self, mut cmd: Command, name: &str, more: &[&str]) -> u32 {
         isolate(&mut cmd)
             .args([
                 "worker",
@@ -473,4 +478,53 @@ fn a_worker_started_with_coordinate_takes_over_a_plan_whose_coordinator_died() {
         expected,
         "same tree as on one machine"
     );
+}
+
+#[test]
+fn workers_whose_clocks_are_off_by_a_minute_lose_no_lease() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if Command::new("faketime").arg("--version").output().is_err() {
+        eprintln!("skipped: no faketime (Debian's faketime package) to put a worker's clock off");
+        return;
+    }
+    let Some(mut cluster) = Cluster::new() else {
+        return;
+    };
+    let file = cluster.repo.scratch.join("skew.json");
+    let jobs: Vec<Value> = (0..8)
+        .map(|i| {
+            job(
+                &format!("job-{i}"),
+                &format!("sleep 0.5; echo {i} > out-{i}.txt"),
+                &[],
+            )
+        })
+        .collect();
+    let plan = json!({"name": "skew", "targetBranch": "result", "jobs": jobs});
+    std::fs::write(&file, plan.to_string()).expect("write plan");
+    let expected = single_machine_tree(&cluster.repo, &file);
+    for (name, offset) in [("ahead", "+60s"), ("behind", "-60s")] {
+        let mut faked = Command::new("faketime");
+        faked.args(["-f", offset, BIN]);
+        cluster.start_worker_as(faked, name, &[]);
+    }
+    let run = cluster.start_run(&file);
+    let (code, stdout, stderr) = finish(run);
+    assert_eq!(code, 0, "{stderr}\n{stdout}");
+    let doc: Value = serde_json::from_str(&stdout).expect("run json");
+    assert_eq!(
+        rerun_jobs(&doc),
+        0,
+        "no attempt was lost to a clock: {doc:#}"
+    );
+    assert!(cluster.items("id", "state = 'expired'").is_empty());
+    let mut workers = cluster.items("worker", "state = 'collected'");
+    workers.sort();
+    workers.dedup();
+    assert_eq!(
+        workers.len(),
+        2,
+        "both skewed workers ran jobs: {workers:?}"
+    );
+    assert_eq!(cluster.repo.tree_of("result"), expected);
 }

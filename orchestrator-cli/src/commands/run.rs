@@ -218,7 +218,11 @@ pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
         .as_deref()
         .map(|w| parse_work("postchecks", w))
         .transpose()?;
-    let ws = Workspace::open(args.repo.repo.as_deref())?.with_plugins(&args.plugins.plugins)?;
+    let ws = Workspace::open(args.repo.repo.as_deref())?
+        .with_plugins(&args.plugins.plugins)?
+        .with_database(&args.database)
+        .await?
+        .with_remote(&args.remote)?;
     let TakenOver {
         o,
         id,
