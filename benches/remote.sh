@@ -25,28 +25,13 @@ PART=${PART:-all}
 ADMIN=${DATABASE:-postgres://postgres@127.0.0.1:5432/postgres}
 SERVER=${ADMIN%/*}
 
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-echo "== building the CLI (release)" >&2
-cargo build --release -q -p orchestrator-cli
-BIN="$CARGO_TARGET_DIR/release/orchestrator"
-
-WORK=$(mktemp -d)
 PIDS=()
-cleanup() {
+cleanup_more() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   psql "$ADMIN" -XAtqc "DROP DATABASE IF EXISTS orch_bench WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
 }
-trap cleanup EXIT
-export HOME="$WORK/home" GIT_CONFIG_NOSYSTEM=1
-export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.invalid
-export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.invalid
-mkdir -p "$HOME"
-
-now() { echo "${EPOCHREALTIME/,/.}"; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+source benches/common.sh
 
 fresh_db() {
   psql "$ADMIN" -XAtqc "DROP DATABASE IF EXISTS orch_bench WITH (FORCE)" >/dev/null

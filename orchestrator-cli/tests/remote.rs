@@ -246,6 +246,16 @@ fn signal(pid: u32, sig: &str) {
     assert!(ok.success(), "kill {sig} {pid}");
 }
 
+/// Starts the coordinator of `plan` and kills it (`kill -9`) once 5 jobs are done; returns
+/// the plan's id.
+fn coordinator_killed_midway(cluster: &Cluster, plan: &Path) -> String {
+    let mut run = cluster.start_run(plan);
+    let doc = cluster.wait_for("5 jobs done", |d| succeeded(d) >= 5);
+    run.kill().expect("kill -9 the coordinator");
+    let _ = run.wait();
+    doc["planId"].as_str().expect("planId").to_owned()
+}
+
 /// Waits (up to 30 s) for a claimed item and returns the worker holding it.
 fn a_claiming_worker(cluster: &Cluster) -> String {
     let start = Instant::now();
@@ -317,11 +327,7 @@ fn a_killed_coordinator_is_taken_over_by_resume_and_exactly_one_of_two_racers_wi
     let expected = single_machine_tree(&cluster.repo, &plan);
     cluster.start_worker("w0");
     cluster.start_worker("w1");
-    let mut run = cluster.start_run(&plan);
-    let doc = cluster.wait_for("5 jobs done", |d| succeeded(d) >= 5);
-    let id = doc["planId"].as_str().expect("planId").to_owned();
-    run.kill().expect("kill -9 the coordinator");
-    let _ = run.wait();
+    let id = coordinator_killed_midway(&cluster, &plan);
 
     // Two coordinators race to take the plan over: one runs it, the other is refused.
     let url = cluster.url();
@@ -466,10 +472,7 @@ fn a_worker_started_with_coordinate_takes_over_a_plan_whose_coordinator_died() {
     let plan = forty_jobs(&cluster.repo.scratch, "0.1");
     let expected = single_machine_tree(&cluster.repo, &plan);
     cluster.start_worker("plain");
-    let mut run = cluster.start_run(&plan);
-    cluster.wait_for("5 jobs done", |d| succeeded(d) >= 5);
-    run.kill().expect("kill -9 the coordinator");
-    let _ = run.wait();
+    coordinator_killed_midway(&cluster, &plan);
     cluster.start_worker_with("coordinator", &["--coordinate"]);
     let doc = cluster.wait_for("the plan to end", |d| d["status"] != "running");
     assert_eq!(doc["status"], "succeeded", "{doc:#}");

@@ -26,24 +26,6 @@ fn setup() -> (fixtures::Checked, PathBuf) {
     )
 }
 
-async fn commit_in(
-    git2: &Git2Operations,
-    repo: &Path,
-    name: &str,
-    base: &str,
-    files: &[(&str, &str)],
-) -> String {
-    let wt = repo.join(".worktrees").join(name);
-    git2.create_worktree(repo, &wt, base)
-        .await
-        .expect("create worktree");
-    write_files(&wt, files).expect("write");
-    git2.commit_all(&wt, name)
-        .await
-        .expect("commit")
-        .expect("a change")
-}
-
 #[tokio::test]
 async fn worktrees_are_visible_to_and_usable_by_the_git_cli() {
     let (_guard, repo) = setup();
@@ -433,7 +415,7 @@ async fn the_user_checkout_is_untouched_by_work_on_other_branches() {
     ops.update_branch(&repo, snap, &base, None)
         .await
         .expect("branch");
-    let a = commit_in(
+    let a = common::commit_in(
         &ops,
         &repo,
         "a",
@@ -441,7 +423,7 @@ async fn the_user_checkout_is_untouched_by_work_on_other_branches() {
         &[("a.txt", "a\n"), ("README.md", "# from a\n")],
     )
     .await;
-    let b = commit_in(&ops, &repo, "b", &base, &[("b.txt", "b\n")]).await;
+    let b = common::commit_in(&ops, &repo, "b", &base, &[("b.txt", "b\n")]).await;
     ops.merge_into_branch(&repo, snap, &a, "ri a", MergeStyle::MergeCommit)
         .await
         .expect("merge a");
@@ -505,7 +487,7 @@ async fn staged_changes_alone_make_the_checkout_dirty() {
     let (_guard, repo) = setup();
     let ops = Git2Operations::new();
     let base = git(&repo, &["rev-parse", "HEAD"]);
-    let a = commit_in(&ops, &repo, "a", &base, &[("a.txt", "a\n")]).await;
+    let a = common::commit_in(&ops, &repo, "a", &base, &[("a.txt", "a\n")]).await;
     write_files(&repo, &[("staged.txt", "new file\n")]).expect("write");
     git(&repo, &["add", "staged.txt"]);
     let before = fixtures::snapshot_checkout(&repo);
@@ -530,7 +512,7 @@ async fn a_clean_checked_out_target_follows_and_stays_clean() {
         .await
         .expect("exclude");
     std::fs::write(repo.join("untracked.txt"), "mine\n").expect("write");
-    let a = commit_in(
+    let a = common::commit_in(
         &ops,
         &repo,
         "a",
@@ -538,7 +520,7 @@ async fn a_clean_checked_out_target_follows_and_stays_clean() {
         &[("a.txt", "a\n"), ("src/lib.rs", "rewritten\n")],
     )
     .await;
-    let b = commit_in(&ops, &repo, "b", &base, &[("b.txt", "b\n")]).await;
+    let b = common::commit_in(&ops, &repo, "b", &base, &[("b.txt", "b\n")]).await;
     let t1 = ops
         .merge_into_branch(&repo, "main", &a, "land a", MergeStyle::MergeCommit)
         .await
@@ -674,7 +656,7 @@ async fn resolved_merges_leave_a_clean_worktree_for_git() {
     let (_guard, repo) = setup();
     let ops = Git2Operations::new();
     let base = git(&repo, &["rev-parse", "HEAD"]);
-    let a = commit_in(
+    let a = common::commit_in(
         &ops,
         &repo,
         "a",
@@ -682,7 +664,7 @@ async fn resolved_merges_leave_a_clean_worktree_for_git() {
         &[("README.md", "# a\n"), ("a.txt", "a\n")],
     )
     .await;
-    let b = commit_in(&ops, &repo, "b", &base, &[("README.md", "# b\n")]).await;
+    let b = common::commit_in(&ops, &repo, "b", &base, &[("README.md", "# b\n")]).await;
     let wt = repo.join(".worktrees/b");
     let merged = ops
         .merge_into_worktree(

@@ -3,28 +3,9 @@
 
 mod common;
 
-use orchestrator_core::conformance::git::write_files;
 use orchestrator_core::git::{GitError, GitOperations};
 use orchestrator_git::Git2Operations;
 use orchestrator_testkit::fixtures::git;
-
-async fn commit_on(
-    ops: &Git2Operations,
-    repo: &std::path::Path,
-    name: &str,
-    base: &str,
-    files: &[(&str, &str)],
-) -> String {
-    let wt = repo.join(".worktrees").join(name);
-    ops.create_worktree(repo, &wt, base)
-        .await
-        .expect("create worktree");
-    write_files(&wt, files).expect("write");
-    ops.commit_all(&wt, name)
-        .await
-        .expect("commit")
-        .expect("a change")
-}
 
 #[tokio::test]
 async fn merge_commits_equals_the_cli_merge_and_moves_no_ref() {
@@ -33,9 +14,9 @@ async fn merge_commits_equals_the_cli_merge_and_moves_no_ref() {
     let ops = Git2Operations::new();
     let base = git(&repo, &["rev-parse", "HEAD"]);
     let refs_before = git(&repo, &["for-each-ref"]);
-    let a = commit_on(&ops, &repo, "a", &base, &[("a.txt", "a\n")]).await;
-    let b = commit_on(&ops, &repo, "b", &base, &[("b.txt", "b\n")]).await;
-    let c = commit_on(&ops, &repo, "c", &a, &[("c.txt", "c\n")]).await;
+    let a = common::commit_in(&ops, &repo, "a", &base, &[("a.txt", "a\n")]).await;
+    let b = common::commit_in(&ops, &repo, "b", &base, &[("b.txt", "b\n")]).await;
+    let c = common::commit_in(&ops, &repo, "c", &a, &[("c.txt", "c\n")]).await;
 
     // One commit: itself. A contained one adds nothing.
     assert_eq!(
@@ -66,8 +47,8 @@ async fn merge_commits_equals_the_cli_merge_and_moves_no_ref() {
     assert_eq!(git(&repo, &["for-each-ref"]), refs_before, "no ref moved");
 
     // A conflict names its file; nothing is written anywhere.
-    let x = commit_on(&ops, &repo, "x", &base, &[("same.txt", "x\n")]).await;
-    let y = commit_on(&ops, &repo, "y", &base, &[("same.txt", "y\n")]).await;
+    let x = common::commit_in(&ops, &repo, "x", &base, &[("same.txt", "x\n")]).await;
+    let y = common::commit_in(&ops, &repo, "y", &base, &[("same.txt", "y\n")]).await;
     match ops.merge_commits(&repo, &[x, y], "m").await {
         Err(GitError::MergeConflict { paths, .. }) => assert_eq!(paths, vec!["same.txt"]),
         other => panic!("expected a conflict, got {other:?}"),
@@ -107,7 +88,7 @@ async fn a_commit_travels_through_a_bare_remote_to_a_fresh_clone_and_back() {
         base,
         "kept under the same ref"
     );
-    let result = commit_on(
+    let result = common::commit_in(
         &ops,
         &clone,
         "job",

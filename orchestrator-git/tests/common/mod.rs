@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use orchestrator_core::conformance::git::{GitFixture, INITIAL_FILES};
+use orchestrator_core::conformance::git::{write_files, GitFixture, INITIAL_FILES};
+use orchestrator_core::git::GitOperations as _;
 use orchestrator_git::Git2Operations;
 use orchestrator_testkit::fixtures::{git_output, init_repo, Checked};
 
@@ -45,4 +46,24 @@ pub fn fixture(ops: Git2Operations) -> GitFixture {
         }),
         guard: Box::new(Checked { repo, dir }),
     }
+}
+
+/// A commit of `files` on `base`, made in a new worktree `repo/.worktrees/<name>` (left there)
+/// through `git2`; returns its id.
+pub async fn commit_in(
+    git2: &Git2Operations,
+    repo: &Path,
+    name: &str,
+    base: &str,
+    files: &[(&str, &str)],
+) -> String {
+    let wt = repo.join(".worktrees").join(name);
+    git2.create_worktree(repo, &wt, base)
+        .await
+        .expect("create worktree");
+    write_files(&wt, files).expect("write");
+    git2.commit_all(&wt, name)
+        .await
+        .expect("commit")
+        .expect("a change")
 }
