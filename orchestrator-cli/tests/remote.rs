@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::database::Database;
 use common::{Repo, BIN};
-use orchestrator_testkit::fixtures::{isolate, job};
+use orchestrator_testkit::fixtures::{isolate, job, job_doc};
 use serde_json::{json, Value};
 
 /// How long a lease lasts without renewal in these tests, in seconds.
@@ -182,18 +182,28 @@ fn path(p: &Path) -> &str {
 /// The 40-job plan: 10 roots writing a file each, 20 jobs each combining two roots, 10 leaves
 /// each combining two of those; every job sleeps a little so that faults land mid-run.
 fn forty_jobs(dir: &Path, sleep: &str) -> PathBuf {
+    forty_jobs_with_slow(dir, sleep, "")
+}
+
+/// [`forty_jobs`] with job `slow` sleeping 3 s instead (a job a fault surely lands in).
+fn forty_jobs_with_slow(dir: &Path, sleep: &str, slow: &str) -> PathBuf {
+    let sleep_of = |id: &str| if id == slow { "3" } else { sleep };
     let mut jobs = Vec::new();
     for i in 0..10 {
         jobs.push(job(
             &format!("root-{i}"),
-            &format!("sleep {sleep}; echo root {i} > root-{i}.txt"),
+            &format!(
+                "sleep {}; echo root {i} > root-{i}.txt",
+                sleep_of(&format!("root-{i}"))
+            ),
             &[],
         ));
     }
     for i in 0..20 {
         let (a, b) = (format!("root-{}", i % 10), format!("root-{}", (i + 3) % 10));
-        let work = format!("sleep {sleep}; cat {a}.txt {b}.txt > mid-{i}.txt");
-        jobs.push(job(&format!("mid-{i}"), &work, &[&a, &b]));
+        let id = format!("mid-{i}");
+        let work = format!("sleep {}; cat {a}.txt {b}.txt > mid-{i}.txt", sleep_of(&id));
+        jobs.push(job(&id, &work, &[&a, &b]));
     }
     for i in 0..10 {
         let (a, b) = (format!("mid-{i}"), format!("mid-{}", i + 10));
@@ -256,15 +266,16 @@ fn coordinator_killed_midway(cluster: &Cluster, plan: &Path) -> String {
     doc["planId"].as_str().expect("planId").to_owned()
 }
 
-/// Waits (up to 30 s) for a claimed item and returns the worker holding it.
-fn a_claiming_worker(cluster: &Cluster) -> String {
+/// Waits (up to 30 s) for an item of `node` (or of any job: `None`) to be claimed and returns
+/// the worker holding it.
+fn a_claiming_worker(cluster: &Cluster, node: Option<&str>) -> String {
+    let filter = match node {
+        Some(node) => format!("state = 'claimed' AND node_id = '{node}'"),
+        None => "state = 'claimed'".to_owned(),
+    };
     let start = Instant::now();
     loop {
-        if let Some(w) = cluster
-            .items("worker", "state = 'claimed'")
-            .into_iter()
-            .next()
-        {
+        if let Some(w) = cluster.items("worker", &filter).into_iter().next() {
             return w;
         }
         assert!(
@@ -281,16 +292,22 @@ fn a_worker_killed_mid_run_loses_nothing_and_the_tree_is_a_single_machine_runs()
     let Some(mut cluster) = Cluster::new() else {
         return;
     };
-    let plan = forty_jobs(&cluster.repo.scratch, "0.3");
+    let plan = forty_jobs_with_slow(&cluster.repo.scratch, "0.3", "mid-4");
     let expected = single_machine_tree(&cluster.repo, &plan);
     let pids: Vec<(String, u32)> = (0..3)
         .map(|i| format!("w{i}"))
         .map(|n| (n.clone(), cluster.start_worker(&n)))
         .collect();
     let run = cluster.start_run(&plan);
-    cluster.wait_for("5 jobs done", |d| succeeded(d) >= 5);
-    // Killed while it holds a job, so that one is lost for sure.
-    let victim = a_claiming_worker(&cluster);
+    // Killed while it holds the slow job, so that one is lost for sure.
+    let doc = cluster.wait_for("the slow job running", |d| {
+        job_doc(d, "mid-4")["status"] == "running"
+    });
+    let slow = job_doc(&doc, "mid-4")["nodeId"]
+        .as_str()
+        .expect("nodeId")
+        .to_owned();
+    let victim = a_claiming_worker(&cluster, Some(&slow));
     let pid = pids
         .iter()
         .find(|(n, _)| *n == victim)
@@ -303,7 +320,11 @@ fn a_worker_killed_mid_run_loses_nothing_and_the_tree_is_a_single_machine_runs()
     assert_eq!(doc["status"], "succeeded");
     assert!(
         rerun_jobs(&doc) >= 1,
-        "the killed worker's job ran again as a new attempt: {doc:#}"
+        "the killed worker's ({victim}) job ran again as a new attempt: {:?}",
+        cluster.items(
+            "state || ' ' || worker || ' ' || node_id || ' ' || attempt",
+            "true"
+        )
     );
     assert!(!cluster
         .items("id", &format!("state = 'expired' AND worker = '{victim}'"))
@@ -315,6 +336,29 @@ fn a_worker_killed_mid_run_loses_nothing_and_the_tree_is_a_single_machine_runs()
     );
     // The user's checkout is untouched and nothing is left in the coordinator's repository.
     cluster.repo.assert_clean("remote run");
+    // The results came in as refs of the plan's, which archiving removes.
+    let id = doc["planId"].as_str().expect("planId");
+    let prefix = format!("refs/orchestrator/jobs/{id}/");
+    let refs = |repo: &Repo| repo.git(&["for-each-ref", "--format=%(refname)", &prefix]);
+    assert_eq!(
+        refs(&cluster.repo).lines().count(),
+        40,
+        "one result ref per job"
+    );
+    let archive = cluster
+        .command(&["archive", id, "--database", &cluster.url()])
+        .output()
+        .expect("archive");
+    assert!(
+        archive.status.success(),
+        "{}",
+        String::from_utf8_lossy(&archive.stderr)
+    );
+    assert_eq!(
+        refs(&cluster.repo),
+        "",
+        "archive removed the plan's job refs"
+    );
 }
 
 #[test]
@@ -434,7 +478,7 @@ fn a_worker_stalled_past_its_lease_never_gets_its_job_committed_twice() {
     std::fs::write(&file, plan.to_string()).expect("write plan");
     let stalled = cluster.start_worker("stalled");
     let run = cluster.start_run(&file);
-    assert_eq!(a_claiming_worker(&cluster), "stalled");
+    assert_eq!(a_claiming_worker(&cluster, None), "stalled");
     signal(stalled, "-STOP");
     // Another worker takes the job over once the stalled one's lease lapsed.
     cluster.start_worker("healthy");

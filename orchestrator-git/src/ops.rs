@@ -580,6 +580,28 @@ impl GitOperations for Git2Operations {
         remote::fetch(repo, remote, reference).await
     }
 
+    async fn delete_refs_under(&self, repo: &Path, prefix: &str) -> Result<usize, GitError> {
+        let prefix = format!("{}/", prefix.trim_end_matches('/'));
+        // A folder of the SDK's own refs: checked as a ref inside it would be.
+        check_own_ref(&format!("{prefix}x"))?;
+        self.locked_repo(repo, "delete refs", move |_, repo| {
+            let names: Vec<String> = repo
+                .references_glob(&format!("{prefix}*"))
+                .ctx("delete refs")?
+                .filter_map(|r| r.ok().and_then(|r| r.name().map(str::to_owned)))
+                .collect();
+            for name in &names {
+                match repo.find_reference(name) {
+                    Ok(mut reference) => reference.delete().ctx("delete refs")?,
+                    Err(e) if e.code() == git2::ErrorCode::NotFound => {}
+                    Err(e) => return Err(error::git("delete refs", e)),
+                }
+            }
+            Ok(names.len())
+        })
+        .await
+    }
+
     async fn diff_stats(&self, repo: &Path, from: &str, to: &str) -> Result<DiffStats, GitError> {
         let (from, to) = (from.to_string(), to.to_string());
         self.on_repo(repo, "diff stats", move |_, repo| {

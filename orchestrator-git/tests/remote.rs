@@ -126,3 +126,35 @@ async fn a_commit_travels_through_a_bare_remote_to_a_fresh_clone_and_back() {
     let e = ops.push(&repo, &gone, &base, reference).await.unwrap_err();
     assert!(e.to_string().contains("nowhere.git"), "{e}");
 }
+
+#[tokio::test]
+async fn a_plans_job_refs_are_deleted_together_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = common::fixture_repo(dir.path());
+    let ops = Git2Operations::new();
+    let base = git(&repo, &["rev-parse", "HEAD"]);
+    for name in [
+        "refs/orchestrator/jobs/p1/a/1/result",
+        "refs/orchestrator/jobs/p1/parent/child/2/result",
+        "refs/orchestrator/jobs/p10/a/1/result",
+    ] {
+        ops.set_ref(&repo, name, &base).await.expect("set ref");
+    }
+    let n = ops
+        .delete_refs_under(&repo, "refs/orchestrator/jobs/p1/")
+        .await
+        .expect("delete");
+    assert_eq!(n, 2);
+    assert_eq!(
+        git(
+            &repo,
+            &["for-each-ref", "--format=%(refname)", "refs/orchestrator/"]
+        ),
+        "refs/orchestrator/jobs/p10/a/1/result",
+        "another plan's refs (a longer id with the same start) stay"
+    );
+    assert!(
+        ops.delete_refs_under(&repo, "refs/heads/").await.is_err(),
+        "only the SDK's refs"
+    );
+}

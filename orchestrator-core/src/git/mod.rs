@@ -349,6 +349,14 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
         Err(unsupported("fetch"))
     }
 
+    /// Deletes every ref of `repo` under `prefix` (a folder of the SDK's own refs, e.g.
+    /// `refs/orchestrator/jobs/<planId>/`) and returns how many there were. The default
+    /// knows none.
+    async fn delete_refs_under(&self, repo: &Path, prefix: &str) -> Result<usize, GitError> {
+        let _ = (repo, prefix);
+        Ok(0)
+    }
+
     /// Files and lines changed from `from` to `to`.
     async fn diff_stats(&self, repo: &Path, from: &str, to: &str) -> Result<DiffStats, GitError>;
 

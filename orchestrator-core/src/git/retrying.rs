@@ -242,6 +242,10 @@ impl GitOperations for Retrying {
         again("fetch", false, || self.0.fetch(repo, remote, reference)).await
     }
 
+    async fn delete_refs_under(&self, repo: &Path, prefix: &str) -> Result<usize, GitError> {
+        again("delete refs", false, || self.0.delete_refs_under(repo, prefix)).await
+    }
+
     async fn diff_stats(&self, repo: &Path, from: &str, to: &str) -> Result<DiffStats, GitError> {
         again("diff stats", false, || self.0.diff_stats(repo, from, to)).await
     }

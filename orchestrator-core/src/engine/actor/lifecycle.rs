@@ -370,6 +370,11 @@ impl PlanActor {
                     }
                 }
             }
+            // The refs remote execution fetched the plan's job results into (SPEC §16).
+            let prefix = crate::remote::JobRefs::of_plan(&self.id);
+            if let Err(e) = git.delete_refs_under(repo, &prefix).await {
+                report.warnings.push(format!("kept {prefix}*: {e}"));
+            }
             let default = git.default_branch(repo).await.ok();
             for branch in [&state.snapshot_branch, &state.target_branch]
                 .into_iter()
