@@ -243,7 +243,10 @@ impl GitOperations for Retrying {
     }
 
     async fn delete_refs_under(&self, repo: &Path, prefix: &str) -> Result<usize, GitError> {
-        again("delete refs", false, || self.0.delete_refs_under(repo, prefix)).await
+        again("delete refs", false, || {
+            self.0.delete_refs_under(repo, prefix)
+        })
+        .await
     }
 
     async fn diff_stats(&self, repo: &Path, from: &str, to: &str) -> Result<DiffStats, GitError> {
