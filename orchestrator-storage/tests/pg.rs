@@ -752,3 +752,39 @@ async fn a_renewed_claim_outlives_its_lease() {
     assert_eq!(queue.collect(&id).await.expect("collect").len(), 1);
     schema.drop_now().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_attempt_or_a_withdrawal_stops_the_earlier_claim() {
+    let Some(url) = server().await else { return };
+    let (schema, store, id) = queue_plan(&url).await;
+    let queue = store.work_queue(Duration::from_secs(30));
+    queue.enqueue(&item(&id, 3, 1)).await.expect("enqueue");
+    let old = queue.claim("old", 1).await.expect("claim").remove(0);
+    // A coordinator that took the plan over runs the job again as attempt 2.
+    queue.enqueue(&item(&id, 3, 2)).await.expect("attempt 2");
+    let renew = queue.renew(&old).await;
+    assert!(
+        matches!(&renew, Err(QueueError::Fenced { why, .. }) if why.contains("withdrawn")),
+        "{renew:?}"
+    );
+    let new = queue.claim("new", 1).await.expect("claim").remove(0);
+    assert_eq!(new.item.attempt, 2);
+    // A canceled job's attempt is withdrawn: its claim is fenced, nothing is collected.
+    queue.withdraw(&id, "node-3", 2).await.expect("withdraw");
+    assert!(matches!(
+        queue.finish(&new, serde_json::json!({})).await,
+        Err(QueueError::Fenced { .. })
+    ));
+    assert!(queue.collect(&id).await.expect("collect").is_empty());
+    // Withdrawing what is gone or done already changes nothing.
+    queue
+        .withdraw(&id, "node-9", 1)
+        .await
+        .expect("withdraw a missing one");
+    assert_eq!(
+        queue.remote_of(&id).await.expect("remote of"),
+        None,
+        "these payloads name no remote"
+    );
+    schema.drop_now().await;
+}

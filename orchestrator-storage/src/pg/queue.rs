@@ -171,13 +171,20 @@ impl PgWorkQueue {
     }
 
     /// Enqueues `item`. Enqueuing an attempt that is queued already changes nothing (a
-    /// coordinator that crashed after enqueuing enqueues again on restart).
+    /// coordinator that crashed after enqueuing enqueues again on restart). Earlier attempts
+    /// of the same job still queued or claimed are withdrawn in the same statement (see
+    /// [`PgWorkQueue::withdraw`]): their attempt is over (a coordinator that took the plan
+    /// over re-ran it), so their workers stop instead of finishing work nobody collects.
     pub async fn enqueue(&self, item: &WorkItem) -> Result<(), StoreError> {
         const WHAT: &str = "enqueue a work item";
         let client = self.store.inner.db.client(WHAT).await?;
         client
             .execute(
-                "INSERT INTO work_items (plan_id, node_id, attempt, payload)
+                "WITH stale AS (
+                     UPDATE work_items SET state = 'withdrawn', finished_time = now()
+                     WHERE plan_id = $1 AND node_id = $2 AND attempt < $3
+                       AND state IN ('queued', 'claimed'))
+                 INSERT INTO work_items (plan_id, node_id, attempt, payload)
                  VALUES ($1, $2, $3, $4)
                  ON CONFLICT (plan_id, node_id, attempt) DO NOTHING",
                 &[
