@@ -185,9 +185,9 @@ fn forty_jobs(dir: &Path, sleep: &str) -> PathBuf {
     forty_jobs_with_slow(dir, sleep, "")
 }
 
-/// [`forty_jobs`] with job `slow` sleeping 3 s instead (a job a fault surely lands in).
+/// [`forty_jobs`] with job `slow` sleeping 5 s instead (a job a fault surely lands in).
 fn forty_jobs_with_slow(dir: &Path, sleep: &str, slow: &str) -> PathBuf {
-    let sleep_of = |id: &str| if id == slow { "3" } else { sleep };
+    let sleep_of = |id: &str| if id == slow { "5" } else { sleep };
     let mut jobs = Vec::new();
     for i in 0..10 {
         jobs.push(job(
@@ -256,6 +256,18 @@ fn signal(pid: u32, sig: &str) {
     assert!(ok.success(), "kill {sig} {pid}");
 }
 
+/// The processes whose command line contains `pattern` (`pgrep -f`).
+fn pids_of(pattern: &str) -> Vec<String> {
+    let out = Command::new("pgrep")
+        .args(["-f", pattern])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Starts the coordinator of `plan` and kills it (`kill -9`) once 5 jobs are done; returns
 /// the plan's id.
 fn coordinator_killed_midway(cluster: &Cluster, plan: &Path) -> String {
@@ -313,7 +325,23 @@ fn a_worker_killed_mid_run_loses_nothing_and_the_tree_is_a_single_machine_runs()
         .find(|(n, _)| *n == victim)
         .map(|(_, p)| *p)
         .expect("a worker of ours");
+    // Its job's processes (`sleep 5`) outlive it ...
+    let job_processes = pids_of("sleep 5");
+    assert!(!job_processes.is_empty(), "the slow job runs");
+    let killed_at = Instant::now();
     signal(pid, "-KILL");
+    // ... until a worker takes its folder over: it stops them, long before they would end.
+    cluster.start_worker("w3");
+    while job_processes
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
+        assert!(
+            killed_at.elapsed() < Duration::from_millis(3_500),
+            "the dead worker's job processes were not stopped: {job_processes:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let (code, stdout, stderr) = finish(run);
     assert_eq!(code, 0, "{stderr}\n{stdout}");
     let doc: Value = serde_json::from_str(&stdout).expect("run json");

@@ -44,7 +44,9 @@ pub async fn worker(args: WorkerArgs) -> CliResult<Exit> {
         )));
     };
     let o = ws.orchestrator(args.slots)?;
-    let mut worker = PgWorker::new(queue, o, Arc::new(ws.git.clone())).slots(args.slots);
+    let mut worker = PgWorker::new(queue, o, Arc::new(ws.git.clone()))
+        .slots(args.slots)
+        .reaper(orchestrator_agents::stop_leftovers);
     if let Some(name) = &args.name {
         worker = worker.name(name.clone());
     }

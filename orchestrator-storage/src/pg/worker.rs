@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use orchestrator_core::remote::{JobOrder, JobOutcome, JobReport};
+use orchestrator_core::runner::{Leftover, Reaper};
 use orchestrator_core::state::{FailureReason, Phase};
 use orchestrator_core::{GitOperations, Orchestrator, Slot, StoreError};
 use sha2::Digest as _;
@@ -65,6 +66,7 @@ pub struct PgWorker {
     name: String,
     slots: usize,
     poll: Duration,
+    reaper: Option<Reaper>,
 }
 
 /// Why a worker stopped before it was asked to.
@@ -100,6 +102,7 @@ impl PgWorker {
             name: default_name(),
             slots: 1,
             poll: POLL,
+            reaper: None,
         }
     }
 
@@ -112,6 +115,17 @@ impl PgWorker {
     /// How many jobs it runs at once (at least 1).
     pub fn slots(mut self, slots: usize) -> Self {
         self.slots = slots.max(1);
+        self
+    }
+
+    /// Stops the processes of the jobs a dead worker ran from the folder this one takes
+    /// (`orchestrator_agents::stop_leftovers` for the process runners). Without one, such
+    /// processes are left alone.
+    pub fn reaper(
+        mut self,
+        reaper: impl Fn(&[Leftover]) -> Vec<u32> + Send + Sync + 'static,
+    ) -> Self {
+        self.reaper = Some(Reaper::new(reaper));
         self
     }
 
@@ -202,8 +216,35 @@ impl PgWorker {
         Ok((folder, slot))
     }
 
-    /// Removes the job worktrees a dead worker left in the clones of `folder`.
+    /// Stops the processes of the jobs a dead worker was running from `folder` (noted under
+    /// `running/`) and removes the job worktrees it left in its clones.
     async fn repair(&self, folder: &Path) {
+        let notes = std::fs::read_dir(folder.join("running"))
+            .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let mut leftovers = Vec::new();
+        for note in &notes {
+            let order = std::fs::read(note)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<JobOrder>(&bytes).ok());
+            if let Some(order) = order {
+                let prefix = orchestrator_core::runner::job_token_prefix(&order.plan, &order.node);
+                leftovers.push(Leftover::new(0, folder).token_prefix(prefix));
+            }
+        }
+        if let (Some(reaper), false) = (&self.reaper, leftovers.is_empty()) {
+            let reaper = reaper.clone();
+            let stopped = tokio::task::spawn_blocking(move || reaper.reap(&leftovers))
+                .await
+                .unwrap_or_default();
+            tracing::info!(
+                groups = stopped.len(),
+                "stopped the processes of a dead worker's jobs"
+            );
+        }
+        for note in notes {
+            let _ = std::fs::remove_file(note);
+        }
         let Ok(entries) = std::fs::read_dir(folder.join("clones")) else {
             return;
         };
@@ -228,8 +269,20 @@ impl PgWorker {
         let beat = tokio::spawn(heartbeat(self.queue.clone(), claim.clone(), cancel.clone()));
         let report = match serde_json::from_value::<JobOrder>(claim.item.payload.clone()) {
             Ok(order) => {
-                self.run_order(&claim, &order, folder, clones, &cancel)
-                    .await
+                // Noted while it runs, so that a worker taking this folder after a crash can
+                // stop the job's processes (they outlive a killed worker).
+                let note = folder.join("running").join(claim.id.to_string());
+                let noted = std::fs::create_dir_all(folder.join("running")).and_then(|()| {
+                    std::fs::write(&note, serde_json::to_vec(&order).unwrap_or_default())
+                });
+                if let Err(e) = noted {
+                    tracing::warn!(error = %e, "cannot note the running job; a crash would leave its processes");
+                }
+                let report = self
+                    .run_order(&claim, &order, folder, clones, &cancel)
+                    .await;
+                let _ = std::fs::remove_file(&note);
+                report
             }
             Err(e) => failed(
                 None,
