@@ -14,8 +14,9 @@
 //!   `send`) — is recorded as failed and the worktree and conversation go back to the last
 //!   checkpoint.
 //! - Storage: a [`SessionRepository`] — [`FileSessionRepository`] (`.orchestrator/sessions/`,
-//!   the default) or [`MemorySessionRepository`]; one turn at a time per session, across
-//!   processes (the second is refused with the first one's pid).
+//!   the default), [`PgSessionRepository`] (the PostgreSQL store's database, shared by every
+//!   machine reaching it) or [`MemorySessionRepository`]; one turn at a time per session,
+//!   across processes (the second is refused with the first one's pid).
 //!
 //! # Steering
 //!
@@ -43,6 +44,7 @@
 pub mod conformance;
 mod event;
 mod files;
+mod pg;
 mod record;
 mod repository;
 mod sessions;
@@ -50,6 +52,7 @@ pub(crate) mod steer;
 mod turn;
 
 pub use event::SessionEvent;
+pub use pg::PgSessionRepository;
 pub use record::{checkpoint_ref, Isolation, SessionRecord, TurnRecord, TurnStatus};
 pub use repository::{
     check_session_id, FileSessionRepository, MemorySessionRepository, SessionRepository, TurnLock,

@@ -32,6 +32,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "work_queue",
         sql: include_str!("../../migrations/0002_work_queue.sql"),
     },
+    Migration {
+        version: 3,
+        name: "sessions",
+        sql: include_str!("../../migrations/0003_sessions.sql"),
+    },
 ];
 
 /// The schema version this build writes: that of its newest migration.
@@ -140,5 +145,12 @@ mod tests {
         for m in MIGRATIONS {
             assert!(m.sql.contains("CREATE"), "migration {} is empty", m.version);
         }
+    }
+
+    #[test]
+    fn migrations_are_named_after_their_files() {
+        let names: Vec<&str> = MIGRATIONS.iter().map(|m| m.name).collect();
+        assert_eq!(names, ["plans", "work_queue", "sessions"]);
+        assert!(MIGRATIONS[2].sql.contains("CREATE TABLE sessions"));
     }
 }

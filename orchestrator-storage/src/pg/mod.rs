@@ -11,6 +11,7 @@
 //! | `attempt_specs` | the specs each attempt ran with |
 //! | `phase_logs` | phase logs, one row per append |
 //! | `work_items` | the [work queue](PgWorkQueue) of remote execution: attempts workers claim |
+//! | `sessions` | agent sessions (SPEC §14): one JSON record per session, kept by `orchestrator-agents`' `PgSessionRepository` through [`PgPlanRepository::client`] |
 //! | `schema_migrations` | the [migrations](MIGRATION_VERSION) applied |
 //!
 //! The migrations are SQL files under `orchestrator-storage/migrations/`, embedded in the
@@ -60,3 +61,9 @@ pub use plans::PgPlanRepository;
 pub use queue::{Claim, Expired, Finished, PgWorkQueue, QueueError, WorkItem};
 pub use stats::PgStats;
 pub use worker::{PgWorker, WorkerError};
+
+/// The pool and the client the store runs on (the types of [`PgPlanRepository::client`]),
+/// re-exported so that crates using that connection need not depend on them.
+pub use deadpool_postgres;
+/// See [`deadpool_postgres`].
+pub use tokio_postgres;

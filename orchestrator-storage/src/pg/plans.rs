@@ -283,6 +283,48 @@ impl PgPlanRepository {
     pub fn stats(&self) -> PgStats {
         self.inner.counters.snapshot()
     }
+
+    /// A connection of the store's pool, for crates that keep tables of their own in the
+    /// store's schema (the agents' sessions, migration `0003_sessions`): its `search_path` is
+    /// [`schema`](Self::schema), so tables are named without it. Getting it is retried like
+    /// the store's own connections ([`PgOptions::connect_retries`]); a failure is a
+    /// [`StoreError`] for `what`, and [`db_error`](Self::db_error) turns the failures of the
+    /// queries run on it into the same.
+    ///
+    /// Dropping the connection returns it to the pool, so leave no session state on it (no
+    /// `SET`, no session-level advisory lock); to keep such state, detach it from the pool
+    /// with [`Object::take`](deadpool_postgres::Object::take): it then closes when dropped.
+    ///
+    /// ```no_run
+    /// use orchestrator_storage::pg::{PgOptions, PgPlanRepository};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), orchestrator_core::StoreError> {
+    /// let store = PgPlanRepository::connect("postgres://postgres@127.0.0.1/test", PgOptions::default()).await?;
+    /// let client = store.client("count the plans").await?;
+    /// let row = client
+    ///     .query_one("SELECT count(*) FROM plans", &[])
+    ///     .await
+    ///     .map_err(|e| store.db_error("count the plans", e))?;
+    /// let plans: i64 = row.get(0);
+    /// assert!(plans >= 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn client(
+        &self,
+        what: &'static str,
+    ) -> Result<deadpool_postgres::Object, StoreError> {
+        self.inner.db.client(what).await
+    }
+
+    /// A failure of the client during `what` on this store, as the store reports its own
+    /// (`StoreError::Io` at [`location`](Self::location)): a lost connection, a server
+    /// restarting, a serialization conflict are [transient](StoreError::is_transient)
+    /// (kind `Interrupted` or `TimedOut`), anything else is kind `Other`, with the client's
+    /// error as its source. See [`client`](Self::client) for an example.
+    pub fn db_error(&self, what: &'static str, e: tokio_postgres::Error) -> StoreError {
+        error::db(what, self.inner.db.location(), e)
+    }
 }
 
 impl Inner {
