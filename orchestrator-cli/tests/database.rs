@@ -132,3 +132,43 @@ fn a_bad_or_silent_database_is_refused_naming_it() {
     );
     assert!(silent.stderr.contains("127.0.0.1:1"), "{}", silent.stderr);
 }
+
+#[test]
+fn sessions_are_kept_in_the_database_the_environment_names() {
+    let Some(db) = Database::create() else { return };
+    let url = db.url();
+    let repo = Repo::new();
+    let in_db = |args: &[&str]| {
+        let out = repo
+            .command(args)
+            .env("ORCHESTRATOR_DATABASE_URL", &url)
+            .output()
+            .expect("session command");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("json")
+    };
+    let id = in_db(&["session", "new", "--no-worktree", "--json"])["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    let listed = in_db(&["session", "list", "--json"]);
+    assert_eq!(listed[0]["sessionId"], id.as_str(), "{listed:#}");
+    // The repository's own session store knows nothing of it.
+    let local = repo.run(&["session", "list", "--json"]);
+    assert_eq!(local.code, 0, "{}", local.stderr);
+    assert_eq!(local.json(), json!([]));
+    let close = repo
+        .command(&["session", "close", &id])
+        .env("ORCHESTRATOR_DATABASE_URL", &url)
+        .output()
+        .expect("close");
+    assert!(
+        close.status.success(),
+        "{}",
+        String::from_utf8_lossy(&close.stderr)
+    );
+}

@@ -16,8 +16,9 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, oneshot};
 
 use crate::cli::{
-    EffortArg, SessionArgs, SessionCloseArgs, SessionCommand, SessionForkArgs, SessionListArgs,
-    SessionLogArgs, SessionNewArgs, SessionRevertArgs, SessionSendArgs, SessionSteerArgs,
+    DatabaseArg, EffortArg, SessionArgs, SessionCloseArgs, SessionCommand, SessionForkArgs,
+    SessionListArgs, SessionLogArgs, SessionNewArgs, SessionRevertArgs, SessionSendArgs,
+    SessionSteerArgs,
 };
 use crate::drive::repo_arg;
 use crate::error::{CliError, CliResult, Exit};
@@ -39,12 +40,18 @@ pub async fn session(args: SessionArgs) -> CliResult<Exit> {
 }
 
 /// The sessions of the workspace's repository: its git layer, the agents plans use
-/// (`ORCHESTRATOR_AGENT` the default one), stored in `<repo>/.orchestrator/sessions`.
-fn sessions_of(ws: &Workspace) -> CliResult<Sessions> {
-    Ok(Sessions::builder(ws.root())
+/// (`ORCHESTRATOR_AGENT` the default one), stored in `<repo>/.orchestrator/sessions` — or,
+/// when `ORCHESTRATOR_DATABASE_URL` names one, in that PostgreSQL database (SPEC §16; the
+/// logs and conversation copies stay under the repository's folder).
+async fn sessions_of(ws: &Workspace) -> CliResult<Sessions> {
+    let mut builder = Sessions::builder(ws.root())
         .git(ws.git.clone())
-        .agents(agent_runner())
-        .build()?)
+        .agents(agent_runner());
+    let in_db = ws.clone().with_database(&DatabaseArg::default()).await?;
+    if let Some(pg) = in_db.pg {
+        builder = builder.store(orchestrator_agents::session::PgSessionRepository::new(pg));
+    }
+    Ok(builder.build()?)
 }
 
 fn effort(arg: EffortArg) -> Effort {
@@ -121,7 +128,7 @@ async fn new(args: SessionNewArgs) -> CliResult<Exit> {
         )));
     }
     ws.exclude_own_folders().await?;
-    let sessions = sessions_of(&ws)?;
+    let sessions = sessions_of(&ws).await?;
     let mut new = NewSession::new();
     if let Some(agent) = args.agent {
         new = new.agent(agent);
@@ -154,7 +161,7 @@ async fn new(args: SessionNewArgs) -> CliResult<Exit> {
 async fn send(args: SessionSendArgs) -> CliResult<Exit> {
     stored_only(&args.session, "send")?;
     let ws = Workspace::open(args.repo.repo.as_deref())?;
-    let sessions = sessions_of(&ws)?;
+    let sessions = sessions_of(&ws).await?;
     let id = sessions.get(&args.session).await?.id;
     if args.model.is_some() || args.effort.is_some() {
         sessions
@@ -408,7 +415,7 @@ async fn steer(args: SessionSteerArgs) -> CliResult<Exit> {
             args.session
         )));
     }
-    let sessions = sessions_of(&ws)?;
+    let sessions = sessions_of(&ws).await?;
     let id = sessions.get(&args.session).await?.id;
     sessions.steer(&id, &args.message).await?;
     outln!("steered session {id}: its agent is interrupted and resumed with the message");
@@ -476,7 +483,7 @@ fn running(record: &SessionRecord) -> bool {
 async fn log(args: SessionLogArgs) -> CliResult<Exit> {
     stored_only(&args.session.session, "log")?;
     let ws = Workspace::open(args.session.repo.repo.as_deref())?;
-    let sessions = sessions_of(&ws)?;
+    let sessions = sessions_of(&ws).await?;
     let record = sessions.get(&args.session.session).await?;
     if args.json {
         let turns = serde_json::to_value(&record.turns)
@@ -571,7 +578,7 @@ fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
 async fn revert(args: SessionRevertArgs) -> CliResult<Exit> {
     stored_only(&args.session.session, "revert")?;
     let ws = Workspace::open(args.session.repo.repo.as_deref())?;
-    let sessions = sessions_of(&ws)?;
+    let sessions = sessions_of(&ws).await?;
     let record = sessions.revert(&args.session.session, args.turn).await?;
     let at = record
         .checkpoint(args.turn)
@@ -589,7 +596,7 @@ async fn revert(args: SessionRevertArgs) -> CliResult<Exit> {
 async fn fork(args: SessionForkArgs) -> CliResult<Exit> {
     stored_only(&args.session.session, "fork")?;
     let ws = Workspace::open(args.session.repo.repo.as_deref())?;
-    let sessions = sessions_of(&ws)?;
+    let sessions = sessions_of(&ws).await?;
     let record = sessions.fork(&args.session.session, args.turn).await?;
     let note = match &record.forked_from {
         Some((from, turn)) => format!("forked from {from} at turn {turn}, in"),
@@ -603,7 +610,7 @@ async fn fork(args: SessionForkArgs) -> CliResult<Exit> {
 async fn close(args: SessionCloseArgs) -> CliResult<Exit> {
     stored_only(&args.session.session, "close")?;
     let ws = Workspace::open(args.session.repo.repo.as_deref())?;
-    let sessions = sessions_of(&ws)?;
+    let sessions = sessions_of(&ws).await?;
     let id = sessions.get(&args.session.session).await?.id;
     let tip = sessions.close(&id, args.merge.as_deref()).await?;
     if let (Some(branch), Some(tip)) = (&args.merge, &tip) {
@@ -641,7 +648,7 @@ impl Listed {
 /// `session list`.
 async fn list(args: SessionListArgs) -> CliResult<Exit> {
     let ws = Workspace::open(args.repo.repo.as_deref())?;
-    let sessions = sessions_of(&ws)?;
+    let sessions = sessions_of(&ws).await?;
     let mut rows: Vec<Listed> = sessions
         .list()
         .await?
