@@ -20,13 +20,15 @@ async fn merge_commits_equals_the_cli_merge_and_moves_no_ref() {
 
     // One commit: itself. A contained one adds nothing.
     assert_eq!(
-        ops.merge_commits(&repo, &[a.clone()], "m").await.unwrap(),
+        ops.merge_commits(&repo, std::slice::from_ref(&a), "m")
+            .await
+            .expect("merge"),
         a
     );
     assert_eq!(
         ops.merge_commits(&repo, &[c.clone(), a.clone()], "m")
             .await
-            .unwrap(),
+            .expect("merge"),
         c
     );
     let merged = ops
@@ -67,7 +69,12 @@ async fn a_commit_travels_through_a_bare_remote_to_a_fresh_clone_and_back() {
     let remote = dir.path().join("remote.git");
     git(
         dir.path(),
-        &["init", "--quiet", "--bare", remote.to_str().unwrap()],
+        &[
+            "init",
+            "--quiet",
+            "--bare",
+            remote.to_str().expect("utf-8 path"),
+        ],
     );
     let url = format!("file://{}", remote.display());
     let base = git(&repo, &["rev-parse", "HEAD"]);
@@ -78,7 +85,10 @@ async fn a_commit_travels_through_a_bare_remote_to_a_fresh_clone_and_back() {
 
     // A worker's clone: empty at first, gets the commit and its history.
     let clone = dir.path().join("clone");
-    git(dir.path(), &["init", "--quiet", clone.to_str().unwrap()]);
+    git(
+        dir.path(),
+        &["init", "--quiet", clone.to_str().expect("utf-8 path")],
+    );
     assert_eq!(
         ops.fetch(&clone, &url, reference).await.expect("fetch"),
         base
@@ -115,15 +125,21 @@ async fn a_commit_travels_through_a_bare_remote_to_a_fresh_clone_and_back() {
     );
 
     // Bad input names the problem.
-    let e = ops.push(&repo, &url, &base, "not-a-ref").await.unwrap_err();
+    let e = ops
+        .push(&repo, &url, &base, "not-a-ref")
+        .await
+        .expect_err("refused");
     assert!(e.to_string().contains("not a full ref name"), "{e}");
     let e = ops
         .fetch(&repo, &url, "refs/orchestrator/jobs/none")
         .await
-        .unwrap_err();
+        .expect_err("refused");
     assert!(e.to_string().contains("fetch"), "{e}");
     let gone = format!("file://{}", dir.path().join("nowhere.git").display());
-    let e = ops.push(&repo, &gone, &base, reference).await.unwrap_err();
+    let e = ops
+        .push(&repo, &gone, &base, reference)
+        .await
+        .expect_err("refused");
     assert!(e.to_string().contains("nowhere.git"), "{e}");
 }
 
