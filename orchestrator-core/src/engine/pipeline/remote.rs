@@ -49,8 +49,8 @@ impl NodeRun {
             remote: remote.clone(),
             refs: refs.clone(),
         };
-        // Whatever the store says while the job runs, the phases are the worker's: a failure
-        // here is reported against the work phase.
+        // Observers see merge-fi end before the worker's phases come in. A store that keeps
+        // failing while the worker runs the job fails it at its work phase.
         self.flush();
         let report = executor
             .execute(order, self.cancel.clone())
@@ -78,7 +78,7 @@ impl NodeRun {
                 })
             }
             JobOutcome::Lost { message } => {
-                let reason = if self.lost_before() + 1 >= MAX_LOST_ATTEMPTS {
+                let reason = if self.lost_streak + 1 >= MAX_LOST_ATTEMPTS {
                     FailureReason::PhaseFailed
                 } else {
                     FailureReason::Crashed
@@ -204,11 +204,6 @@ impl NodeRun {
         }
         last
     }
-
-    /// How many of this node's attempts just before this one were lost with their worker.
-    fn lost_before(&self) -> usize {
-        self.lost_streak
-    }
 }
 
 /// The worker's side: runs `order`'s phases in `repo` (the worker's clone of the remote, which
@@ -259,16 +254,18 @@ pub(crate) async fn execute_order(
         Slot::new(()),
         None,
     );
+    // The job's worktree is the clone's own, wherever the plan keeps worktrees on the
+    // coordinator's machine (its `worktreeRoot` may be a path only that machine has).
+    let worktree = repo
+        .join(".worktrees")
+        .join(crate::engine::job_worktree_name(&order.node));
     run.on_worker = true;
     run.repo = repo.to_path_buf();
     run.dep_commits = vec![order.base.clone()];
-    run.worktree = None;
+    run.worktree = Some(worktree.clone());
     run.prev_commit = None;
     run.session_id = None;
     run.hold_after = false;
-    let worktree = run
-        .worktree_root()
-        .join(crate::engine::job_worktree_name(&run.node_id));
     run.execute().await;
     let mut changes = Vec::new();
     let mut end = None;
