@@ -326,8 +326,18 @@ fn a_worker_killed_mid_run_loses_nothing_and_the_tree_is_a_single_machine_runs()
         .map(|(_, p)| *p)
         .expect("a worker of ours");
     // Its job's processes (`sleep 5`) outlive it ...
-    let job_processes = pids_of("sleep 5");
-    assert!(!job_processes.is_empty(), "the slow job runs");
+    let started = Instant::now();
+    let job_processes = loop {
+        let found = pids_of("sleep 5");
+        if !found.is_empty() {
+            break found;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the slow job's processes never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
     let killed_at = Instant::now();
     signal(pid, "-KILL");
     // ... until a worker takes its folder over: it stops them, long before they would end.
