@@ -21,7 +21,7 @@ use std::time::Duration;
 use orchestrator_core::remote::{JobOrder, JobOutcome, JobReport};
 use orchestrator_core::runner::{Leftover, Reaper};
 use orchestrator_core::state::{FailureReason, Phase};
-use orchestrator_core::{GitOperations, Orchestrator, Slot, StoreError};
+use orchestrator_core::{GitOperations, Orchestrator, Slot};
 use sha2::Digest as _;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -69,7 +69,8 @@ pub struct PgWorker {
     reaper: Option<Reaper>,
 }
 
-/// Why a worker stopped before it was asked to.
+/// Why a worker could not start. Once it runs, the store's failures are tried again (claims,
+/// renewals, reports) rather than ending it: a database restart is ridden out.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkerError {
@@ -81,9 +82,6 @@ pub enum WorkerError {
         /// What went wrong.
         message: String,
     },
-    /// The store failed in a way trying again does not mend.
-    #[error(transparent)]
-    Store(#[from] StoreError),
 }
 
 impl PgWorker {
