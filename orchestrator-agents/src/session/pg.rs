@@ -294,7 +294,7 @@ async fn try_lock(conn: &ClientWrapper, key: &LockKey) -> Result<bool, tokio_pos
     let name = format!(
         "orchestrator-session pid={} host={}",
         std::process::id(),
-        host_name()
+        orchestrator_storage::pg::host_name()
     );
     conn.execute("SELECT set_config('application_name', $1, false)", &[&name])
         .await?;
@@ -330,21 +330,6 @@ fn pid_in(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("orchestrator-session pid=")?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
-}
-
-/// This machine's name, for the lock connection's name.
-fn host_name() -> String {
-    let from_file = |path: &str| {
-        std::fs::read_to_string(path)
-            .ok()
-            .map(|s| s.trim().to_owned())
-    };
-    from_file("/proc/sys/kernel/hostname")
-        .or_else(|| from_file("/etc/hostname"))
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 /// A session's advisory lock key: the two `int4` halves of FNV-1a over the schema and the

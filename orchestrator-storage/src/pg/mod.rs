@@ -57,7 +57,7 @@ pub use executor::PgExecutor;
 pub use lease::{LeaseInfo, PgLease};
 pub use migrate::MIGRATION_VERSION;
 pub use options::PgOptions;
-pub use plans::PgPlanRepository;
+pub use plans::{host_name, PgPlanRepository};
 pub use queue::{Claim, Expired, Finished, PgWorkQueue, QueueError, WorkItem};
 pub use stats::PgStats;
 pub use worker::{PgWorker, WorkerError};

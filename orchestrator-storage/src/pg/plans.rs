@@ -117,8 +117,13 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// This machine's name, for lease owners.
-fn host_name() -> String {
+/// This machine's name (`/proc/sys/kernel/hostname`, `/etc/hostname`, `$HOSTNAME`,
+/// `$COMPUTERNAME`, else `localhost`), as lease owners, workers and session locks name it.
+///
+/// ```
+/// assert!(!orchestrator_storage::pg::host_name().is_empty());
+/// ```
+pub fn host_name() -> String {
     let from_file = |path: &str| {
         std::fs::read_to_string(path)
             .ok()

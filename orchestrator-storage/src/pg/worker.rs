@@ -432,13 +432,7 @@ fn failed(phase: Option<Phase>, message: String) -> JobReport {
 
 /// `<host>-<pid>`.
 fn default_name() -> String {
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "worker".to_owned());
-    format!("{host}-{}", std::process::id())
+    format!("{}-{}", super::plans::host_name(), std::process::id())
 }
 
 /// The worker's clones, one per remote, each made once.
