@@ -256,6 +256,16 @@ fn signal(pid: u32, sig: &str) {
     assert!(ok.success(), "kill {sig} {pid}");
 }
 
+/// Whether process `pid` has exited (gone, or a zombie its parent has not reaped yet).
+fn exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
 /// The processes whose command line contains `pattern` (`pgrep -f`).
 fn pids_of(pattern: &str) -> Vec<String> {
     let out = Command::new("pgrep")
@@ -340,6 +350,14 @@ fn a_worker_killed_mid_run_loses_nothing_and_the_tree_is_a_single_machine_runs()
     };
     let killed_at = Instant::now();
     signal(pid, "-KILL");
+    // Dead (its place's lock released) before the next worker looks for a free place.
+    while !exited(pid) {
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(2),
+            "kill -9 {pid}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // ... until a worker takes its folder over: it stops them, long before they would end.
     cluster.start_worker("w3");
     while job_processes
