@@ -166,27 +166,16 @@ async fn lock_within(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pg_repository_passes_the_conformance_suite() {
-    let Some(url) = server().await else { return };
-    let schemas = Arc::new(Mutex::new(Vec::new()));
-    let cases = conformance::run_all(|| {
-        let (schemas, url) = (schemas.clone(), url.clone());
-        async move {
-            let schema = Schema::new(&url);
-            let sessions = schema.sessions().await;
-            schemas.lock().expect("schemas").push(schema);
-            sessions
-        }
-    })
-    .await;
-    assert_eq!(cases, 7);
-    let schemas = std::mem::take(&mut *schemas.lock().expect("schemas"));
-    for schema in schemas {
-        schema.drop_now().await;
-    }
+    conformance_on_fresh_schemas().await;
 }
 
 #[tokio::test]
 async fn the_suite_passes_on_a_current_thread_runtime_too() {
+    conformance_on_fresh_schemas().await;
+}
+
+/// The session conformance suite, each case on a fresh schema (dropped afterwards).
+async fn conformance_on_fresh_schemas() {
     let Some(url) = server().await else { return };
     let schemas = Arc::new(Mutex::new(Vec::new()));
     let cases = conformance::run_all(|| {

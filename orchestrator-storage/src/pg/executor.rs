@@ -108,9 +108,9 @@ impl Inner {
         let mut pause = self.poll;
         loop {
             tokio::time::sleep(pause).await;
-            if !self.waiting().orders.keys().any(|k| k.0 == plan) {
+            {
+                // Under the lock an order registers under: none is added in between.
                 let mut waiting = self.waiting();
-                // Checked again under the lock an order registers under.
                 if !waiting.orders.keys().any(|k| k.0 == plan) {
                     waiting.collecting.remove(&plan);
                     return;
