@@ -38,32 +38,42 @@ pub(crate) fn populate(wt: &Repository, tree: &Tree<'_>) -> Result<(), GitError>
 }
 
 /// One file of a tree to write.
-struct PlainEntry {
-    path: String,
-    id: Oid,
-    mode: i32,
+#[derive(Clone)]
+pub(crate) struct PlainEntry {
+    /// Relative, `/`-separated.
+    pub(crate) path: String,
+    pub(crate) id: Oid,
+    pub(crate) mode: i32,
 }
 
-/// The tree's folders and files when writing them byte for byte is exactly what git's checkout
-/// would do: no `.gitattributes` (in the tree or configured), no line-ending conversion, no
-/// submodules, and only ordinary path components. `None` otherwise.
-fn plain_entries(wt: &Repository, tree: &Tree<'_>) -> Result<Option<Vec<PlainEntry>>, GitError> {
-    let config = wt.config().ctx("read config")?;
+/// Whether the repository's configuration and attribute files let a checkout write blobs byte
+/// for byte: no line-ending conversion, no attributes file outside the tree, symbolic links on.
+pub(crate) fn plain_config(repo: &Repository) -> Result<bool, GitError> {
+    let config = repo.config().ctx("read config")?;
     let set = |key: &str| config.get_entry(key).is_ok();
     let converting = config
         .get_string("core.autocrlf")
         .is_ok_and(|v| !v.eq_ignore_ascii_case("false"));
     let symlinks = config.get_bool("core.symlinks").unwrap_or(true);
     if converting || set("core.eol") || set("core.attributesFile") || !symlinks {
-        return Ok(None);
+        return Ok(false);
     }
     let global_attributes = std::env::var_os("XDG_CONFIG_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")))
         .map(|dir| dir.join("git").join("attributes"));
-    if wt.commondir().join("info").join("attributes").exists()
-        || global_attributes.is_some_and(|f| f.exists())
-    {
+    Ok(!repo.commondir().join("info").join("attributes").exists()
+        && !global_attributes.is_some_and(|f| f.exists()))
+}
+
+/// The tree's files when writing them byte for byte is exactly what git's checkout would do:
+/// a [`plain_config`], no `.gitattributes` in the tree, no submodules, and only ordinary path
+/// components. `None` otherwise.
+pub(crate) fn plain_entries(
+    repo: &Repository,
+    tree: &Tree<'_>,
+) -> Result<Option<Vec<PlainEntry>>, GitError> {
+    if !plain_config(repo)? {
         return Ok(None);
     }
     let mut entries = Vec::new();
@@ -97,12 +107,26 @@ fn plain_entries(wt: &Repository, tree: &Tree<'_>) -> Result<Option<Vec<PlainEnt
 }
 
 /// Writes `entries` into the worktree's folder and its index, with the files' stat data so git
-/// sees them clean without re-reading them. Large trees are written by several threads (the
-/// cost is mostly the file system's, per file).
+/// sees them clean without re-reading them.
 fn write_plain(wt: &Repository, entries: &[PlainEntry]) -> Result<(), GitError> {
     let root = wt
         .workdir()
         .ok_or_else(|| GitError::other("check out worktree", "no working folder"))?;
+    let written = write_entries(root, entries)?;
+    let mut index = wt.index().ctx("read index")?;
+    for entry in &written {
+        index.add(entry).ctx("write index")?;
+    }
+    index.write().ctx("write index")
+}
+
+/// Writes `entries` (their folders may be missing; nothing else may be in their way) into the
+/// worktree at `root` and returns their index entries. Large sets are written by several
+/// threads (the cost is mostly the file system's, per file).
+pub(crate) fn write_entries(
+    root: &Path,
+    entries: &[PlainEntry],
+) -> Result<Vec<IndexEntry>, GitError> {
     let folders: BTreeSet<&str> = entries
         .iter()
         .filter_map(|e| e.path.rsplit_once('/').map(|(dir, _)| dir))
@@ -115,38 +139,30 @@ fn write_plain(wt: &Repository, entries: &[PlainEntry]) -> Result<(), GitError> 
         .map_or(1, |n| n.get())
         .clamp(1, WRITER_THREADS)
         .min(entries.len().div_ceil(FILES_PER_THREAD).max(1));
-    let written: Vec<Result<Vec<IndexEntry>, GitError>> = if threads == 1 {
-        vec![write_files(wt, root, entries)]
-    } else {
-        let chunk = entries.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = entries
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        // A repository handle per thread: libgit2 objects are not shared.
-                        let repo = Repository::open(root).ctx("open worktree")?;
-                        write_files(&repo, root, part)
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| {
-                    w.join().unwrap_or_else(|_| {
-                        Err(GitError::other("check out", "a writer thread failed"))
-                    })
-                })
-                .collect()
-        })
-    };
-    let mut index = wt.index().ctx("read index")?;
-    for part in written {
-        for entry in part? {
-            index.add(&entry).ctx("write index")?;
-        }
+    let open = || Repository::open(root).ctx("open worktree");
+    if threads == 1 {
+        return write_files(&open()?, root, entries);
     }
-    index.write().ctx("write index")
+    let chunk = entries.len().div_ceil(threads);
+    let written: Vec<Result<Vec<IndexEntry>, GitError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = entries
+            .chunks(chunk)
+            // A repository handle per thread: libgit2 objects are not shared.
+            .map(|part| scope.spawn(move || write_files(&open()?, root, part)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(GitError::other("check out", "a writer thread failed")))
+            })
+            .collect()
+    });
+    let mut all = Vec::with_capacity(entries.len());
+    for part in written {
+        all.extend(part?);
+    }
+    Ok(all)
 }
 
 /// Writes the blobs of `entries` under `root` (folders exist) and returns their index entries.
@@ -163,13 +179,18 @@ fn write_files(
         write_blob(&file, blob.data(), entry.mode)?;
         let meta =
             std::fs::symlink_metadata(&file).map_err(|e| error::io("check out", &file, e))?;
-        out.push(stat_entry(&entry.path, entry.id, entry.mode, &meta));
+        out.push(stat_entry(
+            entry.path.as_bytes(),
+            entry.id,
+            entry.mode,
+            &meta,
+        ));
     }
     Ok(out)
 }
 
 /// An index entry for `path` with the stat data of the file just written.
-fn stat_entry(path: &str, id: Oid, mode: i32, meta: &std::fs::Metadata) -> IndexEntry {
+pub(crate) fn stat_entry(path: &[u8], id: Oid, mode: i32, meta: &std::fs::Metadata) -> IndexEntry {
     #[cfg(unix)]
     let (ctime, mtime, dev, ino, uid, gid, size) = {
         use std::os::unix::fs::MetadataExt;
@@ -200,7 +221,7 @@ fn stat_entry(path: &str, id: Oid, mode: i32, meta: &std::fs::Metadata) -> Index
         id,
         flags: path.len().min(0xfff) as u16,
         flags_extended: 0,
-        path: path.as_bytes().to_vec(),
+        path: path.to_vec(),
     }
 }
 

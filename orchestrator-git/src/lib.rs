@@ -11,6 +11,10 @@
 //!   leave the allowed roots (`..`, symbolic links) are refused with
 //!   [`GitError::PathOutsideRoot`], and folders that are not worktrees of the repository are
 //!   never deleted.
+//! - **A worktree pool** per repository keeps removed worktrees (unregistered, in the git
+//!   directory) and makes new ones from them by touching only the files that differ from the
+//!   new commit, byte for byte what a fresh checkout writes; see
+//!   [`Git2OperationsBuilder::worktree_pool`].
 //! - **Merges** are computed in memory (`merge_commits`). Into a worktree the result is checked
 //!   out; into a branch nothing is checked out, except that a branch the user has checked out
 //!   *and clean* follows (a safe checkout); a dirty one is refused with
@@ -50,10 +54,41 @@ mod merge;
 mod nested;
 mod ops;
 mod paths;
+#[cfg(unix)]
+mod pool;
 mod refs;
 mod remote;
+mod tidy;
 mod worktree;
 mod worktree_merge;
+
+/// Without unix stat data and file modes there is no pool: worktrees are made and deleted
+/// afresh.
+#[cfg(not(unix))]
+mod pool {
+    use crate::builder::PoolLimits;
+    use git2::{Oid, Repository};
+    use orchestrator_core::git::GitError;
+    use std::path::Path;
+
+    pub(crate) fn park(
+        _: &Repository,
+        _: &Path,
+        _: &Path,
+        _: &PoolLimits,
+    ) -> Result<bool, GitError> {
+        Ok(false)
+    }
+    pub(crate) fn take(_: &Repository, _: &Path, _: Oid, _: &PoolLimits) -> Result<bool, GitError> {
+        Ok(false)
+    }
+    pub(crate) fn sweep(_: &Repository, _: &PoolLimits) -> Result<usize, GitError> {
+        Ok(0)
+    }
+    pub(crate) fn clear(_: &Repository) -> Result<usize, GitError> {
+        Ok(0)
+    }
+}
 
 pub use builder::{Git2OperationsBuilder, Identity};
 pub use ops::Git2Operations;

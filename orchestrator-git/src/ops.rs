@@ -14,13 +14,13 @@ use orchestrator_core::git::{
     MergeStyle,
 };
 
-use crate::builder::{Git2OperationsBuilder, Identity};
+use crate::builder::{Git2OperationsBuilder, Identity, PoolLimits};
 use crate::error::{self, Context};
 use crate::housekeeping::{exclude, stale_locks};
 use crate::landing::land;
 use crate::merge::{self, Step};
 use crate::worktree_merge::{advance, Advance};
-use crate::{checkout, paths, refs, remote, worktree};
+use crate::{checkout, paths, pool, refs, remote, worktree};
 
 /// [`GitOperations`] on libgit2. Cheap to clone; clones share the per-repository locks.
 ///
@@ -39,6 +39,8 @@ pub(crate) struct Inner {
     /// engine for plans with a root of their own ([`GitOperations::allow_worktree_root`]).
     roots: std::sync::RwLock<Vec<PathBuf>>,
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+    /// The bounds of each repository's worktree pool (`pool.rs`).
+    pool: PoolLimits,
 }
 
 impl Default for Git2Operations {
@@ -65,6 +67,7 @@ impl Git2Operations {
         identity: Option<Identity>,
         fallback: Identity,
         roots: Vec<PathBuf>,
+        pool: PoolLimits,
     ) -> Self {
         Git2Operations {
             inner: Arc::new(Inner {
@@ -72,6 +75,7 @@ impl Git2Operations {
                 fallback,
                 roots: std::sync::RwLock::new(roots),
                 locks: Mutex::new(HashMap::new()),
+                pool,
             }),
         }
     }
@@ -197,6 +201,16 @@ fn head_of(repo: &Repository) -> Result<Oid, GitError> {
         .and_then(|h| h.peel_to_commit())
         .map(|c| c.id())
         .ctx("read HEAD")
+}
+
+/// Crash repair of the worktree pool: deletes what crashes left half-moved and trims it to
+/// `limits`. A failure is logged: the pool only saves time.
+fn sweep_pool(repo: &Repository, limits: &PoolLimits) {
+    match pool::sweep(repo, limits) {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(removed = n, "cleaned the worktree pool"),
+        Err(e) => tracing::warn!(error = %e, "could not clean the worktree pool"),
+    }
 }
 
 pub(crate) fn short(id: Oid) -> String {
@@ -329,7 +343,7 @@ impl GitOperations for Git2Operations {
         self.locked_repo(repo, "create worktree", move |inner, repo| {
             let target = inner.confine(repo, &path, false)?;
             let commit = refs::resolve_commit(repo, &commit)?;
-            worktree::create(repo, &target, commit)
+            worktree::create(repo, &target, commit, &inner.pool)
         })
         .await
     }
@@ -338,7 +352,7 @@ impl GitOperations for Git2Operations {
         let path = path.to_path_buf();
         self.locked_repo(repo, "remove worktree", move |inner, repo| {
             let target = inner.confine(repo, &path, false)?;
-            worktree::remove(repo, &target)
+            worktree::remove(repo, &target, Some(&inner.pool))
         })
         .await
     }
@@ -356,7 +370,9 @@ impl GitOperations for Git2Operations {
                 .iter()
                 .filter_map(|p| paths::resolve_physical(p).ok())
                 .collect();
-            worktree::remove_orphans(r, &root, &live)
+            let removed = worktree::remove_orphans(r, &root, &live)?;
+            sweep_pool(r, &inner.pool);
+            Ok(removed)
         })
         .await
     }
@@ -627,12 +643,18 @@ impl GitOperations for Git2Operations {
         branches: &[String],
     ) -> Result<Vec<PathBuf>, GitError> {
         let (worktrees, branches) = (worktrees.to_vec(), branches.to_vec());
-        self.locked_repo(repo, "remove stale locks", move |_, repo| {
+        self.locked_repo(repo, "remove stale locks", move |inner, repo| {
+            sweep_pool(repo, &inner.pool);
             Ok(stale_locks(repo, &worktrees, &branches)
                 .into_iter()
                 .filter(|p| std::fs::remove_file(p).is_ok())
                 .collect())
         })
         .await
+    }
+
+    async fn clear_worktree_pool(&self, repo: &Path) -> Result<usize, GitError> {
+        self.locked_repo(repo, "clear worktree pool", |_, repo| pool::clear(repo))
+            .await
     }
 }

@@ -21,9 +21,11 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 use orchestrator_core::git::{GitError, JobBranch};
 
+use crate::builder::PoolLimits;
 use crate::checkout;
 use crate::error::{self, Context};
 use crate::paths;
+use crate::pool;
 use crate::refs;
 
 /// Content of the `locked` marker while a worktree is being created.
@@ -109,8 +111,14 @@ pub(crate) fn remove_broken(repo: &Repository, path: &Path) -> Result<bool, GitE
 }
 
 /// Creates a detached worktree of `repo` at `path` (physical, confined) checked out at `commit`,
-/// or keeps the valid one that is already there.
-pub(crate) fn create(repo: &Repository, path: &Path, commit: Oid) -> Result<(), GitError> {
+/// or keeps the valid one that is already there. A pooled worktree is used when there is one
+/// (within `pool`'s limits), else every file is written.
+pub(crate) fn create(
+    repo: &Repository,
+    path: &Path,
+    commit: Oid,
+    pool: &PoolLimits,
+) -> Result<(), GitError> {
     if let Some(admin) = admin_of(repo, path) {
         if path.is_dir() && is_valid(&admin, path) {
             return Ok(());
@@ -131,6 +139,9 @@ pub(crate) fn create(repo: &Repository, path: &Path, commit: Oid) -> Result<(), 
         paths::remove_tree(path)?; // ours, but its registration is gone: recreate it
     }
     checkout::tree_of(repo, commit)?; // a commit with a readable tree, before touching the disk
+    if pool::take(repo, path, commit, pool)? {
+        return Ok(());
+    }
     std::fs::create_dir_all(path).map_err(|e| error::io("create worktree", path, e))?;
     let admin = claim_admin_dir(repo, path)?;
     let written = register(&admin, path, commit).and_then(|()| {
@@ -139,8 +150,7 @@ pub(crate) fn create(repo: &Repository, path: &Path, commit: Oid) -> Result<(), 
         checkout::populate(&wt, &tree)
     });
     match written {
-        Ok(()) => std::fs::remove_file(admin.join("locked"))
-            .map_err(|e| error::io("create worktree", &admin, e)),
+        Ok(()) => finish_registration(&admin),
         Err(e) => {
             let _ = paths::remove_tree(path);
             let _ = paths::remove_tree(&admin);
@@ -149,8 +159,13 @@ pub(crate) fn create(repo: &Repository, path: &Path, commit: Oid) -> Result<(), 
     }
 }
 
+/// Ends a creation: removes the `locked` marker [`register`] wrote.
+pub(crate) fn finish_registration(admin: &Path) -> Result<(), GitError> {
+    std::fs::remove_file(admin.join("locked")).map_err(|e| error::io("create worktree", admin, e))
+}
+
 /// Creates `<common>/worktrees/<name>` with a name derived from the folder's and unused yet.
-fn claim_admin_dir(repo: &Repository, path: &Path) -> Result<PathBuf, GitError> {
+pub(crate) fn claim_admin_dir(repo: &Repository, path: &Path) -> Result<PathBuf, GitError> {
     let parent = repo.commondir().join("worktrees");
     std::fs::create_dir_all(&parent).map_err(|e| error::io("create worktree", &parent, e))?;
     let base: String = path
@@ -184,8 +199,9 @@ fn claim_admin_dir(repo: &Repository, path: &Path) -> Result<PathBuf, GitError> 
     Err(GitError::other("create worktree", "no free worktree name"))
 }
 
-/// Writes the administrative files and the worktree's `.git` file.
-fn register(admin: &Path, path: &Path, commit: Oid) -> Result<(), GitError> {
+/// Writes the administrative files and the worktree's `.git` file, with the `locked` marker
+/// of a creation under way.
+pub(crate) fn register(admin: &Path, path: &Path, commit: Oid) -> Result<(), GitError> {
     let write = |file: PathBuf, content: String| {
         std::fs::write(&file, content).map_err(|e| error::io("create worktree", &file, e))
     };
@@ -243,9 +259,19 @@ pub(crate) fn release_branch(
 }
 
 /// Removes the worktree at `path` (physical, confined) and its registration. A missing worktree
-/// is fine; a folder that is not a worktree of `repo` is refused.
-pub(crate) fn remove(repo: &Repository, path: &Path) -> Result<(), GitError> {
+/// is fine; a folder that is not a worktree of `repo` is refused. With `pool`, a valid worktree
+/// is parked in the pool (within its limits) instead of deleted.
+pub(crate) fn remove(
+    repo: &Repository,
+    path: &Path,
+    pool: Option<&PoolLimits>,
+) -> Result<(), GitError> {
     let admin = admin_of(repo, path);
+    if let (Some(limits), Some(admin)) = (pool, &admin) {
+        if path.is_dir() && is_valid(admin, path) && pool::park(repo, path, admin, limits)? {
+            return Ok(());
+        }
+    }
     let exists = std::fs::symlink_metadata(path).is_ok();
     if exists && admin.is_none() && !points_to_us(repo, path) && !paths::is_empty_dir(path) {
         return Err(GitError::other(
@@ -328,7 +354,8 @@ pub(crate) fn remove_orphans(
         }
         let ours = admin_of(repo, &path).is_some() || points_to_us(repo, &path);
         if ours {
-            remove(repo, &path)?;
+            // A crash's leftover is deleted, never pooled.
+            remove(repo, &path, None)?;
             removed.push(path);
         }
     }

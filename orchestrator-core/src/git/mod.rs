@@ -397,6 +397,14 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
         Ok(())
     }
 
+    /// Deletes the finished worktrees an implementation keeps to make new worktrees from (a
+    /// worktree pool), e.g. when a plan is archived; returns how many it deleted. Worktrees in
+    /// use are not affected. The default keeps no pool.
+    async fn clear_worktree_pool(&self, repo: &Path) -> Result<usize, GitError> {
+        let _ = repo;
+        Ok(0)
+    }
+
     /// Crash repair: removes the lock files a killed process left in these worktrees'
     /// administrative folders (`HEAD.lock`, `index.lock`) and on these branches' refs; they
     /// would make every later commit or merge there fail. The engine calls it only while it

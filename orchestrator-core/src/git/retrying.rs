@@ -273,6 +273,13 @@ impl GitOperations for Retrying {
         self.0.allow_worktree_root(root)
     }
 
+    async fn clear_worktree_pool(&self, repo: &Path) -> Result<usize, GitError> {
+        again("clear worktree pool", false, || {
+            self.0.clear_worktree_pool(repo)
+        })
+        .await
+    }
+
     async fn remove_stale_locks(
         &self,
         repo: &Path,

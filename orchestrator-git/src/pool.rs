@@ -1,0 +1,405 @@
+//! The worktree pool: finished jobs' worktrees kept per repository, so that a new job's
+//! worktree is made by touching only the files that differ instead of writing every file.
+//!
+//! The pool lives in `<common git dir>/orchestrator/worktree-pool/`, out of the worktree roots
+//! (the orphan sweep and every check of a root's folders never see it) and unregistered from
+//! git (`git worktree list` never shows it). An entry is a folder:
+//!
+//! ```text
+//! <id>/files/   the working folder, without its `.git` file
+//! <id>/index    an index of exactly the files in `files/`, with their stat data
+//! <id>/bytes    the disk space `files/` takes, in decimal
+//! ```
+//!
+//! Every change of an entry is a rename, so that no two processes ever hold the same one: an
+//! entry being parked is `<id>.parking.<pid>`, one being taken `<id>.taking.<pid>`, one being
+//! deleted `<id>.<op>.<pid>`; only a bare `<id>` is ready. A marker whose process is gone was
+//! left by a crash: [`sweep`] deletes it.
+//!
+//! - [`park`] (worktree removal) moves the worktree in, drops its registration (the index is
+//!   kept), and brings `files/` down to the index entries whose file still holds the indexed
+//!   content (see `tidy.rs`): symbolic links are unlinked, untracked, ignored and modified
+//!   files deleted, so the entry holds exactly what its index says.
+//! - [`take`] (worktree creation) claims the newest entry, moves `files/` to the new path,
+//!   registers it as a fresh `git worktree add --detach` would, deletes the files whose path,
+//!   mode or content differ from the commit's tree and writes the missing ones. Any failure
+//!   deletes the entry, and the caller makes a fresh checkout.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
+use orchestrator_core::git::GitError;
+
+use crate::builder::PoolLimits;
+use crate::checkout::{self, PlainEntry};
+use crate::error::{self, Context};
+use crate::tidy::{tidy, Want, Wanted};
+use crate::{paths, refs, worktree};
+
+/// The entries this process is changing right now (their marker paths), so that a sweep in
+/// this process tells them from a crash's leftovers.
+static BUSY: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+/// A marker older than this whose owner's liveness cannot be checked is taken for a crash's.
+const UNKNOWN_OWNER_AGE: Duration = Duration::from_secs(24 * 3600);
+
+/// Index entry flags (`flags_extended`) of libgit2's `git_index_entry_extended_flag_t`.
+const INTENT_TO_ADD: u16 = 1 << 13;
+const SKIP_WORKTREE: u16 = 1 << 14;
+
+/// Marks a marker path as this process's while it lives.
+struct Busy(PathBuf);
+
+impl Busy {
+    fn mark(path: &Path) -> Busy {
+        busy_set().insert(path.to_path_buf());
+        Busy(path.to_path_buf())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        busy_set().remove(&self.0);
+    }
+}
+
+fn busy_set() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
+    BUSY.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The pool folder of `repo`.
+pub(crate) fn pool_dir(repo: &Repository) -> PathBuf {
+    repo.commondir().join("orchestrator").join("worktree-pool")
+}
+
+/// A new entry id: sortable by time, unique across processes.
+fn new_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{nanos:020}-{}-{n}", std::process::id())
+}
+
+/// The marker path of entry `id` while this process does `op` to it.
+fn marker(dir: &Path, id: &str, op: &str) -> PathBuf {
+    dir.join(format!("{id}.{op}.{}", std::process::id()))
+}
+
+/// Ready entries, oldest first.
+fn ready(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| !name.contains('.'))
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Moves the valid worktree at `path` (physical), registered in `admin`, into the pool, within
+/// `limits`. `Ok(false)`: nothing was changed, the caller removes the worktree itself;
+/// `Ok(true)`: the worktree is gone from `path` and from git (parked, or deleted when it could
+/// not be).
+pub(crate) fn park(
+    repo: &Repository,
+    path: &Path,
+    admin: &Path,
+    limits: &PoolLimits,
+) -> Result<bool, GitError> {
+    if !limits.enabled() || !checkout::plain_config(repo)? {
+        return Ok(false);
+    }
+    let dir = pool_dir(repo);
+    let id = new_id();
+    let parking = marker(&dir, &id, "parking");
+    let _busy = Busy::mark(&parking);
+    if std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::create_dir(&parking))
+        .is_err()
+    {
+        return Ok(false);
+    }
+    // One rename takes the worktree away from its path (another file system refuses it).
+    if std::fs::rename(path, parking.join("files")).is_err() {
+        let _ = std::fs::remove_dir(&parking);
+        return Ok(false);
+    }
+    // From here the worktree has left its path: whatever happens next, it is removed.
+    let _ = std::fs::rename(admin.join("index"), parking.join("index"));
+    let settled = paths::remove_tree(admin).and_then(|()| settle(&parking, limits));
+    match settled {
+        Ok(true) => match std::fs::rename(&parking, dir.join(&id)) {
+            Ok(()) => {
+                if let Err(e) = trim(&dir, limits) {
+                    tracing::warn!(error = %e, "could not trim the worktree pool");
+                }
+            }
+            Err(_) => paths::remove_tree(&parking)?,
+        },
+        Ok(false) => paths::remove_tree(&parking)?,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "could not pool a worktree; deleting it");
+            paths::remove_tree(&parking)?;
+            paths::remove_tree(admin)?;
+        }
+    }
+    Ok(true)
+}
+
+/// Brings a parked entry's files down to what its index says (see the module docs) and writes
+/// its new index and size. `Ok(false)` when the entry is not worth keeping.
+fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
+    let files = entry.join("files");
+    paths::remove_tree(&files.join(".git"))?;
+    let index_file = entry.join("index");
+    if !index_file.exists() {
+        return Ok(false);
+    }
+    let index = Index::open(&index_file).ctx("read index")?;
+    let mut wanted = Wanted::default();
+    for e in index.iter() {
+        let attributes = e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes");
+        if attributes {
+            // Its blobs may not be its files' bytes (filters): nothing in it can be trusted.
+            return Ok(false);
+        }
+        let stage = (e.flags >> 12) & 3;
+        let assume_valid = e.flags & 0x8000 != 0;
+        let file = [0o100644, 0o100755, 0o120000].contains(&e.mode);
+        // Intent-to-add and skip-worktree entries say nothing about the file on disk.
+        let unusual = e.flags_extended & (INTENT_TO_ADD | SKIP_WORKTREE) != 0;
+        if stage == 0 && !assume_valid && !unusual && file {
+            let (path, id, mode) = (e.path.clone(), e.id, e.mode);
+            let seen = Some(e);
+            wanted.insert(path, Want { id, mode, seen });
+        }
+    }
+    let tidied = tidy(&files, &wanted, modified(&index_file))?;
+    if tidied.bytes > limits.bytes {
+        return Ok(false);
+    }
+    write_index(&index_file, &tidied.kept)?;
+    let bytes = entry.join("bytes");
+    std::fs::write(&bytes, tidied.bytes.to_string()).map_err(|e| error::io("pool", &bytes, e))?;
+    Ok(true)
+}
+
+/// Replaces the index file `file` by one of `entries`.
+fn write_index(file: &Path, entries: &[IndexEntry]) -> Result<(), GitError> {
+    let fresh = file.with_extension("new");
+    let _ = std::fs::remove_file(&fresh);
+    let mut index = Index::open(&fresh).ctx("write index")?;
+    for e in entries {
+        index.add(e).ctx("write index")?;
+    }
+    index.write().ctx("write index")?;
+    std::fs::rename(&fresh, file).map_err(|e| error::io("pool", file, e))
+}
+
+/// When the file at `path` was last modified, as an index time.
+fn modified(path: &Path) -> Option<IndexTime> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some(IndexTime::new(
+        meta.mtime() as i32,
+        meta.mtime_nsec() as u32,
+    ))
+}
+
+/// Makes the worktree of `repo` at `path` (physical, confined; missing or an empty folder)
+/// from the newest pooled entry, detached at `commit`: `Ok(true)` when done; `Ok(false)` when
+/// the pool had nothing usable (a damaged entry is deleted) and nothing is at `path`, so the
+/// caller makes a fresh checkout.
+pub(crate) fn take(
+    repo: &Repository,
+    path: &Path,
+    commit: Oid,
+    limits: &PoolLimits,
+) -> Result<bool, GitError> {
+    if !limits.enabled() {
+        return Ok(false);
+    }
+    let dir = pool_dir(repo);
+    let candidates = ready(&dir);
+    if candidates.is_empty() {
+        return Ok(false);
+    }
+    let tree = checkout::tree_of(repo, commit)?;
+    let Some(target) = checkout::plain_entries(repo, &tree)? else {
+        return Ok(false);
+    };
+    let parent = path.parent().unwrap_or(path);
+    std::fs::create_dir_all(parent).map_err(|e| error::io("create worktree", parent, e))?;
+    let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    if device(&dir).is_none() || device(&dir) != device(parent) {
+        return Ok(false);
+    }
+    // The newest first; one another process renamed first is gone, the next one is tried.
+    let Some((taking, _busy)) = candidates.iter().rev().find_map(|id| {
+        let taking = marker(&dir, id, "taking");
+        let busy = Busy::mark(&taking);
+        std::fs::rename(dir.join(id), &taking)
+            .is_ok()
+            .then_some((taking, busy))
+    }) else {
+        return Ok(false);
+    };
+    let filled = fill(repo, &taking, path, commit, &target);
+    paths::remove_tree(&taking)?;
+    match filled {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "a pooled worktree was unusable; checking out afresh");
+            paths::remove_tree(path)?;
+            Ok(false)
+        }
+    }
+}
+
+/// Moves the claimed entry's files to `path`, registers them and brings them to `target` (the
+/// files of `commit`). On failure the registration is removed; the caller deletes `path`.
+fn fill(
+    repo: &Repository,
+    entry: &Path,
+    path: &Path,
+    commit: Oid,
+    target: &[PlainEntry],
+) -> Result<(), GitError> {
+    let index_file = entry.join("index");
+    let racy_from = modified(&index_file);
+    let pooled = Index::open(&index_file).ctx("read pooled index")?;
+    let mut pooled: HashMap<Vec<u8>, IndexEntry> =
+        pooled.iter().map(|e| (e.path.clone(), e)).collect();
+    let mut wanted = Wanted::default();
+    for t in target {
+        let Some(seen) = pooled.remove(t.path.as_bytes()) else {
+            continue;
+        };
+        if seen.id == t.id && seen.mode == t.mode as u32 {
+            let (id, mode) = (t.id, t.mode as u32);
+            let seen = Some(seen);
+            wanted.insert(t.path.as_bytes().to_vec(), Want { id, mode, seen });
+        }
+    }
+    if path.exists() {
+        std::fs::remove_dir(path).map_err(|e| error::io("create worktree", path, e))?;
+    }
+    let files = entry.join("files");
+    std::fs::rename(&files, path).map_err(|e| error::io("create worktree", &files, e))?;
+    let admin = worktree::claim_admin_dir(repo, path)?;
+    let done = worktree::register(&admin, path, commit).and_then(|()| {
+        let tidied = tidy(path, &wanted, racy_from)?;
+        let kept: HashSet<&[u8]> = tidied.kept.iter().map(|e| e.path.as_slice()).collect();
+        let missing: Vec<PlainEntry> = target
+            .iter()
+            .filter(|t| !kept.contains(t.path.as_bytes()))
+            .cloned()
+            .collect();
+        let written = checkout::write_entries(path, &missing)?;
+        let wt = refs::open(path)?;
+        let mut index = wt.index().ctx("read index")?;
+        for e in tidied.kept.iter().chain(&written) {
+            index.add(e).ctx("write index")?;
+        }
+        index.write().ctx("write index")?;
+        worktree::finish_registration(&admin)
+    });
+    if done.is_err() {
+        let _ = paths::remove_tree(&admin);
+    }
+    done
+}
+
+/// Deletes the entries crashes left half-moved and the entries beyond `limits` (oldest
+/// first). Returns how many were deleted.
+pub(crate) fn sweep(repo: &Repository, limits: &PoolLimits) -> Result<usize, GitError> {
+    let dir = pool_dir(repo);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(0);
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.contains('.') {
+            continue; // ready
+        }
+        let owner = name.rsplit('.').next().and_then(|p| p.parse::<u32>().ok());
+        let path = entry.path();
+        if owner.is_none_or(|pid| owner_gone(pid, &path)) {
+            let id = name.split('.').next().unwrap_or_default();
+            let claimed = marker(&dir, id, "sweeping");
+            let _busy = Busy::mark(&claimed);
+            if std::fs::rename(&path, &claimed).is_ok() {
+                paths::remove_tree(&claimed)?;
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed + trim(&dir, limits)?)
+}
+
+/// Deletes every ready entry and what crashes left. Returns how many entries were deleted.
+pub(crate) fn clear(repo: &Repository) -> Result<usize, GitError> {
+    sweep(repo, &PoolLimits::DISABLED)
+}
+
+/// Whether the process `pid` that named a marker at `path` is gone (or, when that cannot be
+/// told, the marker is old).
+fn owner_gone(pid: u32, path: &Path) -> bool {
+    if pid == std::process::id() {
+        return !busy_set().contains(path);
+    }
+    if Path::new("/proc/self").exists() {
+        return !Path::new("/proc").join(pid.to_string()).exists();
+    }
+    std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > UNKNOWN_OWNER_AGE)
+}
+
+/// Deletes the oldest ready entries until the pool is within `limits`; an entry whose size is
+/// unreadable is deleted. Returns how many were deleted.
+fn trim(dir: &Path, limits: &PoolLimits) -> Result<usize, GitError> {
+    let mut sized: Vec<(String, Option<u64>)> = ready(dir)
+        .into_iter()
+        .map(|id| {
+            let bytes = std::fs::read_to_string(dir.join(&id).join("bytes"))
+                .ok()
+                .and_then(|t| t.trim().parse().ok());
+            (id, bytes)
+        })
+        .collect();
+    let mut total: u64 = sized.iter().filter_map(|(_, b)| *b).sum();
+    let mut count = sized.iter().filter(|(_, b)| b.is_some()).count();
+    let mut removed = 0;
+    // Oldest first; unreadable ones whatever their age.
+    sized.sort_by_key(|(id, bytes)| (bytes.is_some(), id.clone()));
+    for (id, bytes) in sized {
+        let within = count <= limits.count && total <= limits.bytes;
+        if bytes.is_some() && within {
+            break;
+        }
+        let claimed = marker(dir, &id, "trimming");
+        let _busy = Busy::mark(&claimed);
+        if std::fs::rename(dir.join(&id), &claimed).is_ok() {
+            paths::remove_tree(&claimed)?;
+            removed += 1;
+        }
+        if let Some(b) = bytes {
+            total -= b;
+            count -= 1;
+        }
+    }
+    Ok(removed)
+}

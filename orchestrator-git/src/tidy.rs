@@ -1,0 +1,289 @@
+//! Making a folder hold exactly a set of wanted files, keeping the ones already right: the core
+//! of the worktree pool (`pool.rs`).
+//!
+//! [`tidy`] walks a folder without following symbolic links. A file stays when its path is
+//! wanted, its kind and executable bit are the wanted mode and its content is the wanted blob —
+//! known from the stat data an index recorded for it (as `git status` trusts it), or else by
+//! hashing it. Everything else is deleted: other files, symbolic links (only unlinked), folders
+//! no wanted file lies in, and folders left empty. Afterwards the folder holds the kept files
+//! and their folders, nothing more.
+
+#![cfg(unix)]
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use git2::{IndexEntry, IndexTime, ObjectType, Oid};
+use orchestrator_core::git::GitError;
+
+use crate::checkout::stat_entry;
+use crate::error;
+use crate::paths;
+
+/// A file [`tidy`] may keep.
+pub(crate) struct Want {
+    /// The blob it must hold.
+    pub(crate) id: Oid,
+    /// Its git mode (`0o100644`, `0o100755` or `0o120000`).
+    pub(crate) mode: u32,
+    /// The stat data an index recorded when the file last held `id`, if any.
+    pub(crate) seen: Option<IndexEntry>,
+}
+
+/// The files [`tidy`] may keep, by relative `/`-separated path, and the folders they lie in.
+#[derive(Default)]
+pub(crate) struct Wanted {
+    files: HashMap<Vec<u8>, Want>,
+    dirs: HashSet<Vec<u8>>,
+}
+
+impl Wanted {
+    /// Adds a file (its folders with it).
+    pub(crate) fn insert(&mut self, path: Vec<u8>, want: Want) {
+        let mut end = path.len();
+        while let Some(slash) = path[..end].iter().rposition(|&b| b == b'/') {
+            if !self.dirs.insert(path[..slash].to_vec()) {
+                break; // its parents are in already
+            }
+            end = slash;
+        }
+        self.files.insert(path, want);
+    }
+}
+
+/// What [`tidy`] left: the kept files' index entries (with their current stat data) and the
+/// disk space they and their folders take.
+pub(crate) struct Tidied {
+    pub(crate) kept: Vec<IndexEntry>,
+    pub(crate) bytes: u64,
+}
+
+/// Brings the folder `root` down to the files of `wanted` it already holds (see the module
+/// docs). `racy_from` is when the index that recorded the `seen` stat data was written: a file
+/// modified in that instant or later may have changed without its stat data showing it (git's
+/// "racily clean" entries), so it is hashed. A top-level `.git` is left alone.
+pub(crate) fn tidy(
+    root: &Path,
+    wanted: &Wanted,
+    racy_from: Option<IndexTime>,
+) -> Result<Tidied, GitError> {
+    let mut walk = Walk {
+        wanted,
+        racy_from,
+        out: Tidied {
+            kept: Vec::with_capacity(wanted.files.len()),
+            bytes: 0,
+        },
+    };
+    walk.folder(root, &mut Vec::new())?;
+    Ok(walk.out)
+}
+
+struct Walk<'a> {
+    wanted: &'a Wanted,
+    racy_from: Option<IndexTime>,
+    out: Tidied,
+}
+
+impl Walk<'_> {
+    /// Tidies the folder `dir` (relative path `rel`); returns whether anything is left in it.
+    fn folder(&mut self, dir: &Path, rel: &mut Vec<u8>) -> Result<bool, GitError> {
+        let io = |path: &Path, e| error::io("tidy worktree", path, e);
+        let mut left = false;
+        for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+            let entry = entry.map_err(|e| io(dir, e))?;
+            let path = entry.path();
+            let name = entry.file_name();
+            if rel.is_empty() && name == ".git" {
+                left = true;
+                continue;
+            }
+            let len = rel.len();
+            if len > 0 {
+                rel.push(b'/');
+            }
+            rel.extend_from_slice(name.as_bytes());
+            let kind = entry.file_type().map_err(|e| io(&path, e))?;
+            let kept = if kind.is_dir() {
+                // `file_type` does not follow symbolic links: this is a real folder.
+                if self.wanted.dirs.contains(rel.as_slice()) {
+                    let nonempty = self.folder(&path, rel)?;
+                    if nonempty {
+                        self.out.bytes += disk_bytes(&path);
+                    } else {
+                        std::fs::remove_dir(&path).map_err(|e| io(&path, e))?;
+                    }
+                    nonempty
+                } else {
+                    paths::remove_tree(&path)?;
+                    false
+                }
+            } else {
+                let keep = self.keep(&path, rel)?;
+                if !keep {
+                    std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+                }
+                keep
+            };
+            left |= kept;
+            rel.truncate(len);
+        }
+        Ok(left)
+    }
+
+    /// Whether the file (or symbolic link, or other non-folder) at `path` is wanted as it is;
+    /// if so its index entry is recorded.
+    fn keep(&mut self, path: &Path, rel: &[u8]) -> Result<bool, GitError> {
+        let Some(want) = self.wanted.files.get(rel) else {
+            return Ok(false);
+        };
+        let meta =
+            std::fs::symlink_metadata(path).map_err(|e| error::io("tidy worktree", path, e))?;
+        let mode = if meta.file_type().is_symlink() {
+            0o120000
+        } else if meta.is_file() && meta.mode() & 0o100 != 0 {
+            0o100755
+        } else if meta.is_file() {
+            0o100644
+        } else {
+            return Ok(false);
+        };
+        if mode != want.mode {
+            return Ok(false);
+        }
+        let entry = stat_entry(rel, want.id, mode as i32, &meta);
+        let same = match &want.seen {
+            Some(seen) if same_stat(seen, &entry) && !self.racy(seen) => true,
+            // A different size is a different content, unless the index smudged the entry
+            // (size 0) as git does with racily clean ones.
+            Some(seen) if seen.file_size != 0 && seen.file_size != entry.file_size => false,
+            _ => content_id(path, mode)? == Some(want.id),
+        };
+        if same {
+            self.out.bytes += disk_bytes_of(&meta);
+            self.out.kept.push(entry);
+        }
+        Ok(same)
+    }
+
+    /// Whether `seen` was recorded too close to its index's writing to be trusted.
+    fn racy(&self, seen: &IndexEntry) -> bool {
+        let Some(from) = self.racy_from else {
+            return false;
+        };
+        let no_nanos = seen.mtime.nanoseconds() == 0 && seen.ctime.nanoseconds() == 0;
+        if no_nanos {
+            seen.mtime.seconds() >= from.seconds()
+        } else {
+            (seen.mtime.seconds(), seen.mtime.nanoseconds()) >= (from.seconds(), from.nanoseconds())
+        }
+    }
+}
+
+/// Whether the stat data of `seen` (recorded by an index) matches `now` (just read): the file
+/// has not been written, renamed over, or had its mode changed since. An index written without
+/// nanoseconds is compared by seconds.
+fn same_stat(seen: &IndexEntry, now: &IndexEntry) -> bool {
+    let no_nanos = seen.mtime.nanoseconds() == 0 && seen.ctime.nanoseconds() == 0;
+    let time = |a: IndexTime, b: IndexTime| {
+        a.seconds() == b.seconds() && (no_nanos || a.nanoseconds() == b.nanoseconds())
+    };
+    time(seen.mtime, now.mtime)
+        && time(seen.ctime, now.ctime)
+        && seen.ino == now.ino
+        && seen.dev == now.dev
+        && seen.uid == now.uid
+        && seen.gid == now.gid
+        && seen.file_size == now.file_size
+        && seen.mode == now.mode
+}
+
+/// The blob id of the file (raw bytes) or symbolic link (its target) at `path`.
+fn content_id(path: &Path, mode: u32) -> Result<Option<Oid>, GitError> {
+    let io = |e| error::io("tidy worktree", path, e);
+    if mode == 0o120000 {
+        let target = std::fs::read_link(path).map_err(io)?;
+        return Ok(Oid::hash_object(ObjectType::Blob, target.as_os_str().as_bytes()).ok());
+    }
+    Ok(Oid::hash_file(ObjectType::Blob, path).ok())
+}
+
+/// The disk space the entry at `path` takes (not following a symbolic link), 0 if unknown.
+pub(crate) fn disk_bytes(path: &Path) -> u64 {
+    std::fs::symlink_metadata(path).map_or(0, |m| disk_bytes_of(&m))
+}
+
+fn disk_bytes_of(meta: &std::fs::Metadata) -> u64 {
+    meta.blocks().saturating_mul(512)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn want(id: Oid, mode: u32) -> Want {
+        Want {
+            id,
+            mode,
+            seen: None,
+        }
+    }
+
+    fn blob(text: &str) -> Oid {
+        Oid::hash_object(ObjectType::Blob, text.as_bytes()).expect("hash")
+    }
+
+    #[test]
+    fn keeps_wanted_content_and_deletes_the_rest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a/b")).expect("mkdir");
+        std::fs::create_dir_all(root.join("empty")).expect("mkdir");
+        std::fs::create_dir_all(root.join("other")).expect("mkdir");
+        std::fs::write(root.join("a/b/keep"), "keep").expect("write");
+        std::fs::write(root.join("a/b/changed"), "new").expect("write");
+        std::fs::write(root.join("a/extra"), "x").expect("write");
+        std::fs::write(root.join("other/file"), "x").expect("write");
+        std::fs::write(root.join(".git"), "gitdir: x").expect("write");
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("precious"), "p").expect("write");
+        std::os::unix::fs::symlink(outside.path(), root.join("a/link")).expect("symlink");
+        let mut wanted = Wanted::default();
+        wanted.insert(b"a/b/keep".to_vec(), want(blob("keep"), 0o100644));
+        wanted.insert(b"a/b/changed".to_vec(), want(blob("old"), 0o100644));
+        wanted.insert(b"a/link/precious".to_vec(), want(blob("p"), 0o100644));
+        wanted.insert(b"empty/gone".to_vec(), want(blob("g"), 0o100644));
+        let tidied = tidy(root, &wanted, None).expect("tidy");
+        let kept: Vec<&[u8]> = tidied.kept.iter().map(|e| e.path.as_slice()).collect();
+        assert_eq!(kept, vec![b"a/b/keep".as_slice()]);
+        assert!(root.join("a/b/keep").exists() && root.join(".git").exists());
+        for gone in ["a/b/changed", "a/extra", "a/link", "other", "empty"] {
+            assert!(
+                std::fs::symlink_metadata(root.join(gone)).is_err(),
+                "{gone}"
+            );
+        }
+        assert!(
+            outside.path().join("precious").exists(),
+            "a link is never followed"
+        );
+    }
+
+    #[test]
+    fn a_wrong_executable_bit_is_not_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("run");
+        std::fs::write(&file, "x").expect("write");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let mut wanted = Wanted::default();
+        wanted.insert(b"run".to_vec(), want(blob("x"), 0o100644));
+        assert!(tidy(dir.path(), &wanted, None)
+            .expect("tidy")
+            .kept
+            .is_empty());
+        assert!(!file.exists());
+    }
+}
