@@ -293,10 +293,12 @@ fn fill(
     if path.exists() {
         std::fs::remove_dir(path).map_err(|e| error::io("create worktree", path, e))?;
     }
+    // Registered first, moved second: a crash never leaves files at `path` that are not
+    // recognisably an unfinished creation of ours.
     let files = entry.join("files");
-    std::fs::rename(&files, path).map_err(|e| error::io("create worktree", &files, e))?;
     let admin = worktree::claim_admin_dir(repo, path)?;
-    let done = worktree::register(&admin, path, commit).and_then(|()| {
+    let done = worktree::register_from(&admin, path, commit, &files).and_then(|()| {
+        std::fs::rename(&files, path).map_err(|e| error::io("create worktree", &files, e))?;
         let tidied = tidy(path, &wanted, racy_from)?;
         let kept: HashSet<&[u8]> = tidied.kept.iter().map(|e| e.path.as_slice()).collect();
         let missing: Vec<PlainEntry> = target

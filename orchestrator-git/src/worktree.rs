@@ -201,7 +201,19 @@ pub(crate) fn claim_admin_dir(repo: &Repository, path: &Path) -> Result<PathBuf,
 
 /// Writes the administrative files and the worktree's `.git` file, with the `locked` marker
 /// of a creation under way.
-pub(crate) fn register(admin: &Path, path: &Path, commit: Oid) -> Result<(), GitError> {
+fn register(admin: &Path, path: &Path, commit: Oid) -> Result<(), GitError> {
+    register_from(admin, path, commit, path)
+}
+
+/// [`register`] for a worktree whose folder is still at `folder` and will be renamed to
+/// `path`: its `.git` file is written there, so that the worktree is never at `path` without
+/// one (a crash then leaves what a retry knows as an unfinished creation of ours).
+pub(crate) fn register_from(
+    admin: &Path,
+    path: &Path,
+    commit: Oid,
+    folder: &Path,
+) -> Result<(), GitError> {
     let write = |file: PathBuf, content: String| {
         std::fs::write(&file, content).map_err(|e| error::io("create worktree", &file, e))
     };
@@ -212,7 +224,10 @@ pub(crate) fn register(admin: &Path, path: &Path, commit: Oid) -> Result<(), Git
         format!("{}\n", path.join(".git").display()),
     )?;
     write(admin.join("HEAD"), format!("{commit}\n"))?;
-    write(path.join(".git"), format!("gitdir: {}\n", admin.display()))
+    write(
+        folder.join(".git"),
+        format!("gitdir: {}\n", admin.display()),
+    )
 }
 
 /// Detaches the linked worktree `wt` of `repo` if a job attached its HEAD to a branch, and
