@@ -150,6 +150,7 @@ chmod +x "$WORK/git-job.sh"
 
 wt_orch=()
 wt_git=()
+wt_disk=()
 for ((r = 1; r <= RUNS; r++)); do
   repo="$WORK/wide-$r"
   cp -a "$template" "$repo"
@@ -160,6 +161,8 @@ for ((r = 1; r <= RUNS; r++)); do
   wt_orch+=("$(elapsed "$t0" "$t1")")
   files=$(git -C "$repo" ls-tree -r --name-only orchestrator/wide -- out | wc -l)
   [ "$files" = "$WT_JOBS" ] || { echo "orchestrator result has $files files, not $WT_JOBS" >&2; exit 1; }
+  # Disk the plan's worktrees (and any pooled for reuse) still hold once it has ended.
+  wt_disk+=("$(du -sk "$repo/.worktrees" 2>/dev/null | awk '{print $1}' || echo 0)")
 
   grepo="$WORK/git-$r"
   cp -a "$template" "$grepo"
@@ -179,3 +182,4 @@ wg_med=$(printf '%s\n' "${wt_git[@]}" | median)
 # one `echo`, is negligible).
 per() { awk -v t="$1" -v n="$WT_JOBS" -v p="$WT_PARALLEL" 'BEGIN { printf "%.1f", t * p / n * 1000 }'; }
 echo "worktrees: orchestrator median ${wo_med} s ($(per "$wo_med") ms per job), git CLI script median ${wg_med} s ($(per "$wg_med") ms per job), ratio $(awk -v a="$wo_med" -v b="$wg_med" 'BEGIN { printf "%.2f", a / b }')"
+echo "worktrees: disk held by worktrees after the plan, median $(printf '%s\n' "${wt_disk[@]:-0}" | median) KiB (${FILES}-file repository)"

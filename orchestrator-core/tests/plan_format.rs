@@ -219,8 +219,13 @@ fn every_field_parses_in_json_camel_case() {
     assert_eq!(on_failure.no_auto_heal, Some(true));
     assert_eq!(on_failure.message.as_deref(), Some("see log"));
     assert_eq!(on_failure.resume_from_phase, Some(Phase::Work));
-    assert!(matches!(&build.prechecks, Some(WorkSpec::Process(p)) if p.args == ["--version"]));
-    assert_eq!(build.postchecks, Some(WorkSpec::shell("make test")));
+    assert!(
+        matches!(build.prechecks.as_deref(), Some(WorkSpec::Process(p)) if p.args == ["--version"])
+    );
+    assert_eq!(
+        build.postchecks.as_deref(),
+        Some(&WorkSpec::shell("make test"))
+    );
 
     let review = agent_of(&plan.jobs[1].work);
     assert_eq!(review.model_tier, Some(ModelTier::Premium));
@@ -370,8 +375,8 @@ fn on_failure_is_accepted_on_every_work_type_and_location() {
             plan.verify_ri.as_ref(),
             plan.worktree_init.first(),
             Some(&job.work),
-            job.prechecks.as_ref(),
-            job.postchecks.as_ref(),
+            job.prechecks.as_deref(),
+            job.postchecks.as_deref(),
         ];
         for work in all {
             let f = work.and_then(WorkSpec::on_failure);

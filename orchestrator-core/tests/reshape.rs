@@ -445,7 +445,7 @@ async fn new_work_on_a_job_that_failed_later_runs_on_retry() {
     let store = InMemoryPlanRepository::new();
     let o = orchestrator(store.clone());
     let mut spec = plan(&[("aaa", "ok", &[])]);
-    spec.jobs[0].postchecks = Some(WorkSpec::shell("fail"));
+    spec.jobs[0].postchecks = Some(Box::new(WorkSpec::shell("fail")));
     let id = o.run(spec, &dir).await.expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     o.edit_plan(

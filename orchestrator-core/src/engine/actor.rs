@@ -646,7 +646,9 @@ impl PlanActor {
         // happened, and a node whose start is lost in a crash simply runs again.
         for run in self.to_spawn.drain(..) {
             let span = tracing::info_span!("node", node = run.node, node_id = %run.node_id);
-            tokio::spawn(run.execute().instrument(span));
+            // Boxed: a run is large, and tokio moves a task's future on spawn and on
+            // completion.
+            tokio::spawn(Box::new(run).execute().instrument(span));
         }
     }
 

@@ -44,7 +44,7 @@ use crate::runner::{Healer, Leftover, Reaper, WorkRunner};
 pub struct OrchestratorBuilder {
     repository: Option<Arc<dyn PlanRepository>>,
     git: Option<Arc<dyn GitOperations>>,
-    runners: HashMap<String, Arc<dyn WorkRunner>>,
+    runners: crate::engine::context::Runners,
     controllers: HashMap<String, Arc<dyn Controller>>,
     resolver: Option<Arc<dyn ConflictResolver>>,
     healer: Option<Arc<dyn Healer>>,

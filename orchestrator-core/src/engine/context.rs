@@ -19,12 +19,16 @@ use crate::repository::PlanRepository;
 use crate::runner::{Healer, Reaper, WorkRunner};
 use crate::state::PlanStatus;
 
+/// The registered runners by work kind (`shell`, `agent:<name>`...): looked up once a phase,
+/// with foldhash — the keys are the host's own, not an attacker's.
+pub(crate) type Runners = HashMap<String, Arc<dyn WorkRunner>, foldhash::fast::FixedState>;
+
 /// Shared by the orchestrator, its plan actors and their node tasks.
 #[derive(Debug)]
 pub(crate) struct EngineCtx {
     pub(crate) repository: Arc<dyn PlanRepository>,
     pub(crate) git: Option<Arc<dyn GitOperations>>,
-    pub(crate) runners: HashMap<String, Arc<dyn WorkRunner>>,
+    pub(crate) runners: Runners,
     /// Controllers of composite work, by kind (`split` always has one).
     pub(crate) controllers: HashMap<String, Arc<dyn crate::composite::Controller>>,
     pub(crate) resolver: Option<Arc<dyn ConflictResolver>>,

@@ -128,25 +128,33 @@ impl NodeRun {
             }
             _ => true,
         };
+        // The dependencies in the job's order, once: commits, inputs and sub-agents come
+        // from them.
+        let mut deps = graph.ordered_dependencies(node);
+        deps.retain(|&d| !graph.is_snapshot(d));
         let dep_commits = if spec.isolation == Isolation::Worktree {
-            graph
-                .ordered_dependencies(&spec, node)
-                .into_iter()
-                .filter(|&d| !graph.is_snapshot(d) && merged(d))
-                .filter_map(|d| state.nodes[d].commit.clone())
+            deps.iter()
+                .filter(|&&d| merged(d))
+                .filter_map(|&d| state.nodes[d].commit.clone())
                 .collect()
         } else {
             Vec::new()
         };
-        let inputs = dependency_inputs(&spec, &graph, state, node);
+        let inputs = deps
+            .iter()
+            .any(|&d| machine.may_have_result(d))
+            .then(|| dependency_inputs(&spec, state, &deps))
+            .flatten();
         let job = spec.jobs.get(node);
         let composite = job.is_some_and(|j| {
-            graph.dependencies(node).any(|d| {
-                spec.jobs.get(d).and_then(|s| s.parent.as_deref()) == Some(j.producer_id.as_str())
-                    && !is_sub_agent_of(&spec, d, &j.producer_id)
-            })
+            graph.has_sub_jobs(node)
+                && graph.dependencies(node).any(|d| {
+                    spec.jobs.get(d).and_then(|s| s.parent.as_deref())
+                        == Some(j.producer_id.as_str())
+                        && !is_sub_agent_of(&spec, d, &j.producer_id)
+                })
         });
-        let sub_agents = agents::SubAgents::of(&spec, &graph, state, node);
+        let sub_agents = agents::SubAgents::of(&spec, state, node, &deps);
         let may_split = job.is_some_and(|j| crate::composite::may_split(&spec, j));
         NodeRun {
             inputs,
@@ -192,7 +200,8 @@ impl NodeRun {
             gen,
             cancel,
             tx,
-            pending: std::sync::Mutex::new(Vec::new()),
+            // A phase start and end, and its output or session: one allocation.
+            pending: std::sync::Mutex::new(Vec::with_capacity(4)),
             on_worker: false,
             lost_streak: ns
                 .attempts
@@ -206,7 +215,7 @@ impl NodeRun {
     }
 
     /// Runs the attempt and reports its end to the actor.
-    pub(crate) async fn execute(self) {
+    pub(crate) async fn execute(self: Box<Self>) {
         // Boxed: the task then holds a pointer, not the largest of three state machines, which
         // tokio would copy on spawn and on completion.
         let result = if self.graph.is_snapshot(self.node) {
@@ -308,8 +317,8 @@ impl NodeRun {
         let Some(job) = self.job() else { return };
         let specs = AttemptSpecs {
             work: Some(job.work.clone()),
-            prechecks: job.prechecks.clone(),
-            postchecks: job.postchecks.clone(),
+            prechecks: job.prechecks.as_deref().cloned(),
+            postchecks: job.postchecks.as_deref().cloned(),
         };
         if let Err(e) = self
             .ctx
@@ -783,27 +792,23 @@ impl NodeRun {
     }
 }
 
-/// The results of `node`'s dependencies, in its dependency order; `None` when none of them
-/// has an output or a commit (most `isolation: none` plans: nothing is written then).
+/// The results of the dependencies `deps` (in the job's order); `None` when none of them has
+/// an output or a commit (most `isolation: none` plans: nothing is written then).
 fn dependency_inputs(
     spec: &PlanSpec,
-    graph: &PlanGraph,
     state: &crate::state::PlanState,
-    node: NodeIndex,
+    deps: &[NodeIndex],
 ) -> Option<Inputs> {
     let has_result = |d: NodeIndex| {
         let dep = &state.nodes[d];
         dep.commit.is_some() || dep.output().is_some()
     };
-    let deps = || graph.dependencies(node).filter(|&d| !graph.is_snapshot(d));
-    if !deps().any(has_result) {
+    if !deps.iter().any(|&d| has_result(d)) {
         return None;
     }
-    let jobs = graph
-        .ordered_dependencies(spec, node)
-        .into_iter()
-        .filter(|&d| !graph.is_snapshot(d))
-        .filter_map(|d| {
+    let jobs = deps
+        .iter()
+        .filter_map(|&d| {
             let job = spec.jobs.get(d)?;
             let dep = &state.nodes[d];
             Some(JobInput {

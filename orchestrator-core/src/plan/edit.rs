@@ -192,10 +192,10 @@ impl JobUpdate {
             job.work = v;
         }
         if u.prechecks.is_some() {
-            job.prechecks = u.prechecks;
+            job.prechecks = u.prechecks.map(Box::new);
         }
         if u.postchecks.is_some() {
-            job.postchecks = u.postchecks;
+            job.postchecks = u.postchecks.map(Box::new);
         }
         if u.instructions.is_some() {
             job.instructions = u.instructions;

@@ -29,6 +29,12 @@ pub struct PlanGraph {
     dependents: Csr,
     dependencies: Csr,
     by_producer: ProducerMap,
+    /// Jobs that some job names as its `parent` (they have sub-jobs), sorted; empty in most
+    /// plans, so a launch tells a job without sub-jobs from one with them without reading
+    /// its dependencies' specs.
+    parents: Vec<NodeIndex>,
+    /// Jobs that are sub-agents (SPEC §15), sorted; empty in most plans (as `parents`).
+    sub_agents: Vec<NodeIndex>,
 }
 
 /// producerId → node, hashed with foldhash: a plan's own ids need no guard against adversarial
@@ -126,7 +132,21 @@ impl PlanGraph {
         if !errors.is_empty() {
             return Err(ValidationErrors(errors));
         }
+        let mut parents: Vec<NodeIndex> = spec
+            .jobs
+            .iter()
+            .filter_map(|j| j.parent.as_deref())
+            .filter_map(|p| by_producer.get(p).copied())
+            .collect();
+        parents.sort_unstable();
+        parents.dedup();
+        let sub_agents = (spec.jobs.iter().enumerate())
+            .filter(|(_, j)| j.sub_agent.is_some())
+            .map(|(i, _)| i)
+            .collect();
         let mut g = PlanGraph {
+            parents,
+            sub_agents,
             graph,
             jobs,
             snapshot,
@@ -182,6 +202,17 @@ impl PlanGraph {
         self.snapshot == Some(n)
     }
 
+    /// Whether some job names job `n` as its `parent` (a composite job's sub-jobs, a
+    /// sub-agent, a split's parts).
+    pub fn has_sub_jobs(&self, n: NodeIndex) -> bool {
+        self.parents.binary_search(&n).is_ok()
+    }
+
+    /// Whether job `n` is a sub-agent (its spec has `subAgent`).
+    pub fn is_sub_agent(&self, n: NodeIndex) -> bool {
+        self.sub_agents.binary_search(&n).is_ok()
+    }
+
     /// Nodes `n` depends on.
     pub fn dependencies(&self, n: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
         self.dependencies.row(n)
@@ -192,26 +223,25 @@ impl PlanGraph {
         self.dependents.row(n)
     }
 
-    /// Dependencies of `n` in the order the job lists them (merge-fi starts from the first).
-    pub fn ordered_dependencies(&self, spec: &PlanSpec, n: NodeIndex) -> Vec<NodeIndex> {
-        match spec.jobs.get(n) {
-            Some(job) => {
-                let mut out: Vec<NodeIndex> = Vec::with_capacity(job.dependencies.len());
-                for d in &job.dependencies {
-                    if let Some(&i) = self.by_producer.get(d) {
-                        if !out.contains(&i) {
-                            out.push(i);
-                        }
-                    }
-                }
-                out
-            }
-            None => {
-                let mut deps: Vec<_> = self.dependencies(n).collect();
-                deps.sort_unstable();
-                deps
-            }
+    /// Dependencies of `n` in the order the job lists them (merge-fi starts from the first),
+    /// each once; the snapshot node's in plan order. The rows are built in that order, so no
+    /// producerId is looked up here.
+    ///
+    /// ```
+    /// use orchestrator_core::plan::{JobSpec, PlanGraph, PlanSpec, WorkSpec};
+    /// let plan = PlanSpec::new("p")
+    ///     .job(JobSpec::new("aaa", "a", WorkSpec::shell("true")))
+    ///     .job(JobSpec::new("bbb", "b", WorkSpec::shell("true")))
+    ///     .job(JobSpec::new("ccc", "c", WorkSpec::shell("true")).depends_on(["bbb", "aaa", "bbb"]));
+    /// let g = PlanGraph::build(&plan).unwrap();
+    /// assert_eq!(g.ordered_dependencies(2), vec![1, 0]);
+    /// ```
+    pub fn ordered_dependencies(&self, n: NodeIndex) -> Vec<NodeIndex> {
+        let mut deps: Vec<NodeIndex> = self.dependencies(n).collect();
+        if n >= self.jobs {
+            deps.sort_unstable();
         }
+        deps
     }
 
     /// Nodes with no dependencies.

@@ -264,12 +264,12 @@ pub struct JobSpec {
     /// Display name (default: the producerId).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Checks run before the work.
+    /// Checks run before the work (boxed: most jobs have none, and a plan holds every job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prechecks: Option<WorkSpec>,
-    /// Checks run after the commit.
+    pub prechecks: Option<Box<WorkSpec>>,
+    /// Checks run after the commit (boxed, as `prechecks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub postchecks: Option<WorkSpec>,
+    pub postchecks: Option<Box<WorkSpec>>,
     /// Extra instructions for agent work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
@@ -385,13 +385,13 @@ impl JobSpec {
 
     /// Sets prechecks.
     pub fn prechecks(mut self, spec: WorkSpec) -> Self {
-        self.prechecks = Some(spec);
+        self.prechecks = Some(Box::new(spec));
         self
     }
 
     /// Sets postchecks.
     pub fn postchecks(mut self, spec: WorkSpec) -> Self {
-        self.postchecks = Some(spec);
+        self.postchecks = Some(Box::new(spec));
         self
     }
 

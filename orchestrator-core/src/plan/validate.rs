@@ -88,6 +88,11 @@ pub fn validate(
     }
 }
 
+/// producerId → index of the first job using it. foldhash, as the graph's map: the ids are
+/// the plan's own, and hashing every one of them is on the path of creating every plan.
+pub(crate) type FirstIndex<'a> =
+    std::collections::HashMap<&'a str, usize, foldhash::fast::FixedState>;
+
 /// A problem the tolerant parse found (see `plan::collect`), at its slot: `0` for the plan's
 /// own fields, `i + 1` for `jobs[i]`.
 #[derive(Debug, Clone)]

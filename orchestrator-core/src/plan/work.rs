@@ -22,11 +22,12 @@ pub enum WorkSpec {
     Agent(AgentSpec),
     /// A wait until a wall-clock deadline, holding nothing (jobs only, not checks).
     Timer(TimerSpec),
-    /// A multi-agent team run as sub-jobs by the `team` controller (jobs only).
-    Team(TeamSpec),
+    /// A multi-agent team run as sub-jobs by the `team` controller (jobs only). Boxed, like
+    /// `Pipeline`: the largest specs, and rare, should not size every job of a plan.
+    Team(Box<TeamSpec>),
     /// A contract-checked role pipeline run as sub-jobs by the `pipeline` controller (jobs
     /// only).
-    Pipeline(PipelineSpec),
+    Pipeline(Box<PipelineSpec>),
 }
 
 impl WorkSpec {

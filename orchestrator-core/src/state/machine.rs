@@ -25,6 +25,10 @@ pub struct PlanMachine {
     /// Per node: dependencies not yet succeeded.
     waiting: Vec<u32>,
     counts: StatusCounts,
+    /// Per node: whether it may have a result (an output or a commit) for its dependents'
+    /// inputs. Kept here so that a launch reads a dependency's state only when it may: on a
+    /// large plan that state is a cache miss per dependency.
+    results: Vec<bool>,
     outbox: Vec<OutboxEntry>,
     newly_ready: Vec<NodeIndex>,
 }
@@ -37,11 +41,24 @@ impl PlanMachine {
             record,
             graph,
             waiting: Vec::new(),
+            results: Vec::new(),
             outbox: Vec::new(),
             newly_ready: Vec::new(),
         };
         m.rebuild_waiting();
+        m.rebuild_results();
         m
+    }
+
+    fn rebuild_results(&mut self) {
+        self.results = (self.record.state.nodes.iter())
+            .map(|n| n.commit.is_some() || n.output().is_some())
+            .collect();
+    }
+
+    /// Whether node `n` may have an output or a commit; `false` means it surely has neither.
+    pub fn may_have_result(&self, n: NodeIndex) -> bool {
+        self.results.get(n).copied().unwrap_or(true)
     }
 
     fn rebuild_waiting(&mut self) {
@@ -99,6 +116,11 @@ impl PlanMachine {
     /// Applies and queues one change that is not a node transition.
     pub fn record_change(&mut self, change: StateChange) -> Result<(), ApplyError> {
         self.record.apply(&change)?;
+        if let StateChange::Output { node, .. } | StateChange::Commit { node, .. } = &change {
+            if let Some(r) = self.results.get_mut(*node) {
+                *r = true;
+            }
+        }
         self.outbox.push((change, None));
         Ok(())
     }
@@ -113,12 +135,7 @@ impl PlanMachine {
         self.record.apply(&change)?;
         self.count(from, -1);
         self.count(to, 1);
-        let sub = self
-            .record
-            .spec
-            .jobs
-            .get(n)
-            .is_some_and(|j| j.sub_agent.is_some());
+        let sub = self.graph.is_sub_agent(n);
         self.counts.settle(from, sub, -1);
         self.counts.settle(to, sub, 1);
         self.outbox.push((change, Some(from)));
@@ -679,6 +696,7 @@ impl PlanMachine {
         self.graph = graph;
         self.counts = self.record.counts();
         self.rebuild_waiting();
+        self.rebuild_results();
         self.newly_ready.clear();
         Ok(())
     }

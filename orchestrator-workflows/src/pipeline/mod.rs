@@ -263,7 +263,7 @@ fn roadmap_job(facts: &CompositeFacts<'_>, spec: &PipelineSpec, item: &RoadmapIt
     let mut job = JobSpec::new(
         format!("{parent}/{}", item.id),
         task_line(&item.task),
-        WorkSpec::Pipeline(work),
+        WorkSpec::Pipeline(Box::new(work)),
     )
     .depends_on(after);
     job.parent = Some(parent.clone());

@@ -32,14 +32,20 @@ pub(crate) fn is_sub_agent_of(spec: &PlanSpec, d: NodeIndex, parent: &str) -> bo
 }
 
 impl SubAgents {
-    /// The sub-agents of `node` in `state`.
+    /// The sub-agents of `node` in `state`, among its dependencies `deps` (in its order).
+    /// Only an agent's work has tools to spawn them: any other job has none, found without
+    /// reading its dependencies.
     pub(super) fn of(
         spec: &PlanSpec,
-        graph: &PlanGraph,
         state: &PlanState,
         node: NodeIndex,
+        deps: &[NodeIndex],
     ) -> SubAgents {
-        let Some(job) = spec.jobs.get(node) else {
+        let Some(job) = spec
+            .jobs
+            .get(node)
+            .filter(|j| matches!(j.work, WorkSpec::Agent(_)))
+        else {
             return SubAgents::default();
         };
         let depth = crate::composite::depth_of(spec, job);
@@ -53,8 +59,10 @@ impl SubAgents {
             ..SubAgents::default()
         };
         let prefix = format!("{}/", job.producer_id);
-        for d in graph.ordered_dependencies(spec, node) {
-            let child = &spec.jobs[d];
+        for &d in deps {
+            let Some(child) = spec.jobs.get(d) else {
+                continue;
+            };
             if !is_sub_agent_of(spec, d, &job.producer_id) || deleted.contains(&child.producer_id) {
                 continue;
             }

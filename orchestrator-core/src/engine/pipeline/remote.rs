@@ -266,7 +266,7 @@ pub(crate) async fn execute_order(
     run.prev_commit = None;
     run.session_id = None;
     run.hold_after = false;
-    run.execute().await;
+    Box::new(run).execute().await;
     let mut changes = Vec::new();
     let mut end = None;
     while let Some(message) = rx.recv().await {

@@ -1,8 +1,6 @@
 //! Checks of the plan's own fields and of each job's fields other than its work: producerIds,
 //! names, groups, environment, revisions and branches.
 
-use std::collections::HashMap;
-
 use crate::plan::{Env, JobSpec, PlanSpec};
 
 use super::names::{is_env_name, producer_id_problem, ref_name_problem, MAX_NAME_CHARS};
@@ -75,8 +73,9 @@ impl<'a> Validator<'a> {
     // ---- jobs -----------------------------------------------------------------------------
 
     /// Checks every job; returns the index of the first job with each producerId.
-    pub(super) fn jobs(&mut self, spec: &'a PlanSpec) -> HashMap<&'a str, usize> {
-        let mut first_index: HashMap<&'a str, usize> = HashMap::with_capacity(spec.jobs.len());
+    pub(super) fn jobs(&mut self, spec: &'a PlanSpec) -> super::FirstIndex<'a> {
+        let mut first_index =
+            super::FirstIndex::with_capacity_and_hasher(spec.jobs.len(), Default::default());
         for (index, job) in spec.jobs.iter().enumerate() {
             self.current = Some(Current { index, job });
             self.section = Section::BeforeDependencies;

@@ -1,8 +1,6 @@
 //! Graph checks: the dependency problems [`PlanGraph::build`](crate::plan::PlanGraph::build)
 //! finds (unknown dependency, self-dependency, cycles), placed at the job they are about.
 
-use std::collections::HashMap;
-
 use crate::plan::{JobSpec, PlanSpec};
 
 use super::{job_label, Position, Section, ValidationError, ValidationErrors, Validator};
@@ -12,7 +10,7 @@ impl Validator<'_> {
     pub(super) fn merge_graph_errors(
         &mut self,
         spec: &PlanSpec,
-        first_index: &HashMap<&str, usize>,
+        first_index: &super::FirstIndex<'_>,
         errors: ValidationErrors,
     ) {
         let mut cursor = Cursor::default();
@@ -34,7 +32,7 @@ impl Validator<'_> {
 /// duplicate producerIds the job is the one whose `dependencies[d]` holds the reported value.
 fn graph_error_job(
     spec: &PlanSpec,
-    first_index: &HashMap<&str, usize>,
+    first_index: &super::FirstIndex<'_>,
     error: &ValidationError,
     cursor: &mut Cursor,
 ) -> Option<usize> {

@@ -265,7 +265,7 @@ impl RawWork {
                 seconds: self.seconds,
                 until: self.until,
             }),
-            WorkType::Team => WorkSpec::Team(TeamSpec {
+            WorkType::Team => WorkSpec::Team(Box::new(TeamSpec {
                 prompt: self.prompt.ok_or_else(|| E::missing_field("prompt"))?,
                 mode: self.mode,
                 workers: self.workers.unwrap_or_default(),
@@ -279,8 +279,8 @@ impl RawWork {
                 preset: self.preset,
                 routing: self.routing,
                 decisions: self.decisions,
-            }),
-            WorkType::Pipeline => WorkSpec::Pipeline(PipelineSpec {
+            })),
+            WorkType::Pipeline => WorkSpec::Pipeline(Box::new(PipelineSpec {
                 task: self.task,
                 objective: self.objective,
                 bootstrap: self.bootstrap.unwrap_or(false),
@@ -291,7 +291,7 @@ impl RawWork {
                 model: self.model,
                 max_debug_attempts: self.max_debug_attempts,
                 approval: self.approval,
-            }),
+            })),
         })
     }
 }

@@ -315,8 +315,8 @@ fn work_specs_are_checked_wherever_they_appear() {
     let bad = || shell(|s| s.cwd = Some("../out".into()));
     let mut j = job("aaa");
     j.work = bad();
-    j.prechecks = Some(bad());
-    j.postchecks = Some(bad());
+    j.prechecks = Some(Box::new(bad()));
+    j.postchecks = Some(Box::new(bad()));
     let mut plan = plan_of([j]);
     plan.verify_ri = Some(bad());
     plan.worktree_init = vec![WorkSpec::shell("npm ci"), bad()];
@@ -427,10 +427,10 @@ fn accepted_edge_cases() {
 fn all_problems_are_reported_at_once_in_a_fixed_order() {
     let mut a = JobSpec::new("aaa", "", WorkSpec::shell("")).depends_on(["ccc", "nope"]);
     a.group = Some("x//y".into());
-    a.prechecks = Some(agent(|x| {
+    a.prechecks = Some(Box::new(agent(|x| {
         x.instructions_file = Some("../p.md".into());
         x.allowed_urls = vec!["ftp://x".into()];
-    }));
+    })));
     let b = JobSpec::new("B_B", "b", process(|p| p.timeout = Some(0))).env("9", "x");
     let c = JobSpec::new("ccc", "c", shell(|s| s.cwd = Some("/abs".into()))).depends_on(["ddd"]);
     let d = job("ddd").depends_on(["aaa", "ddd"]);

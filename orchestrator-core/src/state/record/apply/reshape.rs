@@ -92,10 +92,10 @@ impl PlanRecord {
             job.work = w.clone();
         }
         if let Some(p) = prechecks {
-            job.prechecks = Some(p.clone());
+            job.prechecks = Some(Box::new(p.clone()));
         }
         if let Some(p) = postchecks {
-            job.postchecks = Some(p.clone());
+            job.postchecks = Some(Box::new(p.clone()));
         }
         Ok(())
     }
