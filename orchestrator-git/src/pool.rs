@@ -382,7 +382,10 @@ fn trim(dir: &Path, limits: &PoolLimits) -> Result<usize, GitError> {
             (id, bytes)
         })
         .collect();
-    let mut total: u64 = sized.iter().filter_map(|(_, b)| *b).sum();
+    let mut total = sized
+        .iter()
+        .filter_map(|(_, b)| *b)
+        .fold(0u64, u64::saturating_add);
     let mut count = sized.iter().filter(|(_, b)| b.is_some()).count();
     let mut removed = 0;
     // Oldest first; unreadable ones whatever their age.
@@ -399,8 +402,8 @@ fn trim(dir: &Path, limits: &PoolLimits) -> Result<usize, GitError> {
             removed += 1;
         }
         if let Some(b) = bytes {
-            total -= b;
-            count -= 1;
+            total = total.saturating_sub(b);
+            count = count.saturating_sub(1);
         }
     }
     Ok(removed)
