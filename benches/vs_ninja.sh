@@ -161,8 +161,8 @@ for ((r = 1; r <= RUNS; r++)); do
   wt_orch+=("$(elapsed "$t0" "$t1")")
   files=$(git -C "$repo" ls-tree -r --name-only orchestrator/wide -- out | wc -l)
   [ "$files" = "$WT_JOBS" ] || { echo "orchestrator result has $files files, not $WT_JOBS" >&2; exit 1; }
-  # Disk the plan's worktrees (and any pooled for reuse) still hold once it has ended.
-  wt_disk+=("$(du -sk "$repo/.worktrees" 2>/dev/null | awk '{print $1}' || echo 0)")
+  # Disk the plan's worktrees, and those pooled for reuse, still hold once it has ended.
+  wt_disk+=("$(du -sck "$repo/.worktrees" "$repo/.git/orchestrator/worktree-pool" 2>/dev/null | awk 'END {print $1}')")
 
   grepo="$WORK/git-$r"
   cp -a "$template" "$grepo"

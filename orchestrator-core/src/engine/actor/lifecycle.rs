@@ -375,6 +375,11 @@ impl PlanActor {
             if let Err(e) = git.delete_refs_under(repo, &prefix).await {
                 report.warnings.push(format!("kept {prefix}*: {e}"));
             }
+            // Finished jobs' worktrees kept for reuse (SPEC §17): a cache, emptied with the
+            // plan so that an archived repository holds no worktree of ours.
+            if let Err(e) = git.clear_worktree_pool(repo).await {
+                report.warnings.push(format!("kept the worktree pool: {e}"));
+            }
             let default = git.default_branch(repo).await.ok();
             for branch in [&state.snapshot_branch, &state.target_branch]
                 .into_iter()
