@@ -20,14 +20,18 @@ RUNS=${RUNS:-5}
 PART=${PART:-all}
 want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 
-source benches/common.sh
+# Built before common.sh gives the scripts a scratch HOME (cargo and rustup need the real one,
+# and so do the scripts this one runs, which build the CLI themselves).
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 cargo build --release -q --example engine_bench --example store_bench
 EX="$CARGO_TARGET_DIR/release/examples"
+REAL_HOME=$HOME
+source benches/common.sh
 
 if want git; then
   for files in 900 10000; do
     echo "== 1. per-job git cost, ${files}-file repository" >&2
-    RUNS=$RUNS FILES=$files PART=worktrees bash benches/vs_ninja.sh | sed "s/^/git(${files}): /"
+    HOME=$REAL_HOME RUNS=$RUNS FILES=$files PART=worktrees bash benches/vs_ninja.sh | sed "s/^/git(${files}): /"
   done
 fi
 
@@ -72,7 +76,7 @@ fi
 
 if want ninja; then
   echo "== 4. isolation none against ninja" >&2
-  RUNS=$RUNS PART=tree bash benches/vs_ninja.sh | sed 's/^/ninja: /'
+  HOME=$REAL_HOME RUNS=$RUNS PART=tree bash benches/vs_ninja.sh | sed 's/^/ninja: /'
 fi
 
 if want agent; then
