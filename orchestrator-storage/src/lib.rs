@@ -22,7 +22,6 @@
 //! ```
 
 pub mod blob;
-mod codec;
 mod fsutil;
 mod journal;
 mod layout;
