@@ -180,6 +180,31 @@ pub enum Command {
     /// as a new attempt. With --coordinate it also takes over plans whose coordinator died.
     /// On Ctrl-C it claims nothing more and lets its running jobs (and plans) end.
     Worker(WorkerArgs),
+    /// Serves a live dashboard of the repository's plans and sessions in the browser (SPEC §18).
+    ///
+    /// Binds 127.0.0.1 only and prints its URL (`http://127.0.0.1:PORT/?token=...`) as the
+    /// first line of stdout; every request needs that token, and requests whose Host or Origin
+    /// is not the dashboard's own are refused. Pages: the plans, a plan (its DAG and the
+    /// timeline of its phases, updating live), a job (phases, attempts, log tail, output, usage,
+    /// why it waits or failed), the jobs waiting for a person (approve, reject, answer) and the
+    /// sessions. Actions go through the same checks as the commands of the same names. Runs
+    /// until Ctrl-C or SIGTERM (exit code 0).
+    Ui(UiArgs),
+}
+
+/// `ui`.
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
+    /// The port on 127.0.0.1 (default: a free one).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
+    /// Do not open the dashboard in a browser (by default `xdg-open` or `open` is tried).
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 /// `worker`.

@@ -31,6 +31,7 @@ mod error;
 mod notify;
 mod progress;
 mod report;
+mod ui;
 mod workspace;
 
 use std::time::Duration;

@@ -37,6 +37,7 @@ pub async fn dispatch(command: Command) -> CliResult<Exit> {
         Command::Models(a) => models::models(a).await,
         Command::Plugins(a) => plugins::plugins(a).await,
         Command::Worker(a) => worker::worker(a).await,
+        Command::Ui(a) => crate::ui::serve(a).await,
     }
 }
 

@@ -43,7 +43,7 @@ pub async fn session(args: SessionArgs) -> CliResult<Exit> {
 /// (`ORCHESTRATOR_AGENT` the default one), stored in `<repo>/.orchestrator/sessions` — or,
 /// when `ORCHESTRATOR_DATABASE_URL` names one, in that PostgreSQL database (SPEC §16; the
 /// logs and conversation copies stay under the repository's folder).
-async fn sessions_of(ws: &Workspace) -> CliResult<Sessions> {
+pub(crate) async fn sessions_of(ws: &Workspace) -> CliResult<Sessions> {
     let mut builder = Sessions::builder(ws.root())
         .git(ws.git.clone())
         .agents(agent_runner());

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use orchestrator_core::state::PlanRecord;
 use orchestrator_core::{Orchestrator, PlanId, PlanStatus};
 use tokio::time::Instant;
 
@@ -63,17 +64,48 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
         .with_database(&args.database)
         .await?;
     let id = ws.resolve_plan(&args.plan).await?;
+    let record = act(&ws, &id, &action, !args.output.quiet).await?;
+    let status = record.status();
+    if args.output.json {
+        outln!("{}", report::plan_json(&record));
+    } else {
+        outln!("plan {id}: {status}");
+        match status {
+            PlanStatus::Pausing => {
+                let running = record.state.counts().active;
+                outln!("{running} running job(s) finish first; nothing new starts");
+            }
+            _ => {
+                if let Some(hint) = report::hint(&record, &repo_arg(&ws)) {
+                    outln!("{hint}");
+                }
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// Does `action` on plan `id`: here when no process runs the plan, else by asking the process
+/// that runs it (and, for a pause, waiting a bounded time for its running jobs to finish).
+/// Returns the plan as it is afterwards. With `tell`, says on stderr which process was asked.
+/// The dashboard's actions come here too, so they answer with the commands' own errors.
+pub async fn act(
+    ws: &Workspace,
+    id: &PlanId,
+    action: &Action,
+    tell: bool,
+) -> CliResult<PlanRecord> {
     let o = ws.orchestrator(1)?;
     let deadline = Instant::now() + ANSWER_TIMEOUT;
     let mut sent: Option<Sent> = None;
     let remote = loop {
-        match o.open_plan(&id).await {
+        match o.open_plan(id).await {
             Ok(()) => {
                 // Nobody runs it (any more): act here. A request sent meanwhile may have been
                 // served by the previous owner just before it let go.
                 if let Some(s) = sent.take() {
                     if let Some(reply) = s.reply() {
-                        let _ = o.close(&id).await;
+                        let _ = o.close(id).await;
                         if !reply.ok {
                             return Err(CliError::other(reply.message));
                         }
@@ -81,13 +113,13 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
                     }
                     s.withdraw();
                 }
-                let result = action.apply(&o, &id).await;
+                let result = action.apply(&o, id).await;
                 // A job's approval or answer leaves the plan as it was (waiting, or runnable
                 // for whoever resumes it); pause and cancel are stored as they close it.
                 let _ = if action.is_about_a_job() {
-                    o.release(&id).await
+                    o.release(id).await
                 } else {
-                    o.close(&id).await
+                    o.close(id).await
                 };
                 result?;
                 break false;
@@ -99,13 +131,13 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
                 let request = match &sent {
                     Some(s) => s,
                     None => {
-                        let s = Sent::send(ws.store.root(), &id, action.clone()).map_err(|e| {
+                        let s = Sent::send(ws.store.root(), id, action.clone()).map_err(|e| {
                             CliError::other(format!(
                                 "cannot write the {} request: {e}",
                                 action.as_str()
                             ))
                         })?;
-                        if !args.output.quiet {
+                        if tell {
                             eprintln!(
                                 "plan {id} is being run by {owner}; asking it to {}",
                                 action.as_str()
@@ -136,33 +168,16 @@ async fn steer(args: PlanArgs, action: Action) -> CliResult<Exit> {
             }
         }
     };
-    let mut record = ws.load(&id).await?;
-    if remote && action == Action::Pause {
+    let mut record = ws.load(id).await?;
+    if remote && *action == Action::Pause {
         // Running jobs finish first; wait (bounded) until the plan has settled.
         let settle = Instant::now() + PAUSE_SETTLE;
         while record.status() == PlanStatus::Pausing && Instant::now() < settle {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            record = ws.load(&id).await?;
+            record = ws.load(id).await?;
         }
     }
-    let status = record.status();
-    if args.output.json {
-        outln!("{}", report::plan_json(&record));
-    } else {
-        outln!("plan {id}: {status}");
-        match status {
-            PlanStatus::Pausing => {
-                let running = record.state.counts().active;
-                outln!("{running} running job(s) finish first; nothing new starts");
-            }
-            _ => {
-                if let Some(hint) = report::hint(&record, &repo_arg(&ws)) {
-                    outln!("{hint}");
-                }
-            }
-        }
-    }
-    Ok(Exit::Ok)
+    Ok(record)
 }
 
 /// Takes the plan `args` names over here, for a command that needs it to itself.
