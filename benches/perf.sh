@@ -62,7 +62,7 @@ if want store; then
   mkdir -p "$repo"
   git -C "$repo" init -q -b main
   git -C "$repo" commit -q --allow-empty -m base
-  printf '{"name":"tiny","isolation":"none","jobs":[{"producerId":"one","task":"t","work":"true"}]}\n' >"$WORK/tiny.json"
+  printf '{"name":"tiny","isolation":"none","jobs":[{"producerId":"one","task":"t","work":"true","dependencies":[]}]}\n' >"$WORK/tiny.json"
   for ((p = 0; p < 1000; p++)); do "$BIN" run "$WORK/tiny.json" --repo "$repo" --quiet >/dev/null; done
   t=()
   for ((i = 1; i <= RUNS; i++)); do

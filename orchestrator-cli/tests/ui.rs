@@ -328,6 +328,7 @@ fn a_browser_follows_a_running_plan_and_approves_its_gate() {
         "{seen:#}"
     );
     let update = seen["updateMs"].as_u64().expect("updateMs");
+    eprintln!("the page showed the change {update} ms after the go-file was written");
     assert!(
         update < 2000,
         "the page showed `slow` succeeded {update} ms after it did"
@@ -435,4 +436,127 @@ fn a_port_in_use_is_an_error_naming_it() {
         "{}",
         run.stderr
     );
+}
+
+/// A contract-checked pipeline of stand-in Claude Code agents: its stages are sub-jobs of the
+/// pipeline job, listed under it, each with its usage; then a session with one turn.
+#[cfg(unix)]
+#[test]
+fn sub_jobs_sit_under_their_parent_and_sessions_show_their_turns() {
+    let repo = Repo::new();
+    let bin = repo.scratch.join("bin");
+    let contract = |sig: &str, extra: &str| {
+        format!(
+            "done\\n\\n### Orchestrator Contract\\n- Status: success\\n- Evidence: e\\n- Next Steps: n\\n{extra}- Agent Signature: {sig}\\n"
+        )
+    };
+    let cases = format!(
+        "  architect) reply='{}' ;;\n  coder) echo hello > greet.txt; reply='{}' ;;\n  review) reply='{}' ;;\n  *) reply='a session reply' ;;",
+        contract("CEDAR_COMPASS", ""),
+        contract("NOVA_CORE", ""),
+        contract("SILVER_KITE", "- Verdict: ship\\n"),
+    );
+    common::stand_in_claude(&bin, &cases);
+    let plan = repo.plan(
+        "pipeline.json",
+        &json!({"name": "piped", "jobs": [
+            {"producerId": "team", "task": "the team", "dependencies": [],
+             "work": {"type": "pipeline", "task": "Greet", "agent": "claude"}},
+        ]}),
+    );
+    let run = repo
+        .command_with_agents(&bin, &["run", plan.to_str().expect("utf-8"), "-q"])
+        .output()
+        .expect("run");
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let id = plan_id(&repo);
+    let new = repo
+        .command_with_agents(&bin, &["session", "new", "--json"])
+        .env("ORCHESTRATOR_AGENT", "claude")
+        .output()
+        .expect("session new");
+    let session: Value = serde_json::from_slice(&new.stdout).expect("session JSON");
+    let sid = session["sessionId"].as_str().expect("sessionId").to_owned();
+    let sent = repo
+        .command_with_agents(&bin, &["session", "send", &sid, "say hello"])
+        .env("ORCHESTRATOR_AGENT", "claude")
+        .output()
+        .expect("session send");
+    assert_eq!(
+        sent.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+
+    let ui = Dashboard::start(&repo);
+    let (code, page) = ui.request("GET", &ui.with_token(&format!("/plans/{id}")), &[], "");
+    assert_eq!(code, 200);
+    let jobs = &page[page.find("<table class=\"jobs\"").expect("jobs table")..];
+    let rows: Vec<(&str, &str)> = jobs
+        .split("<tr data-node=")
+        .skip(1)
+        .map(|row| {
+            let depth = row
+                .split("class=\"depth-")
+                .nth(1)
+                .and_then(|r| r.get(..1))
+                .unwrap_or("?");
+            let link = row.split("<a href=").nth(1).unwrap_or("");
+            let label = link
+                .split_once("\">")
+                .and_then(|(_, r)| r.split('<').next())
+                .unwrap_or("?");
+            (label, depth)
+        })
+        .collect();
+    let team = rows
+        .iter()
+        .position(|(l, _)| *l == "team")
+        .expect("the pipeline job");
+    let stages: Vec<&(&str, &str)> = rows
+        .iter()
+        .filter(|(l, _)| l.starts_with("team/"))
+        .collect();
+    assert!(stages.len() >= 3, "{rows:?}");
+    for (n, stage) in stages.iter().enumerate() {
+        assert_eq!(
+            stage.1, "1",
+            "a stage is indented under the pipeline: {rows:?}"
+        );
+        assert_eq!(
+            rows[team + 1 + n],
+            **stage,
+            "stages follow their parent: {rows:?}"
+        );
+    }
+    assert!(
+        page.contains("$0.0010"),
+        "usage per job and per plan: {jobs}"
+    );
+    assert!(
+        page.contains("class=\"node st-succeeded sub\""),
+        "sub-jobs are marked in the DAG"
+    );
+
+    let (code, list) = ui.request("GET", &ui.with_token("/sessions"), &[], "");
+    assert_eq!(code, 200);
+    assert!(list.contains(&sid), "{list}");
+    let (code, one) = ui.request("GET", &ui.with_token(&format!("/sessions/{sid}")), &[], "");
+    assert_eq!(code, 200, "{one}");
+    assert!(
+        one.contains("say hello") && one.contains("a session reply"),
+        "{one}"
+    );
+    assert!(
+        one.contains("refs/orchestrator/sessions/"),
+        "the turn's checkpoint: {one}"
+    );
+    let (code, _) = ui.request("GET", &ui.with_token("/sessions/nosuch"), &[], "");
+    assert_eq!(code, 404);
 }

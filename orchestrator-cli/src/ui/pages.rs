@@ -454,7 +454,11 @@ pub async fn session(ui: &Ui, given: &str) -> CliResult<String> {
                 .error
                 .as_deref()
                 .map_or(String::new(), |e| format!("<p class=\"err\">{}</p>", esc(e))),
-            cp = esc(turn.checkpoint.as_deref().unwrap_or("–")),
+            cp = turn.checkpoint.as_deref().map_or("–".to_owned(), |commit| format!(
+                "{} ({})",
+                esc(&orchestrator_agents::session::checkpoint_ref(&s.id, turn.turn)),
+                esc(crate::report::short(commit))
+            )),
             used = usage(turn.usage.as_ref().unwrap_or(&Value::Null)),
         );
     }
