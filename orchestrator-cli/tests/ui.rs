@@ -133,6 +133,14 @@ fn the_guard_refuses_missing_tokens_foreign_hosts_and_origins() {
         "{}",
     );
     assert_eq!(code, 403);
+    let huge = format!("{{\"job\":\"{}\"}}", "x".repeat(70_000));
+    let (code, _) = ui.request(
+        "POST",
+        "/api/plans/x/approve",
+        &[("Authorization", &bearer)],
+        &huge,
+    );
+    assert_eq!(code, 413, "an oversized body is not read");
     let own = format!("http://127.0.0.1:{}", ui.port);
     assert_eq!(ui.request("GET", &good, &[("Origin", &own)], "").0, 200);
 }

@@ -14,6 +14,9 @@ const COL_GAP: usize = 64;
 const ROW_GAP: usize = 12;
 const PAD: usize = 10;
 
+/// The most nodes drawn: past that the picture is too large for a browser to be of use.
+pub const MAX_DRAWN: usize = 5000;
+
 /// Where each node goes: its column (longest path from a root) and its row in that column.
 pub struct Layout {
     /// Column of each node.
@@ -78,6 +81,13 @@ fn node_xy(l: &Layout, v: usize) -> (usize, usize) {
 /// The DAG as SVG: `<g class="node st-<status>" data-node="<index>">` per node, with a link to
 /// the job's page, and one path per dependency.
 pub fn dag(view: &PlanView, href: impl Fn(usize) -> String) -> String {
+    if view.state.nodes.len() > MAX_DRAWN {
+        return format!(
+            "<p class=\"note\">{} jobs are more than a picture can show ({MAX_DRAWN} at most); \
+             the jobs are listed below.</p>",
+            view.state.nodes.len()
+        );
+    }
     let Some(l) = layout(view) else {
         return "<p class=\"note\">The plan's graph cannot be drawn (its spec does not validate).</p>"
             .to_owned();

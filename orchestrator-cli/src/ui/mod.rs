@@ -40,6 +40,9 @@ use html::{esc, page, Live};
 const APP_CSS: &str = include_str!("assets/app.css");
 const APP_JS: &str = include_str!("assets/app.js");
 
+/// The largest action body read.
+const MAX_BODY: usize = 64 * 1024;
+
 /// How often an idle event stream says it is still there (proxies and browsers drop silent
 /// connections).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -225,13 +228,17 @@ async fn handle(req: Request<Incoming>, ui: Arc<Ui>) -> Result<Response<Body>, I
         (&Method::GET, ["assets", "app.css"]) => asset(APP_CSS, "text/css; charset=utf-8"),
         (&Method::GET, ["assets", "app.js"]) => asset(APP_JS, "text/javascript; charset=utf-8"),
         (&Method::POST, ["api", "plans", plan, action]) => {
-            let body = req
-                .into_body()
+            // An action's arguments are a few words; a larger body is not read.
+            match http_body_util::Limited::new(req.into_body(), MAX_BODY)
                 .collect()
                 .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
-            actions::post(&ui, plan, action, &body).await
+            {
+                Ok(body) => actions::post(&ui, plan, action, &body.to_bytes()).await,
+                Err(_) => text(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "413: an action's body is at most 64 KiB of JSON",
+                ),
+            }
         }
         (_, _) => not_found(&ui, &format!("no page at {path}")),
     };

@@ -19,6 +19,9 @@ use crate::error::CliResult;
 /// Plans per page of the plans list.
 pub const PER_PAGE: usize = 50;
 
+/// The most job rows on a plan's page (a job's page is reached by its number past that).
+const MAX_ROWS: usize = 5000;
+
 /// Lines of a job's log shown on its page.
 const LOG_TAIL: usize = 200;
 
@@ -187,7 +190,9 @@ fn jobs(ui: &Ui, view: &PlanView) -> String {
         "<table class=\"jobs\"><thead><tr><th>Job</th><th>Status</th><th>Attempts</th>\
          <th>Group</th><th>Usage</th><th>Why</th></tr></thead><tbody>",
     );
-    for (n, depth) in order {
+    let shown = order.len().min(MAX_ROWS);
+    let hidden = order.len() - shown;
+    for &(n, depth) in &order[..shown] {
         let node = &view.state.nodes[n];
         let why = why(view, n);
         let group = view
@@ -217,6 +222,13 @@ fn jobs(ui: &Ui, view: &PlanView) -> String {
         );
     }
     out.push_str("</tbody></table>");
+    if hidden > 0 {
+        let _ = write!(
+            out,
+            "<p class=\"note\">{hidden} more jobs are not listed; a job's page is \
+             /plans/{id}/jobs/NUMBER.</p>"
+        );
+    }
     out
 }
 
