@@ -163,18 +163,7 @@ fn a_squad_team_is_stored_resolved_and_team_save_round_trips_it() {
 fn a_pipeline_with_approval_between_waits_for_each_stage_and_goes_on_when_approved() {
     let repo = Repo::new();
     let bin = repo.scratch.join("bin");
-    let contract = |sig: &str, extra: &str| {
-        format!(
-            "done\\n\\n### Orchestrator Contract\\n- Status: success\\n- Evidence: e\\n- Next Steps: n\\n{extra}- Agent Signature: {sig}\\n"
-        )
-    };
-    let cases = format!(
-        "  architect) reply='{}' ;;\n  coder) echo hello > greet.txt; reply='{}' ;;\n  review) reply='{}' ;;",
-        contract("CEDAR_COMPASS", ""),
-        contract("NOVA_CORE", ""),
-        contract("SILVER_KITE", "- Verdict: ship\\n"),
-    );
-    common::stand_in_claude(&bin, &cases);
+    common::stand_in_pipeline(&bin, "");
     let path = repo.scratch.join("pipeline.json");
     let plan = json!({"name": "gated", "targetBranch": "feature/gated", "jobs": [team_job(json!(
         {"type": "pipeline", "task": "Greet", "agent": "claude", "approval": "between"}))]});

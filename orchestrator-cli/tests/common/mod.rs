@@ -328,6 +328,25 @@ printf '{{"type":"result","subtype":"success","is_error":false,"num_turns":1,"re
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
+/// A stand-in `claude` (see [`stand_in_claude`]) for the medium pipeline's stages — the
+/// architect, a coder writing `greet.txt` and a reviewer saying ship — each replying with its
+/// role's signed contract; `more_cases` answers any other job or prompt.
+#[cfg(unix)]
+pub fn stand_in_pipeline(bin: &Path, more_cases: &str) {
+    let contract = |sig: &str, extra: &str| {
+        format!(
+            "done\\n\\n### Orchestrator Contract\\n- Status: success\\n- Evidence: e\\n- Next Steps: n\\n{extra}- Agent Signature: {sig}\\n"
+        )
+    };
+    let cases = format!(
+        "  architect) reply='{}' ;;\n  coder) echo hello > greet.txt; reply='{}' ;;\n  review) reply='{}' ;;\n{more_cases}",
+        contract("CEDAR_COMPASS", ""),
+        contract("NOVA_CORE", ""),
+        contract("SILVER_KITE", "- Verdict: ship\\n"),
+    );
+    stand_in_claude(bin, &cases);
+}
+
 impl Repo {
     /// The orchestrator command with `args`, the agent CLIs of `bin` first on PATH.
     pub fn command_with_agents(&self, bin: &Path, args: &[&str]) -> Command {
