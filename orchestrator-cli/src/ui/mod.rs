@@ -381,6 +381,9 @@ fn events(ui: Arc<Ui>, live: Option<&str>) -> Response<Body> {
     let mut changes = ui.feed.subscribe();
     tokio::spawn(async move {
         let plan = live.strip_prefix("plan:").map(PlanId::from);
+        if let Some(id) = &plan {
+            ui.feed.follow_logs(id);
+        }
         if tx
             .send(Bytes::from_static(b"event: hello\ndata: {}\n\n"))
             .await

@@ -39,7 +39,8 @@ const at = (path) => base + path + (path.includes("?") ? "&" : "?") + "token=" +
     const t0 = Date.now();
     fs.writeFileSync(cfg.goFile, "go\n");
     await page.waitForSelector('svg.dag g.node[data-node="0"].st-succeeded', { timeout: 10000 });
-    seen.updateMs = Date.now() - t0;
+    seen.shownAt = Date.now();
+    seen.updateMs = seen.shownAt - t0;
     seen.reloaded = await page.evaluate(() => performance.getEntriesByType("navigation").length);
 
     // The gate waits for approval: it shows in the waiting list; approve it there.
@@ -61,6 +62,8 @@ const at = (path) => base + path + (path.includes("?") ? "&" : "?") + "token=" +
     seen.bars = await page.$$eval("svg.gantt rect.bar", (rs) => rs.map((r) => r.getAttribute("data-job") + "/" + r.getAttribute("data-phase")));
     const doc = await (await page.request.get(at("/plans/" + cfg.running + "/json"))).json();
     seen.timeline = doc.timeline.map((e) => e.producerId + "/" + e.phase);
+    // When the first job's last phase ended: it was succeeded from then on.
+    seen.slowEndedAt = Math.max(...doc.timeline.filter((e) => e.producerId === "slow").map((e) => e.endedAt || 0));
 
     // A job's page.
     await page.goto(at("/plans/" + cfg.running + "/jobs/0"));
