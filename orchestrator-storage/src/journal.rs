@@ -2,8 +2,13 @@
 //!
 //! ```text
 //! header  "ORCHJRNL" | schema version u32 LE | generation u64 LE | crc32 of the 20 bytes before
-//! record  payload length u32 LE | crc32 of the payload u32 LE | payload (JSON array of changes)
+//! record  payload length u32 LE | crc32 of the payload u32 LE | payload
+//! payload JSON array of changes (starts with `[`) | codec::BINARY, changes (see crate::codec)
 //! ```
+//!
+//! Records are binary unless a change of the batch may hold secret values: those batches go
+//! as JSON, the form [`crate::secrets`] hides values in. Journals written before the binary
+//! form existed hold only JSON records, and still read; both kinds mix freely in a journal.
 //!
 //! A record is written with one `write` and flushed before `append` returns. After a crash the
 //! last record may be torn (short, or with a bad checksum): reading stops there, so a reader
@@ -17,6 +22,7 @@ use orchestrator_core::state::{StateChange, SCHEMA_VERSION};
 use orchestrator_core::StoreError;
 use serde_json::Value;
 
+use crate::codec;
 use crate::fsutil::corrupt;
 use crate::schema;
 use crate::secrets::Secrets;
@@ -38,20 +44,32 @@ pub(crate) fn header(generation: u64) -> [u8; HEADER_LEN as usize] {
     h
 }
 
-/// One record holding `changes`.
-pub(crate) fn encode(changes: &[StateChange]) -> Result<Vec<u8>, String> {
+/// One record holding `changes`, and whether its payload is JSON (which then may hold
+/// secret values to hide, see [`crate::secrets`]) rather than binary.
+pub(crate) fn encode(changes: &[StateChange]) -> Result<(Vec<u8>, bool), String> {
     let mut buf = vec![0u8; RECORD_HEAD];
-    serde_json::to_writer(&mut buf, changes).map_err(|e| e.to_string())?;
+    let json = !codec::encode(&mut buf, changes)?;
+    if json {
+        serde_json::to_writer(&mut buf, changes).map_err(|e| e.to_string())?;
+    }
     let payload_len = buf.len() - RECORD_HEAD;
     let len = u32::try_from(payload_len)
         .map_err(|_| format!("a batch of {payload_len} bytes is too large for one record"))?;
     let crc = crc32fast::hash(&buf[RECORD_HEAD..]);
     buf[..4].copy_from_slice(&len.to_le_bytes());
     buf[4..8].copy_from_slice(&crc.to_le_bytes());
-    Ok(buf)
+    Ok((buf, json))
 }
 
-/// One record holding `payload` (the JSON of a batch, as [`encode`] makes it).
+/// The JSON record of `changes`, as journals were written before the binary form (and are
+/// still for batches that may hold secrets).
+#[cfg(test)]
+pub(crate) fn encode_json(changes: &[StateChange]) -> Result<Vec<u8>, String> {
+    let json = serde_json::to_vec(changes).map_err(|e| e.to_string())?;
+    frame(&json)
+}
+
+/// One record holding `payload` (the JSON of a batch with its secrets hidden).
 pub(crate) fn frame(payload: &[u8]) -> Result<Vec<u8>, String> {
     let len = u32::try_from(payload.len()).map_err(|_| {
         format!(
@@ -138,6 +156,18 @@ pub(crate) fn scan(
     let mut at = HEADER_LEN as usize;
     while at < bytes.len() {
         match record_at(bytes, at) {
+            Some((start, end, true)) if bytes.get(start) == Some(&codec::BINARY) => {
+                // Binary records never hold placeholders: batches with secrets go as JSON.
+                let batch = codec::decode(&bytes[start..end], version).map_err(|e| {
+                    corrupt(
+                        path,
+                        format!("record {} at byte {at}: {e}", scan.batches.len() + 1),
+                    )
+                })?;
+                scan.batches.push(batch);
+                at = end;
+                scan.valid_len = end as u64;
+            }
             Some((start, end, true)) => {
                 let payload = match secrets {
                     Some(secrets) => secrets.reveal(&bytes[start..end], path)?,
@@ -190,6 +220,7 @@ fn decode_batch(payload: &[u8], version: u32) -> Result<Vec<StateChange>, String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use orchestrator_core::state::NodeStatus;
 
     fn change(i: u64) -> StateChange {
         StateChange::Paused { at: i }
@@ -198,7 +229,7 @@ mod tests {
     fn journal(batches: &[Vec<StateChange>]) -> Vec<u8> {
         let mut bytes = header(3).to_vec();
         for b in batches {
-            bytes.extend(encode(b).unwrap_or_default());
+            bytes.extend(encode(b).map(|(r, _)| r).unwrap_or_default());
         }
         bytes
     }
@@ -206,7 +237,7 @@ mod tests {
     #[test]
     fn frame_matches_encode() {
         let batch = vec![change(1), change(2)];
-        let record = encode(&batch).unwrap_or_default();
+        let record = encode(&batch).map(|(r, _)| r).unwrap_or_default();
         assert_eq!(frame(&record[RECORD_HEAD..]).ok(), Some(record));
     }
 
@@ -221,13 +252,71 @@ mod tests {
     }
 
     #[test]
+    fn json_records_of_older_journals_still_read_among_binary_ones() {
+        let node = |node, status| StateChange::Node {
+            node,
+            status,
+            at: 1_700_000_000_000,
+        };
+        let metrics = StateChange::Metrics {
+            node: 0,
+            metrics: serde_json::json!({"tokens": 12}),
+        };
+        let batches = vec![
+            vec![node(0, NodeStatus::Ready), metrics.clone()],
+            vec![node(0, NodeStatus::Scheduled)],
+            vec![node(1, NodeStatus::Ready), node(0, NodeStatus::Running)],
+        ];
+        let mut bytes = header(3).to_vec();
+        // What the store wrote before binary records: a JSON array per record.
+        for b in &batches[..2] {
+            bytes.extend(encode_json(b).unwrap_or_default());
+        }
+        let old_len = bytes.len();
+        let (binary, json) = encode(&batches[2]).unwrap_or_default();
+        assert!(!json);
+        assert_eq!(binary[RECORD_HEAD], codec::BINARY);
+        bytes.extend(binary);
+        assert_eq!(bytes[HEADER_LEN as usize + RECORD_HEAD], b'[');
+        let got = scan(&bytes, 3, Path::new("j"), None).map_err(|e| e.to_string());
+        let got = got.unwrap_or_default();
+        assert_eq!(got.batches, batches);
+        assert_eq!(got.valid_len, bytes.len() as u64);
+        let got = scan(&bytes[..old_len], 3, Path::new("j"), None).map(|s| s.batches);
+        assert_eq!(got.ok().as_deref(), Some(&batches[..2]));
+    }
+
+    #[test]
+    fn a_torn_binary_record_after_json_ones_is_dropped() {
+        let mut bytes = header(3).to_vec();
+        bytes.extend(encode_json(&[change(1)]).unwrap_or_default());
+        let whole = bytes.len();
+        bytes.extend(
+            encode(&[change(2), change(3)])
+                .map(|(r, _)| r)
+                .unwrap_or_default(),
+        );
+        for cut in whole..bytes.len() {
+            let got = scan(&bytes[..cut], 3, Path::new("j"), None);
+            let got = got
+                .map(|s| (s.batches, s.valid_len))
+                .map_err(|e| e.to_string());
+            assert_eq!(
+                got,
+                Ok((vec![vec![change(1)]], whole as u64)),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
     fn every_torn_tail_reads_as_a_prefix() {
         let batches = vec![vec![change(1)], vec![change(2), change(3)], vec![change(4)]];
         let bytes = journal(&batches);
         let ends: Vec<usize> = {
             let mut v = vec![HEADER_LEN as usize];
             for b in &batches {
-                v.push(v[v.len() - 1] + encode(b).map(|r| r.len()).unwrap_or(0));
+                v.push(v[v.len() - 1] + encode(b).map(|(r, _)| r.len()).unwrap_or(0));
             }
             v
         };

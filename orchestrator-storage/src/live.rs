@@ -235,10 +235,13 @@ impl Live {
                 plan: ctx.plan.clone(),
                 message,
             };
-            let mut bytes = journal::encode(&changes[..applied]).map_err(rejected)?;
-            // Specs in edits carry env: its secret values stay in secrets.json.
-            if let Some(hidden) = ctx.hide_secrets(&bytes[journal::RECORD_HEAD..])? {
-                bytes = journal::frame(&hidden).map_err(rejected)?;
+            let (mut bytes, json) = journal::encode(&changes[..applied]).map_err(rejected)?;
+            // Specs in edits carry env: its secret values stay in secrets.json. (Batches that
+            // may hold any are always JSON.)
+            if json {
+                if let Some(hidden) = ctx.hide_secrets(&bytes[journal::RECORD_HEAD..])? {
+                    bytes = journal::frame(&hidden).map_err(rejected)?;
+                }
             }
             // The path only names the file in an error: not built on the way of every append.
             let generation = self.generation;

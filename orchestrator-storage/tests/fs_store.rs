@@ -321,3 +321,72 @@ async fn an_empty_root_lists_nothing_and_leftovers_are_ignored() {
     assert!(listing.damaged.is_empty(), "{:?}", listing.damaged);
     assert!(!plans.join(".deleted-y-1").exists());
 }
+
+/// A journal header as the store writes it (see `journal.rs`).
+fn journal_header(version: u32, generation: u64) -> Vec<u8> {
+    let mut h = b"ORCHJRNL".to_vec();
+    h.extend(version.to_le_bytes());
+    h.extend(generation.to_le_bytes());
+    let crc = crc32fast::hash(&h);
+    h.extend(crc.to_le_bytes());
+    h
+}
+
+/// A record as the store wrote them before its binary encoding: the batch as a JSON array.
+fn json_record(batch: &[StateChange]) -> Vec<u8> {
+    let payload = serde_json::to_vec(batch).expect("json");
+    let mut r = (payload.len() as u32).to_le_bytes().to_vec();
+    r.extend(crc32fast::hash(&payload).to_le_bytes());
+    r.extend(payload);
+    r
+}
+
+#[tokio::test]
+async fn journals_of_json_records_still_load_and_grow_binary_records() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::new(root.path());
+    let record = plan(40);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let journal = store.plan_dir(&id).expect("dir").join("journal-000000.log");
+    // The journal of an older build: every batch a JSON array, rare changes among them.
+    let mut batches = full_run(40);
+    batches[3].push(StateChange::Message {
+        node: 2,
+        message: "a rare change".into(),
+    });
+    let mut bytes = journal_header(orchestrator_core::state::SCHEMA_VERSION, 0);
+    let mut expected = record.clone();
+    for batch in &batches {
+        bytes.extend(json_record(batch));
+        for c in batch {
+            expected.apply(c).expect("applies");
+        }
+    }
+    let old_len = bytes.len();
+    fs::write(&journal, &bytes).expect("write");
+    let fresh = FsPlanRepository::new(root.path());
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
+
+    // Appends after it are binary, and the mix reads back.
+    let more = StateChange::Paused { at: 200_000 };
+    fresh
+        .append(&id, std::slice::from_ref(&more))
+        .await
+        .expect("append");
+    expected.apply(&more).expect("applies");
+    let grown = fs::read(&journal).expect("read");
+    assert_eq!(
+        &grown[..old_len],
+        &bytes[..],
+        "old records are kept as they are"
+    );
+    assert_eq!(grown[old_len + 8], 0x01, "the new record is binary");
+    assert!(
+        grown.len() - old_len < 16,
+        "{} bytes",
+        grown.len() - old_len
+    );
+    let again = FsPlanRepository::new(root.path());
+    assert_eq!(again.load(&id).await.expect("load"), expected);
+}

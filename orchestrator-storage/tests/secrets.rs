@@ -277,3 +277,41 @@ async fn files_are_private_to_their_owner() {
     // plans/, the plan, specs/<node>/attempts/1 and logs/<node>/1 (+ root).
     assert!(seen.0 >= 8 && seen.1 >= 8, "{seen:?}");
 }
+
+#[tokio::test]
+async fn an_edit_among_transitions_keeps_its_secrets_apart() {
+    // The journal's binary records never hold env: a batch with an edit goes as JSON, with
+    // its secret values (and every string equal to one) hidden, transitions and all.
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::with_options(root.path(), options());
+    let mut expected = record();
+    let id = expected.state.id.clone();
+    store.create(&expected).await.expect("create");
+    let batch = vec![
+        StateChange::Node {
+            node: 1,
+            status: orchestrator_core::state::NodeStatus::Ready,
+            at: 7,
+        },
+        StateChange::SpecsReplaced {
+            node: 1,
+            work: Some(Box::new(shell_with_env(
+                "deploy",
+                &[("DEPLOY_TOKEN", LATER)],
+            ))),
+            prechecks: None,
+            postchecks: None,
+        },
+        StateChange::Message {
+            node: 1,
+            message: LATER.into(),
+        },
+    ];
+    store.append(&id, &batch).await.expect("append");
+    for c in &batch {
+        expected.apply(c).expect("applies");
+    }
+    assert_kept_apart(root.path(), &secrets());
+    let fresh = FsPlanRepository::with_options(root.path(), options());
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
+}
