@@ -4,8 +4,7 @@
 //!
 //! A run of a no-op job journals eight changes; as JSON they took about 68 bytes each and
 //! their encoding was the largest part of an append's CPU time. Here a node transition takes
-//! about 5 bytes. A smaller journal is also compacted less often: compaction (writing and
-//! flushing the whole snapshot) was the largest part of an append's wall time.
+//! about 5 bytes.
 //!
 //! ```text
 //! payload  BINARY (1 byte) | change*
@@ -14,24 +13,25 @@
 //!
 //! Integers are LEB128 varints; each `at` is the zigzag varint of its difference to the
 //! previous `at` of the same record (the first to 0), so the stamps of a batch, which are
-//! nearly equal, take a byte each. A string is its length (varint) and its UTF-8 bytes. An
-//! enum is one byte, its index in the tables below (append only: stored records depend on
-//! them). An option is a presence byte (0 or 1) then the value, except where a `flags` byte
-//! says which optional fields follow.
+//! nearly equal, take a byte each. A string is its length (varint) and its UTF-8 bytes. A
+//! status, phase or failure reason is one byte, its stable code in core (`NodeStatus::code`
+//! and the like). An option is a presence byte (0 or 1) then the value, except where a
+//! `flags` byte says which optional fields follow.
 //!
-//! A change with no compact form (or holding a status this build's tables lack) is op
-//! [`OP_JSON`]: a string holding the change's JSON, decoded (and upgraded from an older
-//! schema) like a record of the JSON payload. Changes that may hold secret values (an `env`
-//! object) make [`encode`] refuse the whole batch, which then goes as a JSON payload through
-//! [`crate::secrets`], exactly as before this encoding existed.
+//! A change with no compact form is op [`OP_JSON`]: a string holding the change's JSON,
+//! decoded (and upgraded from an older schema) like a record of the JSON payload. Changes
+//! that may hold secret values (an `env` object) make [`encode`] refuse the whole batch,
+//! which then goes as a JSON payload through [`crate::secrets`], exactly as before this
+//! encoding existed.
 //!
-//! The encoding is the store's own, not the schema's: a schema version that changes one of
-//! these variants needs a new op (and the old one kept for old records).
+//! Ops and codes are a file format: append only, never changed or reused. The encoding is the
+//! store's own, not the schema's: a schema version that changes one of these variants needs a
+//! new op (and the old one kept for old records).
 
 use std::path::PathBuf;
 
 use orchestrator_core::state::{
-    AttemptStatus, FailureReason, NodeStatus, Phase, PhaseStatus, StateChange, SCHEMA_VERSION,
+    AttemptStatus, FailureReason, NodeStatus, Phase, PhaseStatus, StateChange,
 };
 
 use crate::schema;
@@ -52,117 +52,41 @@ const OP_COMMIT: u8 = 7;
 const OP_SESSION: u8 = 8;
 const OP_WORKTREE: u8 = 9;
 const OP_OUTPUT: u8 = 10;
-/// Plan-level changes holding only `at`: op `OP_PLAN + i` is `PLAN_OPS[i]`.
-const OP_PLAN: u8 = 16;
 
-const NODE_STATUSES: &[NodeStatus] = &[
-    NodeStatus::Pending,
-    NodeStatus::Ready,
-    NodeStatus::Scheduled,
-    NodeStatus::Running,
-    NodeStatus::Succeeded,
-    NodeStatus::Failed,
-    NodeStatus::Blocked,
-    NodeStatus::Canceled,
-    NodeStatus::CompletedSplit,
-    NodeStatus::Waiting,
-];
-
-const PHASES: &[Phase] = &[
-    Phase::MergeFi,
-    Phase::Setup,
-    Phase::Prechecks,
-    Phase::Work,
-    Phase::Commit,
-    Phase::Postchecks,
-    Phase::MergeRi,
-];
-
-const PHASE_STATUSES: &[PhaseStatus] = &[
-    PhaseStatus::Running,
-    PhaseStatus::Succeeded,
-    PhaseStatus::Failed,
-    PhaseStatus::Skipped,
-    PhaseStatus::Canceled,
-];
-
-const ATTEMPT_STATUSES: &[AttemptStatus] = &[
-    AttemptStatus::Running,
-    AttemptStatus::Succeeded,
-    AttemptStatus::Failed,
-    AttemptStatus::Canceled,
-];
-
-const REASONS: &[FailureReason] = &[
-    FailureReason::PhaseFailed,
-    FailureReason::MergeConflict,
-    FailureReason::NoChanges,
-    FailureReason::Timeout,
-    FailureReason::ForceFailed,
-    FailureReason::Crashed,
-    FailureReason::StartupError,
-    FailureReason::Canceled,
-    FailureReason::Rejected,
-    FailureReason::CompositeFailed,
-    FailureReason::Contract,
-];
-
-/// The plan-level changes that hold only `at`, by their op's offset from [`OP_PLAN`].
-#[derive(Clone, Copy)]
-enum PlanOp {
-    Paused,
-    Resumed,
-    Canceled,
-    Archived,
-    Recovered,
-    Finalized,
-    Ended,
-}
-
-const PLAN_OPS: &[PlanOp] = &[
-    PlanOp::Paused,
-    PlanOp::Resumed,
-    PlanOp::Canceled,
-    PlanOp::Archived,
-    PlanOp::Recovered,
-    PlanOp::Finalized,
-    PlanOp::Ended,
-];
-
-impl PlanOp {
-    fn of(change: &StateChange) -> Option<(PlanOp, u64)> {
-        Some(match *change {
-            StateChange::Paused { at } => (PlanOp::Paused, at),
-            StateChange::Resumed { at } => (PlanOp::Resumed, at),
-            StateChange::Canceled { at } => (PlanOp::Canceled, at),
-            StateChange::Archived { at } => (PlanOp::Archived, at),
-            StateChange::Recovered { at } => (PlanOp::Recovered, at),
-            StateChange::Finalized { at } => (PlanOp::Finalized, at),
-            StateChange::Ended { at } => (PlanOp::Ended, at),
-            _ => return None,
-        })
-    }
-
-    fn change(self, at: u64) -> StateChange {
-        match self {
-            PlanOp::Paused => StateChange::Paused { at },
-            PlanOp::Resumed => StateChange::Resumed { at },
-            PlanOp::Canceled => StateChange::Canceled { at },
-            PlanOp::Archived => StateChange::Archived { at },
-            PlanOp::Recovered => StateChange::Recovered { at },
-            PlanOp::Finalized => StateChange::Finalized { at },
-            PlanOp::Ended => StateChange::Ended { at },
+/// The plan-level changes that hold only `at`, each with its op (16 and up): one table for
+/// [`plan_op`] and [`plan_change`].
+macro_rules! plan_ops {
+    ($($variant:ident = $op:literal),+ $(,)?) => {
+        /// The op and stamp of a plan-level change that holds only `at`.
+        fn plan_op(change: &StateChange) -> Option<(u8, u64)> {
+            match *change {
+                $(StateChange::$variant { at } => Some(($op, at)),)+
+                _ => None,
+            }
         }
-    }
+
+        /// What makes the plan-level change of `op`, if it is one.
+        fn plan_change(op: u8) -> Option<fn(u64) -> StateChange> {
+            match op {
+                $($op => Some(|at| StateChange::$variant { at }),)+
+                _ => None,
+            }
+        }
+
+        /// Every plan-level op.
+        #[cfg(test)]
+        const PLAN_OPS: &[u8] = &[$($op),+];
+    };
 }
 
-/// The code of `value` in `table`; `None` for a variant the table lacks (one added to core
-/// since), whose change is then written as JSON.
-fn code<T: PartialEq>(table: &[T], value: &T) -> Option<u8> {
-    table
-        .iter()
-        .position(|v| v == value)
-        .and_then(|i| u8::try_from(i).ok())
+plan_ops! {
+    Paused = 16,
+    Resumed = 17,
+    Canceled = 18,
+    Archived = 19,
+    Recovered = 20,
+    Finalized = 21,
+    Ended = 22,
 }
 
 /// Appends the binary payload of `changes` to `out`. `Ok(false)` (with `out` as it was) when
@@ -216,54 +140,36 @@ impl Writer<'_> {
     }
 
     fn opt_str(&mut self, s: Option<&str>) {
-        match s {
-            Some(s) => {
-                self.out.push(1);
-                self.bytes(s.as_bytes());
-            }
-            None => self.out.push(0),
+        self.out.push(u8::from(s.is_some()));
+        if let Some(s) = s {
+            self.bytes(s.as_bytes());
         }
+    }
+
+    /// The op and node index that start every node-level change.
+    fn head(&mut self, op: u8, node: usize) {
+        self.out.push(op);
+        self.varint(node as u64);
     }
 
     /// Writes `change` in its compact form; `false` (nothing written) if it has none.
     fn compact(&mut self, change: &StateChange) -> bool {
-        // Codes first: a variant the tables lack sends the whole change to JSON before any
-        // byte of it is written.
         match change {
             StateChange::Node { node, status, at } => {
-                let Some(s) = code(NODE_STATUSES, status) else {
-                    return false;
-                };
-                self.out.push(OP_NODE);
-                self.varint(*node as u64);
-                self.out.push(s);
-                self.at(*at);
+                self.node_code_at(OP_NODE, *node, status.code(), *at)
             }
             StateChange::AttemptStarted {
                 node,
                 at,
                 resume_from,
             } => {
-                let from = match resume_from {
-                    None => 0,
-                    Some(p) => match code(PHASES, p) {
-                        Some(c) => c + 1,
-                        None => return false,
-                    },
-                };
-                self.out.push(OP_ATTEMPT_STARTED);
-                self.varint(*node as u64);
+                self.head(OP_ATTEMPT_STARTED, *node);
                 self.at(*at);
-                self.out.push(from);
+                // 0 for none, else the phase's code + 1.
+                self.out.push(resume_from.map_or(0, |p| p.code() + 1));
             }
             StateChange::PhaseStarted { node, phase, at } => {
-                let Some(p) = code(PHASES, phase) else {
-                    return false;
-                };
-                self.out.push(OP_PHASE_STARTED);
-                self.varint(*node as u64);
-                self.out.push(p);
-                self.at(*at);
+                self.node_code_at(OP_PHASE_STARTED, *node, phase.code(), *at)
             }
             StateChange::PhaseEnded {
                 node,
@@ -272,13 +178,8 @@ impl Writer<'_> {
                 at,
                 error,
             } => {
-                let (Some(p), Some(s)) = (code(PHASES, phase), code(PHASE_STATUSES, status)) else {
-                    return false;
-                };
-                self.out.push(OP_PHASE_ENDED);
-                self.varint(*node as u64);
-                self.out.push(p);
-                self.out.push(s);
+                self.head(OP_PHASE_ENDED, *node);
+                self.out.extend([phase.code(), status.code()]);
                 self.at(*at);
                 self.opt_str(error.as_deref());
             }
@@ -290,44 +191,25 @@ impl Writer<'_> {
                 reason,
                 failed_phase,
             } => {
-                let Some(s) = code(ATTEMPT_STATUSES, status) else {
-                    return false;
-                };
-                let reason = match reason {
-                    None => None,
-                    Some(r) => match code(REASONS, r) {
-                        Some(c) => Some(c),
-                        None => return false,
-                    },
-                };
-                let phase = match failed_phase {
-                    None => None,
-                    Some(p) => match code(PHASES, p) {
-                        Some(c) => Some(c),
-                        None => return false,
-                    },
-                };
                 let flags = u8::from(error.is_some())
                     | u8::from(reason.is_some()) << 1
-                    | u8::from(phase.is_some()) << 2;
-                self.out.push(OP_ATTEMPT_ENDED);
-                self.varint(*node as u64);
-                self.out.push(s);
+                    | u8::from(failed_phase.is_some()) << 2;
+                self.head(OP_ATTEMPT_ENDED, *node);
+                self.out.push(status.code());
                 self.at(*at);
                 self.out.push(flags);
                 if let Some(e) = error {
                     self.bytes(e.as_bytes());
                 }
-                self.out.extend(reason);
-                self.out.extend(phase);
+                self.out.extend(reason.map(FailureReason::code));
+                self.out.extend(failed_phase.map(Phase::code));
             }
             StateChange::Process {
                 node,
                 pgid,
                 running,
             } => {
-                self.out.push(OP_PROCESS);
-                self.varint(*node as u64);
+                self.head(OP_PROCESS, *node);
                 self.varint(u64::from(*pgid));
                 self.out.push(u8::from(*running));
             }
@@ -342,32 +224,34 @@ impl Writer<'_> {
                 base_commit,
             } => {
                 // A path that is not UTF-8 has no compact form (nor a JSON one).
-                let path = match path {
+                let path = match path.as_deref().map(|p| p.to_str()) {
                     None => None,
-                    Some(p) => match p.to_str() {
-                        Some(p) => Some(p),
-                        None => return false,
-                    },
+                    Some(Some(p)) => Some(p),
+                    Some(None) => return false,
                 };
-                self.out.push(OP_WORKTREE);
-                self.varint(*node as u64);
+                self.head(OP_WORKTREE, *node);
                 self.opt_str(path);
                 self.opt_str(base_commit.as_deref());
             }
             other => {
-                let Some((op, at)) = PlanOp::of(other) else {
+                let Some((op, at)) = plan_op(other) else {
                     return false;
                 };
-                self.out.push(OP_PLAN + op as u8);
+                self.out.push(op);
                 self.at(at);
             }
         }
         true
     }
 
+    fn node_code_at(&mut self, op: u8, node: usize, code: u8, at: u64) {
+        self.head(op, node);
+        self.out.push(code);
+        self.at(at);
+    }
+
     fn node_str(&mut self, op: u8, node: usize, s: &str) {
-        self.out.push(op);
-        self.varint(node as u64);
+        self.head(op, node);
         self.bytes(s.as_bytes());
     }
 }
@@ -447,133 +331,115 @@ impl<'a> Reader<'a> {
             .map_err(|e| format!("invalid UTF-8: {e}"))
     }
 
-    fn opt_string(&mut self) -> Result<Option<String>, String> {
+    /// A byte that must be 0 or 1.
+    fn flag(&mut self) -> Result<bool, String> {
         match self.byte()? {
-            0 => Ok(None),
-            1 => self.string().map(Some),
-            b => Err(format!("bad presence byte {b}")),
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(format!("bad boolean byte {b}")),
         }
     }
 
-    fn enumerated<T: Copy>(&mut self, table: &[T], what: &str) -> Result<T, String> {
+    /// `read`'s value if `present`.
+    fn optional<T>(
+        &mut self,
+        present: bool,
+        read: impl FnOnce(&mut Self) -> Result<T, String>,
+    ) -> Result<Option<T>, String> {
+        present.then(|| read(self)).transpose()
+    }
+
+    fn opt_string(&mut self) -> Result<Option<String>, String> {
+        let present = self.flag()?;
+        self.optional(present, Self::string)
+    }
+
+    /// A coded value: `from_code` of the next byte.
+    fn coded<T>(&mut self, from_code: fn(u8) -> Option<T>, what: &str) -> Result<T, String> {
         let b = self.byte()?;
-        table
-            .get(usize::from(b))
-            .copied()
-            .ok_or_else(|| format!("unknown {what} code {b}"))
+        from_code(b).ok_or_else(|| format!("unknown {what} code {b}"))
+    }
+
+    fn phase(&mut self) -> Result<Phase, String> {
+        self.coded(Phase::from_code, "phase")
     }
 
     fn change(&mut self, version: u32) -> Result<StateChange, String> {
         let op = self.byte()?;
         Ok(match op {
-            OP_JSON => {
-                let json = self.bytes()?;
-                if version == SCHEMA_VERSION {
-                    serde_json::from_slice(json).map_err(|e| e.to_string())?
-                } else {
-                    let v = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-                    let v = schema::upgrade_change(v, version)?;
-                    serde_json::from_value(v).map_err(|e| e.to_string())?
-                }
-            }
+            OP_JSON => schema::decode_change(self.bytes()?, version)?,
             OP_NODE => StateChange::Node {
                 node: self.node()?,
-                status: self.enumerated(NODE_STATUSES, "node status")?,
+                status: self.coded(NodeStatus::from_code, "node status")?,
                 at: self.at()?,
             },
-            OP_ATTEMPT_STARTED => {
-                let (node, at) = (self.node()?, self.at()?);
-                let resume_from = match self.byte()? {
+            OP_ATTEMPT_STARTED => StateChange::AttemptStarted {
+                node: self.node()?,
+                at: self.at()?,
+                resume_from: match self.byte()? {
                     0 => None,
                     b => Some(
-                        *PHASES
-                            .get(usize::from(b - 1))
+                        Phase::from_code(b - 1)
                             .ok_or_else(|| format!("unknown phase code {}", b - 1))?,
                     ),
-                };
-                StateChange::AttemptStarted {
-                    node,
-                    at,
-                    resume_from,
-                }
-            }
+                },
+            },
             OP_PHASE_STARTED => StateChange::PhaseStarted {
                 node: self.node()?,
-                phase: self.enumerated(PHASES, "phase")?,
+                phase: self.phase()?,
                 at: self.at()?,
             },
             OP_PHASE_ENDED => StateChange::PhaseEnded {
                 node: self.node()?,
-                phase: self.enumerated(PHASES, "phase")?,
-                status: self.enumerated(PHASE_STATUSES, "phase status")?,
+                phase: self.phase()?,
+                status: self.coded(PhaseStatus::from_code, "phase status")?,
                 at: self.at()?,
                 error: self.opt_string()?,
             },
             OP_ATTEMPT_ENDED => {
                 let node = self.node()?;
-                let status = self.enumerated(ATTEMPT_STATUSES, "attempt status")?;
+                let status = self.coded(AttemptStatus::from_code, "attempt status")?;
                 let at = self.at()?;
                 let flags = self.byte()?;
                 if flags & !0b111 != 0 {
                     return Err(format!("bad flags {flags:#x}"));
                 }
-                let error = if flags & 1 != 0 {
-                    Some(self.string()?)
-                } else {
-                    None
-                };
-                let reason = if flags & 2 != 0 {
-                    Some(self.enumerated(REASONS, "failure reason")?)
-                } else {
-                    None
-                };
-                let failed_phase = if flags & 4 != 0 {
-                    Some(self.enumerated(PHASES, "phase")?)
-                } else {
-                    None
-                };
                 StateChange::AttemptEnded {
                     node,
                     status,
                     at,
-                    error,
-                    reason,
-                    failed_phase,
+                    error: self.optional(flags & 1 != 0, Self::string)?,
+                    reason: self.optional(flags & 2 != 0, |r| {
+                        r.coded(FailureReason::from_code, "failure reason")
+                    })?,
+                    failed_phase: self.optional(flags & 4 != 0, Self::phase)?,
                 }
             }
             OP_PROCESS => StateChange::Process {
                 node: self.node()?,
                 pgid: u32::try_from(self.varint()?).map_err(|_| "pgid out of range")?,
-                running: match self.byte()? {
-                    0 => false,
-                    1 => true,
-                    b => return Err(format!("bad boolean byte {b}")),
-                },
+                running: self.flag()?,
             },
-            OP_COMMIT => StateChange::Commit {
-                node: self.node()?,
-                commit: self.string()?,
-            },
-            OP_SESSION => StateChange::Session {
-                node: self.node()?,
-                session_id: self.string()?,
-            },
-            OP_OUTPUT => StateChange::Output {
-                node: self.node()?,
-                text: self.string()?,
-            },
+            OP_COMMIT | OP_SESSION | OP_OUTPUT => {
+                let (node, text) = (self.node()?, self.string()?);
+                match op {
+                    OP_COMMIT => StateChange::Commit { node, commit: text },
+                    OP_SESSION => StateChange::Session {
+                        node,
+                        session_id: text,
+                    },
+                    _ => StateChange::Output { node, text },
+                }
+            }
             OP_WORKTREE => StateChange::Worktree {
                 node: self.node()?,
                 path: self.opt_string()?.map(PathBuf::from),
                 base_commit: self.opt_string()?,
             },
-            op if op >= OP_PLAN => {
-                let plan_op = PLAN_OPS
-                    .get(usize::from(op - OP_PLAN))
-                    .ok_or_else(|| format!("unknown op {op}"))?;
-                plan_op.change(self.at()?)
+            op => {
+                let make = plan_change(op).ok_or_else(|| format!("unknown op {op}"))?;
+                make(self.at()?)
             }
-            op => return Err(format!("unknown op {op}")),
         })
     }
 }
@@ -581,6 +447,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use orchestrator_core::state::SCHEMA_VERSION;
 
     fn round_trip(changes: &[StateChange]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -589,11 +456,16 @@ mod tests {
         out
     }
 
+    /// Every value that has a code.
+    fn every<T>(from_code: fn(u8) -> Option<T>) -> Vec<T> {
+        (0..=u8::MAX).filter_map(from_code).collect()
+    }
+
     /// Every variant the encoding has a compact form for, with every code of every table.
     fn samples() -> Vec<StateChange> {
         let mut v = Vec::new();
         let mut at = 1_700_000_000_000u64;
-        for (i, &status) in NODE_STATUSES.iter().enumerate() {
+        for (i, status) in every(NodeStatus::from_code).into_iter().enumerate() {
             at += 3;
             v.push(StateChange::Node {
                 node: i * 1000,
@@ -601,14 +473,15 @@ mod tests {
                 at,
             });
         }
-        for (i, &phase) in PHASES.iter().enumerate() {
+        let phases = every(Phase::from_code);
+        for (i, &phase) in phases.iter().enumerate() {
             v.push(StateChange::AttemptStarted {
                 node: i,
                 at: at - 100,
                 resume_from: Some(phase),
             });
             v.push(StateChange::PhaseStarted { node: i, phase, at });
-            for &status in PHASE_STATUSES {
+            for status in every(PhaseStatus::from_code) {
                 v.push(StateChange::PhaseEnded {
                     node: i,
                     phase,
@@ -623,15 +496,15 @@ mod tests {
             at: 0,
             resume_from: None,
         });
-        for (i, &status) in ATTEMPT_STATUSES.iter().enumerate() {
-            for (j, &reason) in REASONS.iter().enumerate() {
+        for (i, status) in every(AttemptStatus::from_code).into_iter().enumerate() {
+            for (j, reason) in every(FailureReason::from_code).into_iter().enumerate() {
                 v.push(StateChange::AttemptEnded {
                     node: j,
                     status,
                     at: u64::MAX - j as u64,
                     error: (j % 2 == 1).then(|| "e".repeat(200)),
                     reason: (i != 1).then_some(reason),
-                    failed_phase: (j % 3 == 0).then_some(PHASES[j % PHASES.len()]),
+                    failed_phase: (j % 3 == 0).then_some(phases[j % phases.len()]),
                 });
             }
         }
@@ -667,8 +540,8 @@ mod tests {
             path: None,
             base_commit: None,
         });
-        for (i, op) in PLAN_OPS.iter().enumerate() {
-            v.push(op.change(at + i as u64));
+        for (i, &op) in PLAN_OPS.iter().enumerate() {
+            v.extend(plan_change(op).map(|make| make(at + i as u64)));
         }
         v
     }
@@ -676,19 +549,68 @@ mod tests {
     #[test]
     fn every_compact_variant_round_trips() {
         let changes = samples();
-        let out = round_trip(&changes);
-        assert!(!out[1..].contains(&OP_JSON) || out.len() > changes.len());
+        round_trip(&changes);
+        for change in &changes {
+            let out = round_trip(std::slice::from_ref(change));
+            assert_ne!(out[1], OP_JSON, "{change:?}");
+        }
+        assert_eq!(every(NodeStatus::from_code), NodeStatus::ALL);
+        assert_eq!(every(Phase::from_code), Phase::ALL);
     }
 
     #[test]
-    fn the_tables_cover_every_variant_core_lists() {
-        // A status added to core still round-trips (as JSON), but slowly: add it here.
-        for s in NodeStatus::ALL {
-            assert!(code(NODE_STATUSES, &s).is_some(), "{s:?}");
+    fn plan_ops_follow_the_node_ops_and_round_trip() {
+        for (i, &op) in PLAN_OPS.iter().enumerate() {
+            assert_eq!(usize::from(op), 16 + i);
+            let change = plan_change(op).map(|make| make(7));
+            assert_eq!(change.as_ref().and_then(plan_op), Some((op, 7)));
         }
-        for p in Phase::ALL {
-            assert!(code(PHASES, &p).is_some(), "{p:?}");
-        }
+        assert!(plan_change(OP_OUTPUT).is_none());
+        assert!(plan_change(16 + PLAN_OPS.len() as u8).is_none());
+    }
+
+    #[test]
+    fn stored_bytes_never_change() {
+        // Journals on disk hold these bytes: a change here breaks them.
+        let changes = [
+            StateChange::Node {
+                node: 300,
+                status: NodeStatus::Running,
+                at: 1_000,
+            },
+            StateChange::AttemptStarted {
+                node: 300,
+                at: 999,
+                resume_from: Some(Phase::Work),
+            },
+            StateChange::PhaseEnded {
+                node: 2,
+                phase: Phase::MergeRi,
+                status: PhaseStatus::Canceled,
+                at: 1_001,
+                error: Some("e".into()),
+            },
+            StateChange::AttemptEnded {
+                node: 2,
+                status: AttemptStatus::Canceled,
+                at: 1_001,
+                error: None,
+                reason: Some(FailureReason::Contract),
+                failed_phase: Some(Phase::Setup),
+            },
+            StateChange::Ended { at: 1_002 },
+        ];
+        let out = round_trip(&changes);
+        let expected = [
+            &[BINARY][..],
+            &[OP_NODE, 0xac, 0x02, 3, 0xd0, 0x0f], // node 300, running, at 1000
+            &[OP_ATTEMPT_STARTED, 0xac, 0x02, 1, 4], // at -1, work + 1
+            &[OP_PHASE_ENDED, 2, 6, 4, 4, 1, 1, b'e'], // merge-ri, canceled, at +2, "e"
+            &[OP_ATTEMPT_ENDED, 2, 3, 0, 0b110, 10, 1], // canceled, at +0, contract, setup
+            &[22, 2],                              // ended, at +1
+        ]
+        .concat();
+        assert_eq!(out, expected);
     }
 
     #[test]
@@ -705,42 +627,36 @@ mod tests {
         assert!(out.len() < 1000 * 5 + 10, "{} bytes", out.len());
     }
 
-    #[test]
-    fn rare_changes_go_as_json_inside_the_record() {
-        let changes = vec![
+    /// A transition, then metrics of node 1.
+    fn with_metrics(metrics: serde_json::Value) -> Vec<StateChange> {
+        vec![
             StateChange::Node {
                 node: 1,
                 status: NodeStatus::Ready,
                 at: 5,
             },
-            StateChange::Metrics {
-                node: 1,
-                metrics: serde_json::json!({"tokens": 3, "nested": {"a": [1, 2]}}),
-            },
+            StateChange::Metrics { node: 1, metrics },
+        ]
+    }
+
+    #[test]
+    fn rare_changes_go_as_json_inside_the_record() {
+        let mut changes = with_metrics(serde_json::json!({"tokens": 3, "nested": {"a": [1, 2]}}));
+        changes.extend([
             StateChange::RetryRequested {
                 node: 1,
                 resume_from: Some(Phase::Work),
                 anew: true,
             },
             StateChange::Approved { node: 4 },
-        ];
+        ]);
         let out = round_trip(&changes);
         assert!(out.windows(8).any(|w| w == b"\"tokens\""));
     }
 
     #[test]
     fn a_change_that_may_hold_secrets_sends_the_batch_to_json() {
-        let changes = vec![
-            StateChange::Node {
-                node: 1,
-                status: NodeStatus::Ready,
-                at: 5,
-            },
-            StateChange::Metrics {
-                node: 1,
-                metrics: serde_json::json!({"env": {"API_KEY": "sk-1"}}),
-            },
-        ];
+        let changes = with_metrics(serde_json::json!({"env": {"API_KEY": "sk-1"}}));
         let mut out = b"head".to_vec();
         assert_eq!(encode(&mut out, &changes), Ok(false));
         assert_eq!(out, b"head");
@@ -765,6 +681,8 @@ mod tests {
         for bad in [
             &[BINARY, 200][..],
             &[BINARY, OP_NODE, 1, 99, 0],
+            &[BINARY, OP_ATTEMPT_STARTED, 1, 0, 99],
+            &[BINARY, OP_PROCESS, 1, 1, 2],
             &[
                 BINARY, OP_NODE, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1,
             ],

@@ -20,7 +20,6 @@ use std::path::Path;
 
 use orchestrator_core::state::{StateChange, SCHEMA_VERSION};
 use orchestrator_core::StoreError;
-use serde_json::Value;
 
 use crate::codec;
 use crate::fsutil::corrupt;
@@ -155,34 +154,11 @@ pub(crate) fn scan(
     };
     let mut at = HEADER_LEN as usize;
     while at < bytes.len() {
+        let record = scan.batches.len() + 1;
         match record_at(bytes, at) {
-            Some((start, end, true)) if bytes.get(start) == Some(&codec::BINARY) => {
-                // Binary records never hold placeholders: batches with secrets go as JSON.
-                let batch = codec::decode(&bytes[start..end], version).map_err(|e| {
-                    corrupt(
-                        path,
-                        format!("record {} at byte {at}: {e}", scan.batches.len() + 1),
-                    )
-                })?;
-                scan.batches.push(batch);
-                at = end;
-                scan.valid_len = end as u64;
-            }
             Some((start, end, true)) => {
-                let payload = match secrets {
-                    Some(secrets) => secrets.reveal(&bytes[start..end], path)?,
-                    None if crate::secrets::refers(&bytes[start..end]) => {
-                        let record = format!("record {}", scan.batches.len() + 1);
-                        return Err(crate::secrets::missing_table(path, &record));
-                    }
-                    None => std::borrow::Cow::Borrowed(&bytes[start..end]),
-                };
-                let batch = decode_batch(&payload, version).map_err(|e| {
-                    corrupt(
-                        path,
-                        format!("record {} at byte {at}: {e}", scan.batches.len() + 1),
-                    )
-                })?;
+                let payload = &bytes[start..end];
+                let batch = decode(payload, version, secrets, path, (record, at))?;
                 scan.batches.push(batch);
                 at = end;
                 scan.valid_len = end as u64;
@@ -191,8 +167,7 @@ pub(crate) fn scan(
                 return Err(corrupt(
                     path,
                     format!(
-                        "record {} at byte {at} has a bad checksum and is followed by more records",
-                        scan.batches.len() + 1
+                        "record {record} at byte {at} has a bad checksum and is followed by more records"
                     ),
                 ));
             }
@@ -203,18 +178,30 @@ pub(crate) fn scan(
     Ok(scan)
 }
 
-fn decode_batch(payload: &[u8], version: u32) -> Result<Vec<StateChange>, String> {
-    if version == SCHEMA_VERSION {
-        return serde_json::from_slice(payload).map_err(|e| e.to_string());
-    }
-    let values: Vec<Value> = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
-    values
-        .into_iter()
-        .map(|v| {
-            let v = schema::upgrade_change(v, version)?;
-            serde_json::from_value(v).map_err(|e| e.to_string())
-        })
-        .collect()
+/// The batch in the payload of the journal's `record`th record, at byte `at`, of schema
+/// `version`; the plan's `secrets` put the values of secret variables back into JSON ones.
+fn decode(
+    payload: &[u8],
+    version: u32,
+    secrets: Option<&Secrets>,
+    path: &Path,
+    (record, at): (usize, usize),
+) -> Result<Vec<StateChange>, StoreError> {
+    let batch = if payload.first() == Some(&codec::BINARY) {
+        // Binary records never hold placeholders: batches with secrets go as JSON.
+        codec::decode(payload, version)
+    } else {
+        let payload = match secrets {
+            Some(secrets) => secrets.reveal(payload, path)?,
+            None if crate::secrets::refers(payload) => {
+                let record = format!("record {record}");
+                return Err(crate::secrets::missing_table(path, &record));
+            }
+            None => std::borrow::Cow::Borrowed(payload),
+        };
+        schema::decode_changes(&payload, version)
+    };
+    batch.map_err(|e| corrupt(path, format!("record {record} at byte {at}: {e}")))
 }
 
 #[cfg(test)]

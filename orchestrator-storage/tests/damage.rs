@@ -7,7 +7,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use common::{apply_range, change, plan};
+use common::{apply_range, change, journal_header, plan};
 use orchestrator_core::ids::PlanId;
 use orchestrator_core::plan::WorkSpec;
 use orchestrator_core::repository::AttemptSpecs;
@@ -180,15 +180,6 @@ async fn newer_schema_version_is_refused_naming_the_file() {
     // Appending is refused as well: nothing is written over a file this build cannot read.
     let r = f.store.append(f.id(), &[change(10)]).await;
     assert!(matches!(r, Err(StoreError::SchemaVersion { .. })), "{r:?}");
-}
-
-fn journal_header(version: u32, generation: u64) -> Vec<u8> {
-    let mut h = b"ORCHJRNL".to_vec();
-    h.extend(version.to_le_bytes());
-    h.extend(generation.to_le_bytes());
-    let crc = crc32fast::hash(&h);
-    h.extend(crc.to_le_bytes());
-    h
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::{apply_range, change, full_run, plan};
+use common::{apply_range, change, full_run, journal_header, json_record, plan};
 use orchestrator_core::ids::{NodeId, PlanId};
 use orchestrator_core::plan::WorkSpec;
 use orchestrator_core::repository::{AttemptSpecs, LogKey, LogQuery};
@@ -320,25 +320,6 @@ async fn an_empty_root_lists_nothing_and_leftovers_are_ignored() {
     assert_eq!(listing.plans.len(), 1);
     assert!(listing.damaged.is_empty(), "{:?}", listing.damaged);
     assert!(!plans.join(".deleted-y-1").exists());
-}
-
-/// A journal header as the store writes it (see `journal.rs`).
-fn journal_header(version: u32, generation: u64) -> Vec<u8> {
-    let mut h = b"ORCHJRNL".to_vec();
-    h.extend(version.to_le_bytes());
-    h.extend(generation.to_le_bytes());
-    let crc = crc32fast::hash(&h);
-    h.extend(crc.to_le_bytes());
-    h
-}
-
-/// A record as the store wrote them before its binary encoding: the batch as a JSON array.
-fn json_record(batch: &[StateChange]) -> Vec<u8> {
-    let payload = serde_json::to_vec(batch).expect("json");
-    let mut r = (payload.len() as u32).to_le_bytes().to_vec();
-    r.extend(crc32fast::hash(&payload).to_le_bytes());
-    r.extend(payload);
-    r
 }
 
 #[tokio::test]

@@ -113,6 +113,19 @@ fn assert_kept_apart(root: &Path, expected: &[&str]) {
     }
 }
 
+/// An edit of node 1 that brings a new secret value, [`LATER`].
+fn deploy_edit() -> StateChange {
+    StateChange::SpecsReplaced {
+        node: 1,
+        work: Some(Box::new(shell_with_env(
+            "deploy",
+            &[("DEPLOY_TOKEN", LATER)],
+        ))),
+        prechecks: None,
+        postchecks: None,
+    }
+}
+
 #[tokio::test]
 async fn secret_env_values_are_kept_apart_and_come_back_whole() {
     let root = tempfile::tempdir().expect("tempdir");
@@ -126,15 +139,7 @@ async fn secret_env_values_are_kept_apart_and_come_back_whole() {
     assert_eq!(fresh.load(&id).await.expect("load"), expected);
 
     // An edit brings a new secret: it goes to the table, not the journal.
-    let change = StateChange::SpecsReplaced {
-        node: 1,
-        work: Some(Box::new(shell_with_env(
-            "deploy",
-            &[("DEPLOY_TOKEN", LATER)],
-        ))),
-        prechecks: None,
-        postchecks: None,
-    };
+    let change = deploy_edit();
     store
         .append(&id, std::slice::from_ref(&change))
         .await
@@ -293,15 +298,7 @@ async fn an_edit_among_transitions_keeps_its_secrets_apart() {
             status: orchestrator_core::state::NodeStatus::Ready,
             at: 7,
         },
-        StateChange::SpecsReplaced {
-            node: 1,
-            work: Some(Box::new(shell_with_env(
-                "deploy",
-                &[("DEPLOY_TOKEN", LATER)],
-            ))),
-            prechecks: None,
-            postchecks: None,
-        },
+        deploy_edit(),
         StateChange::Message {
             node: 1,
             message: LATER.into(),
