@@ -1,7 +1,7 @@
 //! The journal file: a header, then one checksummed, length-prefixed record per `append`.
 //!
 //! ```text
-//! header  "ORCHJRNL" | schema version u32 LE | generation u64 LE | crc32 of the 20 bytes before
+//! header  "ORCHJRNL" | version u32 LE | generation u64 LE | crc32 of the 20 bytes before
 //! record  payload length u32 LE | crc32 of the payload u32 LE | payload
 //! payload JSON array of changes (starts with `[`) | codec::BINARY, changes (see crate::codec)
 //! ```
@@ -9,6 +9,7 @@
 //! Records are binary unless a change of the batch may hold secret values: those batches go
 //! as JSON, the form [`crate::secrets`] hides values in. Journals written before the binary
 //! form existed hold only JSON records, and still read; both kinds mix freely in a journal.
+//! The header's version keeps older builds from reading binary records (see [`VERSION`]).
 //!
 //! A record is written with one `write` and flushed before `append` returns. After a crash the
 //! last record may be torn (short, or with a bad checksum): reading stops there, so a reader
@@ -32,11 +33,34 @@ pub(crate) const HEADER_LEN: u64 = 24;
 /// Bytes before a record's payload.
 pub(crate) const RECORD_HEAD: usize = 8;
 
-/// The header of a journal of `generation`, at the current schema version.
+/// The version in the header of the journals this build writes: its schema version plus one.
+///
+/// Builds before the binary records wrote the schema version itself, 1, and refuse a newer
+/// one: they report these journals as of an unsupported version instead of taking their
+/// binary records for damage. So a header version of 1 is a journal of those builds (JSON
+/// records at schema 1), and any later version `v` one of schema `v - 1`. Appending to an
+/// older journal compacts it first (see `Live::append`), so no binary record is written
+/// under an older header.
+pub(crate) const VERSION: u32 = SCHEMA_VERSION + 1;
+
+/// The schema version of the records of a journal whose header says `version`.
+fn schema_version(version: u32) -> u32 {
+    match version {
+        // 0 is refused; 1 is the journal of a build before binary records.
+        0 | 1 => version,
+        v => v - 1,
+    }
+}
+
+/// The header of a journal of `generation`, at [`VERSION`].
 pub(crate) fn header(generation: u64) -> [u8; HEADER_LEN as usize] {
+    header_at(VERSION, generation)
+}
+
+fn header_at(version: u32, generation: u64) -> [u8; HEADER_LEN as usize] {
     let mut h = [0u8; HEADER_LEN as usize];
     h[..8].copy_from_slice(MAGIC);
-    h[8..12].copy_from_slice(&SCHEMA_VERSION.to_le_bytes());
+    h[8..12].copy_from_slice(&version.to_le_bytes());
     h[12..20].copy_from_slice(&generation.to_le_bytes());
     let crc = crc32fast::hash(&h[..20]);
     h[20..].copy_from_slice(&crc.to_le_bytes());
@@ -86,7 +110,7 @@ pub(crate) fn frame(payload: &[u8]) -> Result<Vec<u8>, String> {
 /// What a journal holds.
 #[derive(Debug, Default)]
 pub(crate) struct Scan {
-    /// Schema version of its records.
+    /// The version in its header (see [`VERSION`]).
     pub(crate) version: u32,
     /// The batches, in order.
     pub(crate) batches: Vec<Vec<StateChange>>,
@@ -137,7 +161,8 @@ pub(crate) fn scan(
         return Err(corrupt(path, "journal header checksum mismatch"));
     }
     let version = u32_at(head, 8).unwrap_or(0);
-    schema::check(version, path)?;
+    let schema = schema_version(version);
+    schema::check(schema, path)?;
     let mut stored_gen = [0u8; 8];
     stored_gen.copy_from_slice(&head[12..20]);
     let stored_gen = u64::from_le_bytes(stored_gen);
@@ -158,7 +183,7 @@ pub(crate) fn scan(
         match record_at(bytes, at) {
             Some((start, end, true)) => {
                 let payload = &bytes[start..end];
-                let batch = decode(payload, version, secrets, path, (record, at))?;
+                let batch = decode(payload, schema, secrets, path, (record, at))?;
                 scan.batches.push(batch);
                 at = end;
                 scan.valid_len = end as u64;
@@ -254,8 +279,8 @@ mod tests {
             vec![node(0, NodeStatus::Scheduled)],
             vec![node(1, NodeStatus::Ready), node(0, NodeStatus::Running)],
         ];
-        let mut bytes = header(3).to_vec();
-        // What the store wrote before binary records: a JSON array per record.
+        // What the store wrote before binary records: version 1, a JSON array per record.
+        let mut bytes = header_at(1, 3).to_vec();
         for b in &batches[..2] {
             bytes.extend(encode_json(b).unwrap_or_default());
         }
@@ -271,6 +296,28 @@ mod tests {
         assert_eq!(got.valid_len, bytes.len() as u64);
         let got = scan(&bytes[..old_len], 3, Path::new("j"), None).map(|s| s.batches);
         assert_eq!(got.ok().as_deref(), Some(&batches[..2]));
+    }
+
+    #[test]
+    fn the_header_version_is_one_older_builds_refuse() {
+        // Builds before binary records read versions 1 (their schema version) and below.
+        assert_eq!(u32_at(&header(0), 8), Some(SCHEMA_VERSION + 1));
+        assert_eq!(schema_version(VERSION), SCHEMA_VERSION);
+        assert_eq!(schema_version(1), 1);
+        let scan = |version| {
+            let bytes = header_at(version, 3);
+            super::scan(&bytes, 3, Path::new("j"), None).map(|s| s.version)
+        };
+        assert_eq!(scan(1).ok(), Some(1));
+        assert_eq!(scan(VERSION).ok(), Some(VERSION));
+        for version in [0, VERSION + 1] {
+            match scan(version) {
+                Err(StoreError::SchemaVersion { found, .. }) => {
+                    assert_eq!(found, schema_version(version))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

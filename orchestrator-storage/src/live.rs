@@ -70,6 +70,7 @@ pub(crate) struct Live {
     /// Bytes of whole records (and header) in it.
     journal_valid: u64,
     journal_records: u64,
+    /// The version in the journal's header (see [`journal::VERSION`]).
     journal_version: u32,
     appender: Option<File>,
     cleaned: bool,
@@ -99,7 +100,7 @@ impl Live {
             journal_len: HEADER_LEN,
             journal_valid: HEADER_LEN,
             journal_records: 0,
-            journal_version: SCHEMA_VERSION,
+            journal_version: journal::VERSION,
             appender: None,
             cleaned: true,
         })
@@ -276,11 +277,12 @@ impl Live {
         )
     }
 
-    /// Makes the journal ready for appending: upgrades an old schema by compacting, cuts a
-    /// torn tail, removes leftovers of interrupted compactions. (A missing journal never gets
-    /// here: reading the plan refuses it as damage.)
+    /// Makes the journal ready for appending: upgrades an old schema or journal version by
+    /// compacting (records of this build under an older header would be misread by older
+    /// builds), cuts a torn tail, removes leftovers of interrupted compactions. (A missing
+    /// journal never gets here: reading the plan refuses it as damage.)
     fn prepare_journal(&mut self, ctx: &Ctx<'_>) -> Result<(), StoreError> {
-        if self.snapshot_version < SCHEMA_VERSION || self.journal_version < SCHEMA_VERSION {
+        if self.snapshot_version < SCHEMA_VERSION || self.journal_version < journal::VERSION {
             self.compact(ctx)?;
         }
         if !self.cleaned {
@@ -360,7 +362,7 @@ impl Live {
         self.journal_len = HEADER_LEN;
         self.journal_valid = HEADER_LEN;
         self.journal_records = 0;
-        self.journal_version = SCHEMA_VERSION;
+        self.journal_version = journal::VERSION;
         self.appender = None;
         Ok(())
     }

@@ -186,7 +186,8 @@ async fn newer_schema_version_is_refused_naming_the_file() {
 async fn journal_of_a_newer_schema_version() {
     let (f, _) = Fixture::new().await;
     let mut bytes = fs::read(f.journal()).expect("read");
-    bytes[..24].copy_from_slice(&journal_header(SCHEMA_VERSION + 1, 0));
+    // A journal's header version is its schema version + 1.
+    bytes[..24].copy_from_slice(&journal_header(SCHEMA_VERSION + 2, 0));
     fs::write(f.journal(), bytes).expect("write");
     match f.damaged_files(false).await {
         StoreError::SchemaVersion { path, found, .. } => {

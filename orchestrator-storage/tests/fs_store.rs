@@ -11,7 +11,7 @@ use common::{apply_range, change, full_run, journal_header, json_record, plan};
 use orchestrator_core::ids::{NodeId, PlanId};
 use orchestrator_core::plan::WorkSpec;
 use orchestrator_core::repository::{AttemptSpecs, LogKey, LogQuery};
-use orchestrator_core::state::{NodeStatus, Phase, StateChange};
+use orchestrator_core::state::{NodeStatus, Phase, StateChange, SCHEMA_VERSION};
 use orchestrator_core::{PlanRepository, StoreError};
 use orchestrator_storage::{Compaction, Durability, FsOptions, FsPlanRepository};
 
@@ -323,20 +323,22 @@ async fn an_empty_root_lists_nothing_and_leftovers_are_ignored() {
 }
 
 #[tokio::test]
-async fn journals_of_json_records_still_load_and_grow_binary_records() {
+async fn journals_of_json_records_still_load_and_are_compacted_before_binary_records() {
     let root = tempfile::tempdir().expect("tempdir");
     let store = FsPlanRepository::new(root.path());
     let record = plan(40);
     let id = record.state.id.clone();
     store.create(&record).await.expect("create");
-    let journal = store.plan_dir(&id).expect("dir").join("journal-000000.log");
-    // The journal of an older build: every batch a JSON array, rare changes among them.
+    let dir = store.plan_dir(&id).expect("dir");
+    let journal = dir.join("journal-000000.log");
+    // The journal of an older build: header version 1, every batch a JSON array, rare
+    // changes among them.
     let mut batches = full_run(40);
     batches[3].push(StateChange::Message {
         node: 2,
         message: "a rare change".into(),
     });
-    let mut bytes = journal_header(orchestrator_core::state::SCHEMA_VERSION, 0);
+    let mut bytes = journal_header(1, 0);
     let mut expected = record.clone();
     for batch in &batches {
         bytes.extend(json_record(batch));
@@ -344,30 +346,24 @@ async fn journals_of_json_records_still_load_and_grow_binary_records() {
             expected.apply(c).expect("applies");
         }
     }
-    let old_len = bytes.len();
     fs::write(&journal, &bytes).expect("write");
     let fresh = FsPlanRepository::new(root.path());
     assert_eq!(fresh.load(&id).await.expect("load"), expected);
 
-    // Appends after it are binary, and the mix reads back.
+    // The first append compacts: older builds must never find a binary record under a
+    // header they read (the new header's version they refuse as unsupported).
     let more = StateChange::Paused { at: 200_000 };
     fresh
         .append(&id, std::slice::from_ref(&more))
         .await
         .expect("append");
     expected.apply(&more).expect("applies");
-    let grown = fs::read(&journal).expect("read");
-    assert_eq!(
-        &grown[..old_len],
-        &bytes[..],
-        "old records are kept as they are"
-    );
-    assert_eq!(grown[old_len + 8], 0x01, "the new record is binary");
-    assert!(
-        grown.len() - old_len < 16,
-        "{} bytes",
-        grown.len() - old_len
-    );
+    assert_eq!(fresh.io_stats().compactions, 1);
+    assert!(!journal.exists());
+    let grown = fs::read(dir.join("journal-000001.log")).expect("read");
+    assert_eq!(grown[..24], journal_header(SCHEMA_VERSION + 1, 1));
+    assert_eq!(grown[24 + 8], 0x01, "the new record is binary");
+    assert!(grown.len() - 24 < 16, "{} bytes", grown.len() - 24);
     let again = FsPlanRepository::new(root.path());
     assert_eq!(again.load(&id).await.expect("load"), expected);
 }

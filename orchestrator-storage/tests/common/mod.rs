@@ -171,7 +171,8 @@ pub fn full_run(nodes: usize) -> Vec<Vec<StateChange>> {
     batches
 }
 
-/// A journal header as the store writes it (see `journal.rs`), at header `version`.
+/// A journal header as the store writes it (see `journal.rs`), at header `version`: 1 in
+/// builds before binary records, the schema version + 1 since.
 pub fn journal_header(version: u32, generation: u64) -> Vec<u8> {
     let mut h = b"ORCHJRNL".to_vec();
     h.extend(version.to_le_bytes());
