@@ -145,6 +145,40 @@ async fn compaction_keeps_everything_and_leaves_one_journal() {
 }
 
 #[tokio::test]
+async fn compaction_counts_each_change_as_64_bytes_at_least() {
+    // Binary records take a few bytes a change; a reload replays changes, not bytes.
+    let root = tempfile::tempdir().expect("tempdir");
+    let options = FsOptions::default()
+        .durability(Durability::Flush)
+        .compaction(
+            Compaction::default()
+                .min_journal_bytes(100 * 64)
+                .snapshot_percent(0),
+        );
+    let store = FsPlanRepository::with_options(root.path(), options);
+    let record = plan(10);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let process = |i: u32| StateChange::Process {
+        node: (i % 10) as usize,
+        pgid: i,
+        running: true,
+    };
+    for batch in 0..10 {
+        let changes: Vec<StateChange> = (batch * 10..batch * 10 + 10).map(process).collect();
+        store.append(&id, &changes).await.expect("append");
+    }
+    let stats = store.io_stats();
+    assert!(stats.journal_bytes_written < 1000, "{stats:?}");
+    assert_eq!(
+        stats.compactions, 0,
+        "100 changes count as 6,400 bytes: not over"
+    );
+    store.append(&id, &[process(100)]).await.expect("append");
+    assert_eq!(store.io_stats().compactions, 1, "101 changes are");
+}
+
+#[tokio::test]
 async fn one_transition_costs_the_same_bytes_on_small_and_large_plans() {
     let root = tempfile::tempdir().expect("tempdir");
     let store = FsPlanRepository::with_options(
