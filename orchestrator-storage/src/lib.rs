@@ -22,6 +22,7 @@
 //! ```
 
 pub mod blob;
+mod codec;
 mod fsutil;
 mod journal;
 mod layout;

@@ -271,8 +271,10 @@ impl Inner {
         self.options.durability == Durability::Full
     }
 
-    fn create(&self, plan: &PlanRecord) -> Result<(), StoreError> {
-        let id = &plan.state.id;
+    /// Creates `plan` (owned: it becomes this handle's cached copy, not cloned again).
+    fn create(&self, plan: PlanRecord) -> Result<(), StoreError> {
+        let id = plan.state.id.clone();
+        let id = &id;
         let paths = PlanPaths::of(&self.plans, id).ok_or_else(|| StoreError::Rejected {
             plan: id.clone(),
             message: "the plan id cannot be used as a folder name".into(),
@@ -290,7 +292,7 @@ impl Inner {
         let tmp = self
             .plans
             .join(format!("{CREATE_PREFIX}{id}-{}", unique_suffix()));
-        let result = self.write_new_plan(&tmp, plan);
+        let result = self.write_new_plan(&tmp, &plan);
         let created_ns = match result {
             Ok(ns) => ns,
             Err(e) => {
@@ -310,7 +312,7 @@ impl Inner {
             sync_dir(&self.plans, &self.counters)?;
         }
         // The plan is created; without its file identity it is just not cached.
-        if let Ok(live) = Live::created(&self.ctx(id, &paths), plan.clone(), created_ns) {
+        if let Ok(live) = Live::created(&self.ctx(id, &paths), plan, created_ns) {
             *lock(&self.slot(id)) = Some(live);
         }
         Ok(())
@@ -552,7 +554,7 @@ impl PlanRepository for FsPlanRepository {
     async fn create(&self, plan: &PlanRecord) -> Result<(), StoreError> {
         let inner = self.inner.clone();
         let plan = plan.clone();
-        blocking(move || inner.create(&plan)).await
+        blocking(move || inner.create(plan)).await
     }
 
     async fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {

@@ -7,8 +7,9 @@
 
 use std::path::Path;
 
-use orchestrator_core::state::SCHEMA_VERSION;
+use orchestrator_core::state::{StateChange, SCHEMA_VERSION};
 use orchestrator_core::StoreError;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// One upgrade step: a value of version `n` to version `n + 1`.
@@ -47,6 +48,36 @@ pub(crate) fn upgrade_record(value: Value, from: u32) -> Result<Value, String> {
 /// Upgrades one stored change of version `from` to the current version.
 pub(crate) fn upgrade_change(value: Value, from: u32) -> Result<Value, String> {
     upgrade(CHANGE_STEPS, value, from)
+}
+
+/// Decodes one stored change (its JSON) of schema `version`, upgrading an older one.
+pub(crate) fn decode_change(json: &[u8], version: u32) -> Result<StateChange, String> {
+    decode(json, version, upgrade_change)
+}
+
+/// Decodes a stored batch of changes (a JSON array) of schema `version`, upgrading older ones.
+pub(crate) fn decode_changes(json: &[u8], version: u32) -> Result<Vec<StateChange>, String> {
+    decode(json, version, |batch, from| match batch {
+        Value::Array(changes) => changes
+            .into_iter()
+            .map(|c| upgrade_change(c, from))
+            .collect::<Result<_, _>>()
+            .map(Value::Array),
+        _ => Err("not a JSON array".to_string()),
+    })
+}
+
+/// Decodes `json` of schema `version`: directly when current, else through `upgrade`.
+fn decode<T: DeserializeOwned>(
+    json: &[u8],
+    version: u32,
+    upgrade: impl FnOnce(Value, u32) -> Result<Value, String>,
+) -> Result<T, String> {
+    if version == SCHEMA_VERSION {
+        return serde_json::from_slice(json).map_err(|e| e.to_string());
+    }
+    let value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    serde_json::from_value(upgrade(value, version)?).map_err(|e| e.to_string())
 }
 
 fn upgrade(steps: &[Step], mut value: Value, from: u32) -> Result<Value, String> {

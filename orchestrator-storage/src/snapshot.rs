@@ -32,18 +32,61 @@ struct EnvelopeIn<R> {
     record: R,
 }
 
+/// Plans with more nodes than this encode their two halves on two threads: a create or
+/// compaction of a 10,000-node plan spent 5 ms encoding its 1.9 MB snapshot.
+const PARALLEL_NODES: usize = 2_000;
+
 /// Serializes a snapshot at the current schema version.
 pub(crate) fn encode(
     record: &PlanRecord,
     generation: u64,
     created_ns: u64,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&EnvelopeOut {
-        schema_version: SCHEMA_VERSION,
+    encode_with(
+        record,
         generation,
         created_ns,
-        record,
-    })
+        record.state.nodes.len() > PARALLEL_NODES,
+    )
+}
+
+/// [`encode`], with the spec and the state encoded on two threads when `parallel`: the same
+/// bytes either way.
+fn encode_with(
+    record: &PlanRecord,
+    generation: u64,
+    created_ns: u64,
+    parallel: bool,
+) -> Result<Vec<u8>, serde_json::Error> {
+    if !parallel {
+        return serde_json::to_vec(&EnvelopeOut {
+            schema_version: SCHEMA_VERSION,
+            generation,
+            created_ns,
+            record,
+        });
+    }
+    let halves = both(
+        true,
+        || serde_json::to_vec(&*record.spec),
+        || serde_json::to_vec(&record.state),
+    );
+    let (spec, state) = match halves {
+        Ok((spec, state)) => (spec?, state?),
+        // No thread could run: the serial way.
+        Err(_) => return encode_with(record, generation, created_ns, false),
+    };
+    // The envelope as `EnvelopeOut` serializes it, its record's halves already JSON.
+    let head = format!(
+        "{{\"schemaVersion\":{SCHEMA_VERSION},\"generation\":{generation},\"createdNs\":{created_ns},\"record\":{{\"spec\":"
+    );
+    let mut out = Vec::with_capacity(head.len() + spec.len() + state.len() + 16);
+    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(&spec);
+    out.extend_from_slice(b",\"state\":");
+    out.extend_from_slice(&state);
+    out.extend_from_slice(b"}}");
+    Ok(out)
 }
 
 /// A snapshot whose envelope has been read and whose record is not decoded yet.
@@ -154,5 +197,29 @@ impl Envelope<'_> {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use orchestrator_core::ids::PlanId;
+    use orchestrator_core::plan::{JobSpec, PlanGraph, WorkSpec};
+
+    #[test]
+    fn both_ways_of_encoding_make_the_same_bytes() {
+        let mut spec = PlanSpec::new("p");
+        for i in 0..5 {
+            spec = spec.job(JobSpec::new(format!("j{i}"), "T", WorkSpec::shell("true")));
+        }
+        let nodes = PlanGraph::build(&spec).map(|g| g.node_count()).unwrap_or(0);
+        let record = PlanRecord::new(PlanId::random(), spec, "/repo".into(), nodes, 7);
+        let serial = encode_with(&record, 3, u64::MAX, false).map_err(|e| e.to_string());
+        let parallel = encode_with(&record, 3, u64::MAX, true).map_err(|e| e.to_string());
+        assert!(serial.as_ref().is_ok_and(|s| s.len() > 100), "{serial:?}");
+        assert_eq!(serial, parallel);
+        let bytes = parallel.unwrap_or_default();
+        let back = open(&bytes, Path::new("p")).and_then(|e| e.decode(Path::new("p")));
+        assert_eq!(back.ok(), Some(record));
     }
 }

@@ -7,7 +7,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use common::{apply_range, change, plan};
+use common::{apply_range, change, journal_header, plan};
 use orchestrator_core::ids::PlanId;
 use orchestrator_core::plan::WorkSpec;
 use orchestrator_core::repository::AttemptSpecs;
@@ -182,20 +182,12 @@ async fn newer_schema_version_is_refused_naming_the_file() {
     assert!(matches!(r, Err(StoreError::SchemaVersion { .. })), "{r:?}");
 }
 
-fn journal_header(version: u32, generation: u64) -> Vec<u8> {
-    let mut h = b"ORCHJRNL".to_vec();
-    h.extend(version.to_le_bytes());
-    h.extend(generation.to_le_bytes());
-    let crc = crc32fast::hash(&h);
-    h.extend(crc.to_le_bytes());
-    h
-}
-
 #[tokio::test]
 async fn journal_of_a_newer_schema_version() {
     let (f, _) = Fixture::new().await;
     let mut bytes = fs::read(f.journal()).expect("read");
-    bytes[..24].copy_from_slice(&journal_header(SCHEMA_VERSION + 1, 0));
+    // A journal's header version is its schema version + 1.
+    bytes[..24].copy_from_slice(&journal_header(SCHEMA_VERSION + 2, 0));
     fs::write(f.journal(), bytes).expect("write");
     match f.damaged_files(false).await {
         StoreError::SchemaVersion { path, found, .. } => {

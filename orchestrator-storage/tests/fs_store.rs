@@ -7,11 +7,11 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::{apply_range, change, full_run, plan};
+use common::{apply_range, change, full_run, journal_header, json_record, plan};
 use orchestrator_core::ids::{NodeId, PlanId};
 use orchestrator_core::plan::WorkSpec;
 use orchestrator_core::repository::{AttemptSpecs, LogKey, LogQuery};
-use orchestrator_core::state::{NodeStatus, Phase, StateChange};
+use orchestrator_core::state::{NodeStatus, Phase, StateChange, SCHEMA_VERSION};
 use orchestrator_core::{PlanRepository, StoreError};
 use orchestrator_storage::{Compaction, Durability, FsOptions, FsPlanRepository};
 
@@ -142,6 +142,40 @@ async fn compaction_keeps_everything_and_leaves_one_journal() {
     let fresh = FsPlanRepository::with_options(root.path(), options);
     assert_eq!(fresh.load(&id).await.expect("load"), expected);
     assert_eq!(store.load(&id).await.expect("load"), expected);
+}
+
+#[tokio::test]
+async fn compaction_counts_each_change_as_64_bytes_at_least() {
+    // Binary records take a few bytes a change; a reload replays changes, not bytes.
+    let root = tempfile::tempdir().expect("tempdir");
+    let options = FsOptions::default()
+        .durability(Durability::Flush)
+        .compaction(
+            Compaction::default()
+                .min_journal_bytes(100 * 64)
+                .snapshot_percent(0),
+        );
+    let store = FsPlanRepository::with_options(root.path(), options);
+    let record = plan(10);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let process = |i: u32| StateChange::Process {
+        node: (i % 10) as usize,
+        pgid: i,
+        running: true,
+    };
+    for batch in 0..10 {
+        let changes: Vec<StateChange> = (batch * 10..batch * 10 + 10).map(process).collect();
+        store.append(&id, &changes).await.expect("append");
+    }
+    let stats = store.io_stats();
+    assert!(stats.journal_bytes_written < 1000, "{stats:?}");
+    assert_eq!(
+        stats.compactions, 0,
+        "100 changes count as 6,400 bytes: not over"
+    );
+    store.append(&id, &[process(100)]).await.expect("append");
+    assert_eq!(store.io_stats().compactions, 1, "101 changes are");
 }
 
 #[tokio::test]
@@ -320,4 +354,50 @@ async fn an_empty_root_lists_nothing_and_leftovers_are_ignored() {
     assert_eq!(listing.plans.len(), 1);
     assert!(listing.damaged.is_empty(), "{:?}", listing.damaged);
     assert!(!plans.join(".deleted-y-1").exists());
+}
+
+#[tokio::test]
+async fn journals_of_json_records_still_load_and_are_compacted_before_binary_records() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::new(root.path());
+    let record = plan(40);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let dir = store.plan_dir(&id).expect("dir");
+    let journal = dir.join("journal-000000.log");
+    // The journal of an older build: header version 1, every batch a JSON array, rare
+    // changes among them.
+    let mut batches = full_run(40);
+    batches[3].push(StateChange::Message {
+        node: 2,
+        message: "a rare change".into(),
+    });
+    let mut bytes = journal_header(1, 0);
+    let mut expected = record.clone();
+    for batch in &batches {
+        bytes.extend(json_record(batch));
+        for c in batch {
+            expected.apply(c).expect("applies");
+        }
+    }
+    fs::write(&journal, &bytes).expect("write");
+    let fresh = FsPlanRepository::new(root.path());
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
+
+    // The first append compacts: older builds must never find a binary record under a
+    // header they read (the new header's version they refuse as unsupported).
+    let more = StateChange::Paused { at: 200_000 };
+    fresh
+        .append(&id, std::slice::from_ref(&more))
+        .await
+        .expect("append");
+    expected.apply(&more).expect("applies");
+    assert_eq!(fresh.io_stats().compactions, 1);
+    assert!(!journal.exists());
+    let grown = fs::read(dir.join("journal-000001.log")).expect("read");
+    assert_eq!(grown[..24], journal_header(SCHEMA_VERSION + 1, 1));
+    assert_eq!(grown[24 + 8], 0x01, "the new record is binary");
+    assert!(grown.len() - 24 < 16, "{} bytes", grown.len() - 24);
+    let again = FsPlanRepository::new(root.path());
+    assert_eq!(again.load(&id).await.expect("load"), expected);
 }

@@ -113,6 +113,19 @@ fn assert_kept_apart(root: &Path, expected: &[&str]) {
     }
 }
 
+/// An edit of node 1 that brings a new secret value, [`LATER`].
+fn deploy_edit() -> StateChange {
+    StateChange::SpecsReplaced {
+        node: 1,
+        work: Some(Box::new(shell_with_env(
+            "deploy",
+            &[("DEPLOY_TOKEN", LATER)],
+        ))),
+        prechecks: None,
+        postchecks: None,
+    }
+}
+
 #[tokio::test]
 async fn secret_env_values_are_kept_apart_and_come_back_whole() {
     let root = tempfile::tempdir().expect("tempdir");
@@ -126,15 +139,7 @@ async fn secret_env_values_are_kept_apart_and_come_back_whole() {
     assert_eq!(fresh.load(&id).await.expect("load"), expected);
 
     // An edit brings a new secret: it goes to the table, not the journal.
-    let change = StateChange::SpecsReplaced {
-        node: 1,
-        work: Some(Box::new(shell_with_env(
-            "deploy",
-            &[("DEPLOY_TOKEN", LATER)],
-        ))),
-        prechecks: None,
-        postchecks: None,
-    };
+    let change = deploy_edit();
     store
         .append(&id, std::slice::from_ref(&change))
         .await
@@ -276,4 +281,34 @@ async fn files_are_private_to_their_owner() {
     }
     // plans/, the plan, specs/<node>/attempts/1 and logs/<node>/1 (+ root).
     assert!(seen.0 >= 8 && seen.1 >= 8, "{seen:?}");
+}
+
+#[tokio::test]
+async fn an_edit_among_transitions_keeps_its_secrets_apart() {
+    // The journal's binary records never hold env: a batch with an edit goes as JSON, with
+    // its secret values (and every string equal to one) hidden, transitions and all.
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::with_options(root.path(), options());
+    let mut expected = record();
+    let id = expected.state.id.clone();
+    store.create(&expected).await.expect("create");
+    let batch = vec![
+        StateChange::Node {
+            node: 1,
+            status: orchestrator_core::state::NodeStatus::Ready,
+            at: 7,
+        },
+        deploy_edit(),
+        StateChange::Message {
+            node: 1,
+            message: LATER.into(),
+        },
+    ];
+    store.append(&id, &batch).await.expect("append");
+    for c in &batch {
+        expected.apply(c).expect("applies");
+    }
+    assert_kept_apart(root.path(), &secrets());
+    let fresh = FsPlanRepository::with_options(root.path(), options());
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
 }

@@ -1,8 +1,14 @@
 //! Node and plan statuses, phases, and the node transition table of SPEC §3.
+//!
+//! The statuses and phases that changes carry (and [`AttemptStatus`], defined with the
+//! attempt) also have stable one-byte codes (`code()`, `from_code()`) for compact stored
+//! encodings.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use crate::state::AttemptStatus;
 
 /// Status of one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -287,4 +293,134 @@ pub enum FailureReason {
     /// A sub-job's reply broke its output contract (SPEC §13: a missing block, a wrong
     /// signature, a malformed field, `Status: blocked`).
     Contract,
+}
+
+/// Gives each listed enum a stable one-byte code per variant, `code()` and `from_code()`, from
+/// one table: the compact encodings of stores (the file store's journal) write these bytes.
+///
+/// The codes are a file format: never change or reuse one, and give a new variant the next
+/// free code. Leaving a variant out of its table does not compile.
+macro_rules! stable_codes {
+    ($($ty:ident { $($variant:ident = $code:literal),+ $(,)? })+) => {$(
+        impl $ty {
+            /// This variant's stable one-byte code (stored in files: it never changes).
+            pub const fn code(self) -> u8 {
+                match self {
+                    $($ty::$variant => $code,)+
+                }
+            }
+
+            /// The variant of a stable code; `None` for a code this build does not know.
+            pub const fn from_code(code: u8) -> Option<$ty> {
+                match code {
+                    $($code => Some($ty::$variant),)+
+                    _ => None,
+                }
+            }
+
+            /// Every variant, in the order of its table (for the tests).
+            #[cfg(test)]
+            const CODED: &'static [$ty] = &[$($ty::$variant),+];
+        }
+    )+};
+}
+
+stable_codes! {
+    NodeStatus {
+        Pending = 0,
+        Ready = 1,
+        Scheduled = 2,
+        Running = 3,
+        Succeeded = 4,
+        Failed = 5,
+        Blocked = 6,
+        Canceled = 7,
+        CompletedSplit = 8,
+        Waiting = 9,
+    }
+    Phase {
+        MergeFi = 0,
+        Setup = 1,
+        Prechecks = 2,
+        Work = 3,
+        Commit = 4,
+        Postchecks = 5,
+        MergeRi = 6,
+    }
+    PhaseStatus {
+        Running = 0,
+        Succeeded = 1,
+        Failed = 2,
+        Skipped = 3,
+        Canceled = 4,
+    }
+    AttemptStatus {
+        Running = 0,
+        Succeeded = 1,
+        Failed = 2,
+        Canceled = 3,
+    }
+    FailureReason {
+        PhaseFailed = 0,
+        MergeConflict = 1,
+        NoChanges = 2,
+        Timeout = 3,
+        ForceFailed = 4,
+        Crashed = 5,
+        StartupError = 6,
+        Canceled = 7,
+        Rejected = 8,
+        CompositeFailed = 9,
+        Contract = 10,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code names one variant and back, and the codes number the table from 0, so
+    /// each variant has its own.
+    fn check<T: Copy + PartialEq + fmt::Debug>(
+        table: &[T],
+        code: fn(T) -> u8,
+        from_code: fn(u8) -> Option<T>,
+    ) {
+        let codes: Vec<u8> = table.iter().map(|&v| code(v)).collect();
+        let numbered: Vec<u8> = (0..table.len())
+            .filter_map(|i| u8::try_from(i).ok())
+            .collect();
+        assert_eq!(codes, numbered, "{table:?}");
+        for c in 0..=u8::MAX {
+            let v = from_code(c);
+            assert_eq!(v, table.get(usize::from(c)).copied(), "code {c}");
+            assert!(v.is_none_or(|v| code(v) == c), "code {c}");
+        }
+    }
+
+    #[test]
+    fn stable_codes_round_trip_are_unique_and_never_change() {
+        // Stored files hold these codes: a table's order is its codes, append only.
+        check(NodeStatus::CODED, NodeStatus::code, NodeStatus::from_code);
+        assert_eq!(NodeStatus::CODED, NodeStatus::ALL);
+        check(Phase::CODED, Phase::code, Phase::from_code);
+        assert_eq!(Phase::CODED, Phase::ALL);
+        check(
+            PhaseStatus::CODED,
+            PhaseStatus::code,
+            PhaseStatus::from_code,
+        );
+        check(
+            AttemptStatus::CODED,
+            AttemptStatus::code,
+            AttemptStatus::from_code,
+        );
+        check(
+            FailureReason::CODED,
+            FailureReason::code,
+            FailureReason::from_code,
+        );
+        assert_eq!(FailureReason::CODED.len(), 11);
+        assert_eq!(FailureReason::from_code(10), Some(FailureReason::Contract));
+    }
 }

@@ -170,3 +170,23 @@ pub fn full_run(nodes: usize) -> Vec<Vec<StateChange>> {
     }
     batches
 }
+
+/// A journal header as the store writes it (see `journal.rs`), at header `version`: 1 in
+/// builds before binary records, the schema version + 1 since.
+pub fn journal_header(version: u32, generation: u64) -> Vec<u8> {
+    let mut h = b"ORCHJRNL".to_vec();
+    h.extend(version.to_le_bytes());
+    h.extend(generation.to_le_bytes());
+    let crc = crc32fast::hash(&h);
+    h.extend(crc.to_le_bytes());
+    h
+}
+
+/// A record as the store wrote them before its binary encoding: the batch as a JSON array.
+pub fn json_record(batch: &[StateChange]) -> Vec<u8> {
+    let payload = serde_json::to_vec(batch).expect("json");
+    let mut r = (payload.len() as u32).to_le_bytes().to_vec();
+    r.extend(crc32fast::hash(&payload).to_le_bytes());
+    r.extend(payload);
+    r
+}
