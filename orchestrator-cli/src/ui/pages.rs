@@ -74,7 +74,7 @@ pub async fn plans(ui: &Ui, page: usize) -> CliResult<String> {
             name = esc(&summary.name),
             status = badge(summary.status.as_str()),
             created = time(Some(summary.created_at)),
-            short = &id.as_str()[..id.as_str().len().min(8)],
+            short = esc(id.as_str().get(..8).unwrap_or(id.as_str())),
         );
     }
     out.push_str("</tbody></table>");
