@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::state::PlanRecord;
+use crate::state::{NodeState, PlanRecord};
 
 /// Usage totals: the sum of what runners reported (agents' `inputTokens`, `outputTokens`,
 /// `cachedTokens`, `costUsd`, `premiumRequests`; other metrics are not counted).
@@ -63,11 +63,29 @@ impl Usage {
     pub fn of_plan(record: &PlanRecord) -> Usage {
         let mut total = Usage::default();
         for node in &record.state.nodes {
-            for metrics in node.attempts.iter().filter_map(|a| a.metrics.as_ref()) {
-                total.add_metrics(metrics);
-            }
+            total.add_node(node);
         }
         total
+    }
+
+    /// What every attempt of one node (a job) used.
+    ///
+    /// ```
+    /// use orchestrator_core::state::NodeState;
+    /// use orchestrator_core::usage::Usage;
+    /// let node = NodeState::new("n1".into());
+    /// assert_eq!(Usage::of_node(&node).tokens(), 0); // it never ran
+    /// ```
+    pub fn of_node(node: &NodeState) -> Usage {
+        let mut total = Usage::default();
+        total.add_node(node);
+        total
+    }
+
+    fn add_node(&mut self, node: &NodeState) {
+        for metrics in node.attempts.iter().filter_map(|a| a.metrics.as_ref()) {
+            self.add_metrics(metrics);
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! (layered left to right, each job a box coloured by its status) and its timeline (a Gantt
 //! chart, one bar per phase of each attempt, from the stored phase records).
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use orchestrator_core::view::{PlanView, TimelineEntry};
@@ -164,11 +165,15 @@ pub fn gantt(entries: &[TimelineEntry], now: u64) -> String {
         .max()
         .unwrap_or(now);
     let span = (end.saturating_sub(start)).max(1) as f64;
+    // A row per node, in the order the entries first name it; an entry's row by a map, not a
+    // scan of the rows (a plan of thousands of jobs has tens of thousands of entries).
     let mut rows: Vec<&str> = Vec::new();
+    let mut row_of: HashMap<&str, usize> = HashMap::new();
     for e in entries {
-        if rows.last() != Some(&e.producer_id.as_str()) && !rows.contains(&e.producer_id.as_str()) {
+        row_of.entry(&e.producer_id).or_insert_with(|| {
             rows.push(&e.producer_id);
-        }
+            rows.len() - 1
+        });
     }
     const LABEL_W: usize = 200;
     const CHART_W: usize = 800;
@@ -216,7 +221,7 @@ pub fn gantt(entries: &[TimelineEntry], now: u64) -> String {
         );
     }
     for e in entries {
-        let Some(r) = rows.iter().position(|l| *l == e.producer_id) else {
+        let Some(&r) = row_of.get(e.producer_id.as_str()) else {
             continue;
         };
         let y = PAD + (r + 1) * ROW_H + 3;

@@ -86,21 +86,20 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
-/// Usage (tokens, cost) for people, from a usage JSON object.
-pub fn usage(doc: &serde_json::Value) -> String {
-    let num = |k: &str| doc.get(k).and_then(serde_json::Value::as_f64);
+/// Usage (tokens, cost) for people.
+pub fn usage(used: &orchestrator_core::usage::Usage) -> String {
     let mut parts = Vec::new();
-    if let Some(i) = num("inputTokens").filter(|v| *v > 0.0) {
-        parts.push(format!("{i:.0} in"));
+    if used.input_tokens > 0 {
+        parts.push(format!("{} in", used.input_tokens));
     }
-    if let Some(o) = num("outputTokens").filter(|v| *v > 0.0) {
-        parts.push(format!("{o:.0} out"));
+    if used.output_tokens > 0 {
+        parts.push(format!("{} out", used.output_tokens));
     }
-    if let Some(c) = num("costUsd").filter(|v| *v > 0.0) {
-        parts.push(format!("${c:.4}"));
+    if used.cost_usd > 0.0 {
+        parts.push(format!("${:.4}", used.cost_usd));
     }
-    if let Some(p) = num("premiumRequests").filter(|v| *v > 0.0) {
-        parts.push(format!("{p:.0} premium"));
+    if used.premium_requests > 0.0 {
+        parts.push(format!("{:.0} premium", used.premium_requests));
     }
     if parts.is_empty() {
         "–".to_owned()
@@ -122,7 +121,11 @@ mod tests {
         assert!(page("<t>", "tok", Live::None, "").contains("&lt;t&gt; · orchestrator"));
         assert_eq!(duration(1500), "1.5 s");
         assert_eq!(
-            usage(&serde_json::json!({"inputTokens": 10, "costUsd": 0.5})),
+            usage(&orchestrator_core::usage::Usage {
+                input_tokens: 10,
+                cost_usd: 0.5,
+                ..Default::default()
+            }),
             "10 in, $0.5000"
         );
     }

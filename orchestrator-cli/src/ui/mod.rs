@@ -303,31 +303,23 @@ fn shown(
     }
 }
 
+/// The page of an error: what the CLI calls invalid input (an unknown plan, job or session) is
+/// not found (404), anything else 500.
 fn error_page(ui: &Ui, e: &CliError) -> Response<Body> {
     if e.exit == Exit::Invalid {
         return not_found(ui, &e.message);
     }
-    html_response(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        page(
-            "Error",
-            ui.token(),
-            Live::None,
-            &format!("<h1>Error</h1><p class=\"err\">{}</p>", esc(&e.message)),
-        ),
-    )
+    message_page(ui, StatusCode::INTERNAL_SERVER_ERROR, "Error", &e.message)
 }
 
 fn not_found(ui: &Ui, message: &str) -> Response<Body> {
-    html_response(
-        StatusCode::NOT_FOUND,
-        page(
-            "Not found",
-            ui.token(),
-            Live::None,
-            &format!("<h1>Not found</h1><p class=\"err\">{}</p>", esc(message)),
-        ),
-    )
+    message_page(ui, StatusCode::NOT_FOUND, "Not found", message)
+}
+
+/// A page saying `message` under the heading `title`.
+fn message_page(ui: &Ui, status: StatusCode, title: &str, message: &str) -> Response<Body> {
+    let body = format!("<h1>{title}</h1><p class=\"err\">{}</p>", esc(message));
+    html_response(status, page(title, ui.token(), Live::None, &body))
 }
 
 fn asset(body: &'static str, kind: &'static str) -> Response<Body> {

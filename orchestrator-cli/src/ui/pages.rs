@@ -58,7 +58,7 @@ pub async fn plans(ui: &Ui, page: usize) -> CliResult<String> {
                     format!(
                         "<span class=\"bar\"><span style=\"width:{pct}%\"></span></span> {done}/{total}"
                     ),
-                    usage(&serde_json::to_value(Usage::of_plan(&record)).unwrap_or(Value::Null)),
+                    usage(&Usage::of_plan(&record)),
                 )
             }
             Err(e) => (
@@ -133,7 +133,7 @@ pub fn timeline(record: &PlanRecord) -> String {
 /// The heading of a plan's page: name, status, counts, usage, branches.
 fn summary(view: &PlanView) -> String {
     let c = view.state.counts();
-    let used = serde_json::to_value(Usage::of_plan(view)).unwrap_or(Value::Null);
+    let used = Usage::of_plan(view);
     format!(
         "<h1>{name} {status}</h1><p class=\"facts\" id=\"summary\">\
          <span class=\"mono\">{id}</span> · <span data-count=\"succeeded\">{s}</span> succeeded · \
@@ -201,10 +201,6 @@ fn jobs(ui: &Ui, view: &PlanView) -> String {
             .get(n)
             .and_then(|j| j.group.as_deref())
             .unwrap_or("");
-        let mut spent = Usage::default();
-        for metrics in node.attempts.iter().filter_map(|a| a.metrics.as_ref()) {
-            spent.add_metrics(metrics);
-        }
         let _ = write!(
             out,
             "<tr data-node=\"{n}\" class=\"depth-{d}\"><td style=\"padding-left:{pad}em\">\
@@ -217,7 +213,7 @@ fn jobs(ui: &Ui, view: &PlanView) -> String {
             status = badge(node.status.as_str()),
             attempts = node.attempts.len(),
             group = esc(group),
-            used = usage(&serde_json::to_value(spent).unwrap_or(Value::Null)),
+            used = usage(&Usage::of_node(node)),
             why = esc(&why),
         );
     }
@@ -247,7 +243,7 @@ fn why(record: &PlanRecord, n: usize) -> String {
     }
     let last = node.last_attempt();
     match (&node.error, last.and_then(|a| a.failure_reason)) {
-        (Some(e), Some(r)) => format!("{r:?}: {e}"),
+        (Some(e), Some(r)) => format!("{}: {e}", name_of(&r)),
         (Some(e), None) => e.clone(),
         (None, _) => String::new(),
     }
@@ -262,7 +258,6 @@ pub async fn job(ui: &Ui, id: &PlanId, n: usize) -> CliResult<Option<String>> {
     };
     let t = ui.token();
     let label = view.label(n);
-    let doc = orchestrator_core::report::job_json(&view, n);
     let mut out = format!(
         "<p class=\"crumbs\"><a href=\"/plans/{id}?token={t}\">{plan}</a> /</p>\
          <h1>{label} <span id=\"job-status\">{status}</span></h1>",
@@ -270,8 +265,8 @@ pub async fn job(ui: &Ui, id: &PlanId, n: usize) -> CliResult<Option<String>> {
         label = esc(label),
         status = badge(node.status.as_str()),
     );
-    if let Some(task) = doc.get("task").and_then(Value::as_str) {
-        let _ = write!(out, "<p class=\"task\">{}</p>", esc(task));
+    if let Some(job) = view.spec.jobs.get(n) {
+        let _ = write!(out, "<p class=\"task\">{}</p>", esc(&job.task));
     }
     let why = why(&view, n);
     if !why.is_empty() {
@@ -320,8 +315,9 @@ pub async fn job(ui: &Ui, id: &PlanId, n: usize) -> CliResult<Option<String>> {
         );
     }
     out.push_str("</tbody></table>");
-    if let Some(used) = doc.get("usage") {
-        let _ = write!(out, "<h2>Usage</h2><p>{}</p>", usage(used));
+    let spent = Usage::of_node(node);
+    if spent != Usage::default() {
+        let _ = write!(out, "<h2>Usage</h2><p>{}</p>", usage(&spent));
     }
     if let Some(commit) = &node.commit {
         let _ = write!(
@@ -437,6 +433,15 @@ pub async fn sessions(ui: &Ui) -> CliResult<String> {
     Ok(out)
 }
 
+/// A turn's usage, from the metrics its CLI reported.
+fn turn_usage(metrics: Option<&Value>) -> Usage {
+    let mut used = Usage::default();
+    if let Some(m) = metrics {
+        used.add_metrics(m);
+    }
+    used
+}
+
 /// A session: its turns with prompts, replies and checkpoints.
 pub async fn session(ui: &Ui, given: &str) -> CliResult<String> {
     let s = ui.sessions().await?.get(given).await?;
@@ -471,7 +476,7 @@ pub async fn session(ui: &Ui, given: &str) -> CliResult<String> {
                 esc(&orchestrator_agents::session::checkpoint_ref(&s.id, turn.turn)),
                 esc(crate::report::short(commit))
             )),
-            used = usage(turn.usage.as_ref().unwrap_or(&Value::Null)),
+            used = usage(&turn_usage(turn.usage.as_ref())),
         );
     }
     Ok(out)
