@@ -33,6 +33,33 @@ pub enum Change {
 pub struct Feed {
     changes: broadcast::Sender<Change>,
     watching: Option<Arc<Watching>>,
+    generations: Generations,
+}
+
+/// How many changes of each plan were announced: what a listener reads after a change is at
+/// least that change's number, so a plan loaded for that number or a later one shows it (and
+/// the listeners of one plan share one load per change).
+#[derive(Clone, Default)]
+struct Generations(Arc<Mutex<std::collections::HashMap<PlanId, u64>>>);
+
+impl Generations {
+    fn bump(&self, id: &PlanId) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *map.entry(id.clone()).or_default() += 1;
+    }
+
+    fn of(&self, id: &PlanId) -> u64 {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(id).copied().unwrap_or_default()
+    }
+}
+
+/// Sends `change`, first counting it for its plan.
+fn announce(out: &broadcast::Sender<Change>, generations: &Generations, change: Change) {
+    if let Change::Plan(id) = &change {
+        generations.bump(id);
+    }
+    let _ = out.send(change);
 }
 
 /// The folders watched, each on its own (never a whole tree: a store of many large plans has
@@ -158,10 +185,17 @@ impl Feed {
         watching.add_listing(&store_root.join("plans"));
         watching.add_listing(&store_root.join("sessions"));
         let (changes, _) = broadcast::channel(1024);
-        tokio::spawn(settle(rx, watching.clone(), changes.clone()));
+        let generations = Generations::default();
+        tokio::spawn(settle(
+            rx,
+            watching.clone(),
+            changes.clone(),
+            generations.clone(),
+        ));
         Ok(Feed {
             changes,
             watching: Some(watching),
+            generations,
         })
     }
 
@@ -187,7 +221,8 @@ impl Feed {
         Fut: std::future::Future<Output = Vec<PlanId>> + Send,
     {
         let (changes, _) = broadcast::channel(1024);
-        let tx = changes.clone();
+        let generations = Generations::default();
+        let (tx, counts) = (changes.clone(), generations.clone());
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(DATABASE_TICK).await;
@@ -195,15 +230,21 @@ impl Feed {
                     continue;
                 }
                 for id in unfinished().await {
-                    let _ = tx.send(Change::Plan(id));
+                    announce(&tx, &counts, Change::Plan(id));
                 }
-                let _ = tx.send(Change::Sessions);
+                announce(&tx, &counts, Change::Sessions);
             }
         });
         Feed {
             changes,
             watching: None,
+            generations,
         }
+    }
+
+    /// How many changes of plan `id` were announced so far.
+    pub fn generation(&self, id: &PlanId) -> u64 {
+        self.generations.of(id)
     }
 
     /// Listens to the changes from now on.
@@ -217,6 +258,7 @@ async fn settle(
     mut raw: mpsc::UnboundedReceiver<PathBuf>,
     watching: Arc<Watching>,
     out: broadcast::Sender<Change>,
+    generations: Generations,
 ) {
     while let Some(first) = raw.recv().await {
         let mut paths = vec![first];
@@ -235,15 +277,8 @@ async fn settle(
             watching.notice(path);
             batch.extend(change_of(&watching.root, path));
         }
-        eprintln!(
-            "DEBUG {} batch {:?} from {} paths: {:?}",
-            orchestrator_core::ids::now_millis(),
-            batch,
-            paths.len(),
-            paths.iter().take(3).collect::<Vec<_>>()
-        );
         for change in batch {
-            let _ = out.send(change);
+            announce(&out, &generations, change);
         }
     }
 }
@@ -300,6 +335,9 @@ mod tests {
             next(&mut rx).await,
             Some(Change::Plan(PlanId::from("old-plan")))
         );
+        // Counted before it was sent: a page reading the count now loads the change.
+        assert_eq!(feed.generation(&PlanId::from("old-plan")), 1);
+        assert_eq!(feed.generation(&PlanId::from("new-plan")), 0);
         // A plan made after the start: written aside, then renamed into place (as the store does).
         std::fs::create_dir_all(root.join("plans/.create-new")).expect("mkdir");
         std::fs::rename(root.join("plans/.create-new"), root.join("plans/new-plan")).expect("mv");

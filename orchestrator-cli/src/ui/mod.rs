@@ -53,6 +53,9 @@ pub struct Ui {
     guard: Guard,
     feed: Feed,
     sessions: OnceCell<Sessions>,
+    /// The last `plan` event of each plan with the change number it was loaded for, shared by
+    /// the pages showing it ([`plan_event`]).
+    payloads: tokio::sync::Mutex<std::collections::HashMap<PlanId, (u64, Bytes)>>,
 }
 
 impl Ui {
@@ -124,6 +127,7 @@ pub async fn serve(args: UiArgs) -> CliResult<Exit> {
         guard: Guard::new(token, port),
         feed,
         sessions: OnceCell::new(),
+        payloads: tokio::sync::Mutex::default(),
     });
     let stop = crate::commands::session::interrupted();
     tokio::pin!(stop);
@@ -440,7 +444,15 @@ fn change_event(what: &str) -> Bytes {
 }
 
 /// A plan's state for its page: its status, counts and every node's status, by node index.
+/// Loaded once per announced change, whatever the number of pages showing the plan.
 async fn plan_event(ui: &Ui, id: &PlanId) -> Option<Bytes> {
+    let generation = ui.feed.generation(id);
+    let mut payloads = ui.payloads.lock().await;
+    if let Some((seen, payload)) = payloads.get(id) {
+        if *seen >= generation {
+            return Some(payload.clone());
+        }
+    }
     let record = ui.ws.plans.load(id).await.ok()?;
     let c = record.state.counts();
     let status = record.status();
@@ -450,5 +462,7 @@ async fn plan_event(ui: &Ui, id: &PlanId) -> Option<Bytes> {
         "counts": {"succeeded": c.succeeded, "running": c.active, "failed": c.failed},
         "nodes": record.state.nodes.iter().map(|n| n.status.as_str()).collect::<Vec<_>>(),
     });
-    Some(Bytes::from(format!("event: plan\ndata: {doc}\n\n")))
+    let payload = Bytes::from(format!("event: plan\ndata: {doc}\n\n"));
+    payloads.insert(id.clone(), (generation, payload.clone()));
+    Some(payload)
 }
