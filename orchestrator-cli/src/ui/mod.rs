@@ -387,6 +387,16 @@ fn events(ui: Arc<Ui>, live: Option<&str>) -> Response<Body> {
         {
             return;
         }
+        // The page was drawn before this stream listened: a change between the two would never
+        // reach it, so a plan's page gets the plan's state as of now (the stream listens
+        // already, so nothing after this load is missed either).
+        if let Some(id) = &plan {
+            if let Some(m) = plan_event(&ui, id).await {
+                if tx.send(m).await.is_err() {
+                    return;
+                }
+            }
+        }
         loop {
             let change = tokio::select! {
                 c = changes.recv() => c,
