@@ -356,17 +356,62 @@ struct LogInner {
     phase: Phase,
     attempt: u32,
     /// Secrets replaced in every line before it is buffered or published.
-    redactor: std::sync::OnceLock<Arc<crate::redact::Redactor>>,
+    redactor: Given<Arc<crate::redact::Redactor>>,
     buffer: Mutex<String>,
     events: EventBus,
-    processes: Option<ProcessHook>,
-    writer: std::sync::OnceLock<Writer>,
+    processes: Processes,
+    writer: Given<Writer>,
     /// Held while a chunk is taken and written, so chunks reach the writer in order even when
     /// stdout and stderr readers flush at the same time.
     writing: tokio::sync::Mutex<()>,
     /// Set before the first chunk is taken: from then on [`LogSink::flush`] always takes
     /// `writing`, so it waits for a chunk another reader is writing.
     flushing: std::sync::atomic::AtomicBool,
+}
+
+/// Who hears of the process groups a sink's runner starts and ends.
+enum Processes {
+    Nobody,
+    Hook(ProcessHook),
+    /// The engine's own (every phase of every job has one: no closure to allocate).
+    Engine(crate::engine::messages::ProcessReports),
+}
+
+impl Processes {
+    fn report(&self, pgid: u32, running: bool) {
+        match self {
+            Processes::Nobody => {}
+            Processes::Hook(hook) => hook(pgid, running),
+            Processes::Engine(reports) => reports.report(pgid, running),
+        }
+    }
+}
+
+/// A part of a sink it is made with, or given once later through a builder method (the first
+/// one stays). Not a bare `OnceLock`: setting one is a synchronised call, and the engine makes
+/// a sink with both parts for every phase of every job.
+struct Given<T> {
+    made: Option<T>,
+    later: std::sync::OnceLock<T>,
+}
+
+impl<T> Given<T> {
+    fn made(value: Option<T>) -> Self {
+        Given {
+            made: value,
+            later: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> Option<&T> {
+        self.made.as_ref().or_else(|| self.later.get())
+    }
+
+    fn give(&self, value: T) {
+        if self.made.is_none() {
+            let _ = self.later.set(value);
+        }
+    }
 }
 
 /// Writes one chunk of a phase log (whole lines, each ending in `\n`) to where the log is kept.
@@ -420,11 +465,11 @@ impl LogSink {
                 node,
                 phase,
                 attempt,
-                redactor: std::sync::OnceLock::new(),
+                redactor: Given::made(None),
                 buffer: Mutex::new(String::new()),
                 events,
-                processes: None,
-                writer: std::sync::OnceLock::new(),
+                processes: Processes::Nobody,
+                writer: Given::made(None),
                 writing: tokio::sync::Mutex::new(()),
                 flushing: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -444,7 +489,7 @@ impl LogSink {
     ) -> Self {
         let mut sink = LogSink::new(plan, node, phase, attempt, events);
         if let Some(inner) = Arc::get_mut(&mut sink.inner) {
-            inner.processes = Some(hook);
+            inner.processes = Processes::Hook(hook);
         }
         sink
     }
@@ -456,7 +501,7 @@ impl LogSink {
         key: LogKey,
         node: NodeIndex,
         events: EventBus,
-        hook: ProcessHook,
+        reports: crate::engine::messages::ProcessReports,
         repository: Arc<dyn crate::PlanRepository>,
         redactor: Arc<crate::redact::Redactor>,
     ) -> Self {
@@ -466,11 +511,11 @@ impl LogSink {
                 node,
                 phase: key.phase,
                 attempt: key.attempt,
-                redactor: std::sync::OnceLock::from(redactor),
+                redactor: Given::made(Some(redactor)),
                 buffer: Mutex::new(String::new()),
                 events,
-                processes: Some(hook),
-                writer: std::sync::OnceLock::from(Writer::Store(repository, key)),
+                processes: Processes::Engine(reports),
+                writer: Given::made(Some(Writer::Store(repository, key))),
                 writing: tokio::sync::Mutex::new(()),
                 flushing: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -481,7 +526,7 @@ impl LogSink {
     /// log and log events alike) and in [`LogSink::redact`]. A sink has at most one redactor:
     /// a second call keeps the first.
     pub fn redacting(self, redactor: Arc<crate::redact::Redactor>) -> Self {
-        let _ = self.inner.redactor.set(redactor);
+        self.inner.redactor.give(redactor);
         self
     }
 
@@ -496,16 +541,12 @@ impl LogSink {
 
     /// A runner started a process group led by `pgid` (Unix) for this phase.
     pub fn process_started(&self, pgid: u32) {
-        if let Some(hook) = &self.inner.processes {
-            hook(pgid, true);
-        }
+        self.inner.processes.report(pgid, true);
     }
 
     /// The process group led by `pgid` has ended (or was stopped).
     pub fn process_ended(&self, pgid: u32) {
-        if let Some(hook) = &self.inner.processes {
-            hook(pgid, false);
-        }
+        self.inner.processes.report(pgid, false);
     }
 
     /// A sink that only buffers (tests, detached use).
@@ -547,14 +588,14 @@ impl LogSink {
     /// This sink, writing its buffer out through `writer` (see [`LogSink::write_line`] and
     /// [`LogSink::flush`]). A sink has at most one writer: a second call keeps the first.
     pub fn with_writer(self, writer: LogWriter) -> Self {
-        let _ = self.inner.writer.set(Writer::Custom(writer));
+        self.inner.writer.give(Writer::Custom(writer));
         self
     }
 
     /// This sink, writing its buffer out to `repository`'s log `key`. A chunk that cannot be
     /// stored is reported through `tracing` and dropped: a log must not fail the phase.
     pub fn stored_in(self, repository: Arc<dyn crate::PlanRepository>, key: LogKey) -> Self {
-        let _ = self.inner.writer.set(Writer::Store(repository, key));
+        self.inner.writer.give(Writer::Store(repository, key));
         self
     }
 

@@ -57,6 +57,8 @@ pub(crate) struct PlanActor {
     id: PlanId,
     machine: PlanMachine,
     spec: Arc<PlanSpec>,
+    /// The plan's folder, shared with its runs (one allocation per plan, not per job).
+    repo: Arc<std::path::Path>,
     tx: mpsc::UnboundedSender<Message>,
     rx: mpsc::UnboundedReceiver<Message>,
     queue: ReadyQueue,
@@ -153,6 +155,7 @@ impl PlanActor {
     ) -> (PlanActor, watch::Receiver<PlanStatus>) {
         let id = record.state.id.clone();
         let spec = record.spec.clone();
+        let repo = Arc::from(record.state.repo.as_path());
         let holds = waiting::plan_holds(&spec);
         let max_parallel = max_parallel_of(&spec);
         let n = record.state.nodes.len();
@@ -170,6 +173,7 @@ impl PlanActor {
             id,
             machine,
             spec,
+            repo,
             tx,
             rx,
             queue: ReadyQueue::default(),
@@ -679,7 +683,7 @@ impl PlanActor {
                     if self.running[n].is_none() && self.composite_done.contains_key(&n) => {}
                 _ => continue,
             }
-            if self.held(n) {
+            if self.holds && self.held(n) {
                 continue;
             }
             let slot = match spare.take() {
@@ -730,6 +734,7 @@ impl PlanActor {
         let run = NodeRun::new(
             self.ctx.clone(),
             &self.machine,
+            self.repo.clone(),
             self.spec.clone(),
             n,
             self.remaps.len(),

@@ -105,6 +105,33 @@ pub(crate) enum NodeProgress {
     },
 }
 
+/// Where a node's phases report the process groups their runners start: straight to the
+/// plan's actor (not with the buffered progress), so the store knows them before the work gets
+/// far. Only starts: the attempt's end clears them, which saves a message and a journal record
+/// per process.
+#[derive(Debug, Clone)]
+pub(crate) struct ProcessReports {
+    pub(crate) tx: tokio::sync::mpsc::UnboundedSender<Message>,
+    /// The layout generation the node was launched in.
+    pub(crate) gen: usize,
+    pub(crate) node: NodeIndex,
+}
+
+impl ProcessReports {
+    pub(crate) fn report(&self, pgid: u32, running: bool) {
+        if running {
+            let _ = self.tx.send(Message::Node(NodeProgress::Changes {
+                gen: self.gen,
+                changes: vec![StateChange::Process {
+                    node: self.node,
+                    pgid,
+                    running,
+                }],
+            }));
+        }
+    }
+}
+
 /// How a node's run that did not fail ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RunEnd {

@@ -9,7 +9,7 @@
 mod actor;
 mod builder;
 mod context;
-mod messages;
+pub(crate) mod messages;
 mod options;
 mod orchestrator;
 mod pipeline;

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::capacity::Slot;
 use crate::engine::context::EngineCtx;
-use crate::engine::messages::{Hold, Message, NodeFailure, NodeProgress, RunEnd};
+use crate::engine::messages::{Hold, Message, NodeFailure, NodeProgress, ProcessReports, RunEnd};
 use crate::git::{GitOperations, MergeStyle};
 use crate::ids::{now_millis, NodeId, NodeIndex, PlanId};
 use crate::inputs::{Inputs, JobInput, INPUTS_VAR};
@@ -47,7 +47,9 @@ pub(crate) struct NodeRun {
     resume_from: Phase,
     spec: Arc<PlanSpec>,
     graph: Arc<PlanGraph>,
-    repo: PathBuf,
+    /// The plan's folder (the repository, or the working directory of `isolation: none`),
+    /// shared by the plan's runs.
+    repo: Arc<Path>,
     base_commit: Option<String>,
     target_branch: Option<String>,
     snapshot_branch: Option<String>,
@@ -101,6 +103,7 @@ impl NodeRun {
     pub(crate) fn new(
         ctx: Arc<EngineCtx>,
         machine: &PlanMachine,
+        repo: Arc<Path>,
         spec: Arc<PlanSpec>,
         node: NodeIndex,
         gen: usize,
@@ -129,8 +132,19 @@ impl NodeRun {
             _ => true,
         };
         // The dependencies in the job's order, once: commits, inputs and sub-agents come
-        // from them.
-        let mut deps = graph.ordered_dependencies(node);
+        // from them. A job in place whose dependencies surely left no result and that has no
+        // sub-agents needs none of them (a plan of many small commands saves the list).
+        let needs_deps = spec.isolation == Isolation::Worktree
+            || graph.dependencies(node).any(|d| machine.may_have_result(d))
+            || spec
+                .jobs
+                .get(node)
+                .is_some_and(|j| matches!(j.work, WorkSpec::Agent(_)));
+        let mut deps = if needs_deps {
+            graph.ordered_dependencies(node)
+        } else {
+            Vec::new()
+        };
         deps.retain(|&d| !graph.is_snapshot(d));
         let dep_commits = if spec.isolation == Isolation::Worktree {
             deps.iter()
@@ -167,7 +181,7 @@ impl NodeRun {
                 p if composite => p.max(Phase::Commit),
                 p => p,
             },
-            repo: state.repo.clone(),
+            repo,
             base_commit: state.base_commit.clone(),
             target_branch: state.target_branch.clone(),
             snapshot_branch: state.snapshot_branch.clone(),
@@ -344,22 +358,11 @@ impl NodeRun {
             phase,
             at: now_millis(),
         });
-        // Process groups are reported to the actor at once (not with the buffered progress),
-        // so the store knows them before the work gets far. Only starts: the attempt's end
-        // clears them, which saves a message and a journal record per process.
-        let (tx, gen, node) = (self.tx.clone(), self.gen, self.node);
-        let hook: crate::runner::ProcessHook = Arc::new(move |pgid, running| {
-            if running {
-                let _ = tx.send(Message::Node(NodeProgress::Changes {
-                    gen,
-                    changes: vec![StateChange::Process {
-                        node,
-                        pgid,
-                        running,
-                    }],
-                }));
-            }
-        });
+        let reports = ProcessReports {
+            tx: self.tx.clone(),
+            gen: self.gen,
+            node: self.node,
+        };
         // Output goes to the store in chunks as it comes, not held until the phase ends.
         // Secrets of the host and of the plan's, job's and specs' env never reach the log,
         // the log events or the failure message.
@@ -372,7 +375,7 @@ impl NodeRun {
             },
             self.node,
             self.ctx.events.clone(),
-            hook,
+            reports,
             self.ctx.repository.clone(),
             self.ctx.job_redactor(&self.spec, self.job()),
         );

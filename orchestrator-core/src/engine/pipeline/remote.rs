@@ -244,6 +244,7 @@ pub(crate) async fn execute_order(
     let mut run = NodeRun::new(
         ctx.clone(),
         &machine,
+        Arc::from(repo),
         spec,
         node,
         0,
@@ -260,7 +261,6 @@ pub(crate) async fn execute_order(
         .join(".worktrees")
         .join(crate::engine::job_worktree_name(&order.node));
     run.on_worker = true;
-    run.repo = repo.to_path_buf();
     run.dep_commits = vec![order.base.clone()];
     run.worktree = Some(worktree.clone());
     run.prev_commit = None;
