@@ -71,7 +71,10 @@ pub(crate) struct PlanActor {
     /// commands, so the actor's turns go on, and kept across turns so it keeps its place in a
     /// semaphore's queue and a slot-file backoff is not restarted.
     waiting_slot: Option<SlotWait>,
-    to_spawn: Vec<NodeRun>,
+    /// Runs launched this turn, spawned once the turn's changes went to the writer. Boxed
+    /// where they are made: a run is large, and a box moves as a pointer into this list, out of
+    /// it and into its task.
+    to_spawn: Vec<Box<NodeRun>>,
     writer: JournalWriter,
     /// Status last handed to the writer.
     sent_status: PlanStatus,
@@ -650,9 +653,7 @@ impl PlanActor {
         // happened, and a node whose start is lost in a crash simply runs again.
         for run in self.to_spawn.drain(..) {
             let span = tracing::info_span!("node", node = run.node, node_id = %run.node_id);
-            // Boxed: a run is large, and tokio moves a task's future on spawn and on
-            // completion.
-            tokio::spawn(Box::new(run).execute().instrument(span));
+            tokio::spawn(run.execute().instrument(span));
         }
     }
 
@@ -731,7 +732,7 @@ impl PlanActor {
             }
         };
         let cancel = CancellationToken::new();
-        let run = NodeRun::new(
+        let run = Box::new(NodeRun::new(
             self.ctx.clone(),
             &self.machine,
             self.repo.clone(),
@@ -744,7 +745,7 @@ impl PlanActor {
             self.tx.clone(),
             slot,
             merge_only.as_deref(),
-        );
+        ));
         self.running[n] = Some(Running { cancel, stop: None });
         self.active += 1;
         self.to_spawn.push(run);

@@ -86,12 +86,12 @@ async fn write_loop(
     failing: Arc<AtomicBool>,
 ) {
     let mut published = *status_tx.borrow();
-    while let Some(mut batch) = rx.recv().await {
+    let mut waiting = Vec::new();
+    while let Some(first) = rx.recv().await {
         while let Ok(more) = rx.try_recv() {
-            batch.changes.extend(more.changes);
-            batch.status = more.status;
-            batch.after.extend(more.after);
+            waiting.push(more);
         }
+        let batch = merged(first, &mut waiting);
         if !batch.changes.is_empty() {
             append(&ctx, &plan, &batch.changes, &failing).await;
         }
@@ -110,6 +110,23 @@ async fn write_loop(
         }
     }
     drop(lease);
+}
+
+/// `first` and the batches `more` that came after it, as one: one append to the store. The
+/// changes are moved once into a list of their total length (a writer that fell behind has
+/// many turns' batches to join, and growing the first one would copy it again and again).
+fn merged(mut first: Batch, more: &mut Vec<Batch>) -> Batch {
+    if more.is_empty() {
+        return first;
+    }
+    let total = first.changes.len() + more.iter().map(|b| b.changes.len()).sum::<usize>();
+    first.changes.reserve_exact(total - first.changes.len());
+    for mut b in more.drain(..) {
+        first.changes.append(&mut b.changes);
+        first.status = b.status;
+        first.after.append(&mut b.after);
+    }
+    first
 }
 
 /// Appends, retrying transient failures for as long as it takes: dropping a change would break
@@ -132,5 +149,67 @@ async fn append(ctx: &EngineCtx, plan: &PlanId, changes: &[StateChange], failing
                 tokio::time::sleep(STORE_RETRY).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn batch(nodes: &[usize], status: PlanStatus, said: &Arc<Mutex<Vec<usize>>>) -> Batch {
+        let changes = nodes
+            .iter()
+            .map(|&node| StateChange::Node {
+                node,
+                status: crate::state::NodeStatus::Ready,
+                at: 0,
+            })
+            .collect();
+        let (said, first) = (said.clone(), nodes.first().copied().unwrap_or_default());
+        let after: Vec<AfterDurable> = vec![Box::new(move || {
+            said.lock().unwrap_or_else(|e| e.into_inner()).push(first);
+        })];
+        Batch {
+            changes,
+            status,
+            after,
+        }
+    }
+
+    fn nodes_of(changes: &[StateChange]) -> Vec<usize> {
+        changes
+            .iter()
+            .map(|c| match c {
+                StateChange::Node { node, .. } => *node,
+                _ => usize::MAX,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batches_join_in_order_with_the_last_status_and_every_reply() {
+        let said = Arc::new(Mutex::new(Vec::new()));
+        let first = batch(&[1, 2], PlanStatus::Running, &said);
+        let mut more = vec![
+            batch(&[3], PlanStatus::Running, &said),
+            batch(&[4, 5, 6], PlanStatus::Succeeded, &said),
+        ];
+        let joined = merged(first, &mut more);
+        assert!(more.is_empty(), "the waiting batches are taken");
+        assert_eq!(nodes_of(&joined.changes), vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(joined.changes.capacity(), 6, "one list of the total length");
+        assert_eq!(joined.status, PlanStatus::Succeeded);
+        for f in joined.after {
+            f();
+        }
+        assert_eq!(
+            *said.lock().unwrap_or_else(|e| e.into_inner()),
+            vec![1, 3, 4]
+        );
+        // A batch alone is handed on as it is.
+        let alone = merged(batch(&[7], PlanStatus::Paused, &said), &mut Vec::new());
+        assert_eq!(nodes_of(&alone.changes), vec![7]);
+        assert_eq!(alone.status, PlanStatus::Paused);
     }
 }
