@@ -105,6 +105,9 @@ echo "== 2. ${WT_JOBS} one-file jobs in worktrees of a ${FILES}-file repository,
 template="$WORK/template"
 mkdir -p "$template"
 git -C "$template" init -q -b main
+# No automatic gc: with 10,000 files the commit below would start one in the background, which
+# packs and prunes the loose objects while the runs copy the template.
+git -C "$template" config gc.auto 0
 for ((f = 0; f < FILES; f++)); do
   d="$template/src/m$((f / 30))"
   mkdir -p "$d"

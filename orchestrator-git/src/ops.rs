@@ -26,6 +26,12 @@ use crate::{checkout, paths, pool, refs, remote, worktree};
 ///
 /// Worktree administration, ref updates and merges into branches are serialized per repository
 /// within a process; across processes, ref updates stay compare-and-swap.
+///
+/// Making one turns off libgit2's strict object creation, a setting of the whole process (see
+/// [`git2::opts::strict_object_creation`]): every tree, index entry and commit these
+/// operations write references objects they just read from the repository or wrote to it, and
+/// checking each again costs a file read per loose object (most of a job's commit on a
+/// repository of a thousand files). Repository damage is still found where objects are read.
 #[derive(Debug, Clone)]
 pub struct Git2Operations {
     inner: Arc<Inner>,
@@ -69,6 +75,8 @@ impl Git2Operations {
         roots: Vec<PathBuf>,
         pool: PoolLimits,
     ) -> Self {
+        static TRUST_OWN_OBJECTS: std::sync::Once = std::sync::Once::new();
+        TRUST_OWN_OBJECTS.call_once(|| git2::opts::strict_object_creation(false));
         Git2Operations {
             inner: Arc::new(Inner {
                 identity,
