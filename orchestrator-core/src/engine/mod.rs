@@ -3,8 +3,9 @@
 //! One actor task per plan owns its [`crate::state::PlanMachine`]; node tasks run the phase
 //! pipeline and report back over a channel. A finished node releases its dependents in the same
 //! actor turn (no polling), every turn's changes are appended to the store in one batch before
-//! any newly scheduled node starts, and capacity is a plan's `maxParallel` plus a semaphore
-//! shared by every plan of the process.
+//! any newly scheduled node starts, and capacity is a plan's `maxParallel` plus the
+//! [`crate::Capacity`] every plan of the engine shares (a semaphore of this process by default,
+//! or slots shared by every process of the machine).
 
 mod actor;
 mod builder;
