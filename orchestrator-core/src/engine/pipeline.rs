@@ -118,7 +118,8 @@ impl NodeRun {
         let state = &record.state;
         let graph = machine.graph().clone();
         let ns = &state.nodes[node];
-        let parent = spec.jobs.get(node).map(|j| j.producer_id.as_str());
+        let job = spec.jobs.get(node);
+        let parent = job.map(|j| j.producer_id.as_str());
         // A composite job merges only its sub-jobs that succeeded (and, after a best-of-N
         // pick, only the picked ones); its other dependencies are in its own commit already.
         // A sub-agent's commit is merged into its parent's worktree when the parent's session
@@ -136,10 +137,7 @@ impl NodeRun {
         // sub-agents needs none of them (a plan of many small commands saves the list).
         let needs_deps = spec.isolation == Isolation::Worktree
             || graph.dependencies(node).any(|d| machine.may_have_result(d))
-            || spec
-                .jobs
-                .get(node)
-                .is_some_and(|j| matches!(j.work, WorkSpec::Agent(_)));
+            || job.is_some_and(|j| matches!(j.work, WorkSpec::Agent(_)));
         let mut deps = if needs_deps {
             graph.ordered_dependencies(node)
         } else {
@@ -159,7 +157,6 @@ impl NodeRun {
             .any(|&d| machine.may_have_result(d))
             .then(|| dependency_inputs(&spec, state, &deps))
             .flatten();
-        let job = spec.jobs.get(node);
         let composite = job.is_some_and(|j| {
             graph.has_sub_jobs(node)
                 && graph.dependencies(node).any(|d| {
@@ -189,10 +186,7 @@ impl NodeRun {
             worktree: ns.worktree.clone(),
             prev_commit: ns.commit.clone(),
             hold_after: !ns.approved
-                && spec
-                    .jobs
-                    .get(node)
-                    .is_some_and(|j| j.approval == Some(crate::plan::Approval::After)),
+                && job.is_some_and(|j| j.approval == Some(crate::plan::Approval::After)),
             may_split,
             composite,
             session_id: ns.session_id.clone(),

@@ -119,8 +119,9 @@ fn merged(mut first: Batch, more: &mut Vec<Batch>) -> Batch {
     if more.is_empty() {
         return first;
     }
-    let total = first.changes.len() + more.iter().map(|b| b.changes.len()).sum::<usize>();
-    first.changes.reserve_exact(total - first.changes.len());
+    first
+        .changes
+        .reserve_exact(more.iter().map(|b| b.changes.len()).sum());
     for mut b in more.drain(..) {
         first.changes.append(&mut b.changes);
         first.status = b.status;
