@@ -390,7 +390,12 @@ async fn holder_process() {
                 held = None;
                 println!("dropped");
             }
-            "lock" => match sessions.lock(id).await {
+            // `lock` tries once; `lock-wait` waits for a release still landing.
+            "lock" | "lock-wait" => match if line.trim() == "lock" {
+                sessions.lock(id).await
+            } else {
+                lock_within(&sessions, id, Duration::from_secs(10)).await
+            } {
                 Ok(lock) => {
                     held = Some(lock);
                     println!("locked");
@@ -439,8 +444,9 @@ async fn a_lock_held_by_another_process_is_refused_with_its_pid_and_freed_when_i
     );
     drop(mine);
 
-    // Held again, then the holder dies without dropping anything: the server frees it.
-    holder.tell("lock");
+    // Held again (once this process's release has landed), then the holder dies without
+    // dropping anything: the server frees it.
+    holder.tell("lock-wait");
     holder.expect("locked");
     assert!(matches!(
         sessions.lock("s-1").await,
