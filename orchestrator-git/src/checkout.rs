@@ -27,12 +27,14 @@ const FILES_PER_THREAD: usize = 128;
 /// goes through libgit2's checkout.
 pub(crate) fn populate(wt: &Repository, tree: &Tree<'_>) -> Result<(), GitError> {
     match plain_entries(wt, tree)? {
-        Some(entries) => write_plain(wt, &entries),
+        Some(entries) => write_plain(wt, tree, &entries),
         None => {
             let mut opts = CheckoutBuilder::new();
             opts.force().recreate_missing(true);
             wt.checkout_tree(tree.as_object(), Some(&mut opts))
-                .ctx("check out worktree")
+                .ctx("check out worktree")?;
+            // The checkout staged every file with its stat data; add the tree cache.
+            write_index(wt, tree, &[])
         }
     }
 }
@@ -108,15 +110,29 @@ pub(crate) fn plain_entries(
 
 /// Writes `entries` into the worktree's folder and its index, with the files' stat data so git
 /// sees them clean without re-reading them.
-fn write_plain(wt: &Repository, entries: &[PlainEntry]) -> Result<(), GitError> {
+fn write_plain(wt: &Repository, tree: &Tree<'_>, entries: &[PlainEntry]) -> Result<(), GitError> {
     let root = wt
         .workdir()
         .ok_or_else(|| GitError::other("check out worktree", "no working folder"))?;
     let written = write_entries(root, entries)?;
+    write_index(wt, tree, &written)
+}
+
+/// Writes the index of the worktree `wt`, whose files are those of `tree`: `entries` (the
+/// index entries of the files just written or checked, with their stat data) and `tree`'s
+/// tree cache, so that the job's commit rebuilds only the folders it changed (without the
+/// cache, every folder's tree is hashed again). `read_tree` keeps the stat data of each
+/// entry whose path, mode and blob it matches.
+pub(crate) fn write_index(
+    wt: &Repository,
+    tree: &Tree<'_>,
+    entries: &[IndexEntry],
+) -> Result<(), GitError> {
     let mut index = wt.index().ctx("read index")?;
-    for entry in &written {
+    for entry in entries {
         index.add(entry).ctx("write index")?;
     }
+    index.read_tree(tree).ctx("write index")?;
     index.write().ctx("write index")
 }
 

@@ -94,13 +94,15 @@ pub(crate) fn commit_all(
             0
         }
     };
+    // One walk of the worktree: `add_all` stages new and changed files and also drops the
+    // deleted ones from the index (libgit2 removes every path its workdir diff no longer finds),
+    // so an `update_all` after it would only walk the worktree a second time.
     index
         .add_all(["*"], IndexAddOption::DEFAULT, Some(&mut skip_nested))
         .ctx("stage")?;
     for folder in &nested {
         crate::nested::stage_plain(wt, &mut index, &root, folder)?;
     }
-    index.update_all(["*"], None).ctx("stage")?;
     let tree_id = index.write_tree().ctx("write tree")?;
     index.write().ctx("write index")?;
     let head = wt

@@ -308,11 +308,8 @@ fn fill(
             .collect();
         let written = checkout::write_entries(path, &missing)?;
         let wt = refs::open(path)?;
-        let mut index = wt.index().ctx("read index")?;
-        for e in tidied.kept.iter().chain(&written) {
-            index.add(e).ctx("write index")?;
-        }
-        index.write().ctx("write index")?;
+        let entries: Vec<IndexEntry> = tidied.kept.into_iter().chain(written).collect();
+        checkout::write_index(&wt, &checkout::tree_of(&wt, commit)?, &entries)?;
         worktree::finish_registration(&admin)
     });
     if done.is_err() {

@@ -111,7 +111,7 @@ impl Walk<'_> {
                 if self.wanted.dirs.contains(rel.as_slice()) {
                     let nonempty = self.folder(&path, rel)?;
                     if nonempty {
-                        self.out.bytes += disk_bytes(&path);
+                        self.out.bytes += entry.metadata().map_or(0, |m| disk_bytes_of(&m));
                     } else {
                         std::fs::remove_dir(&path).map_err(|e| io(&path, e))?;
                     }
@@ -121,7 +121,7 @@ impl Walk<'_> {
                     false
                 }
             } else {
-                let keep = self.keep(&path, rel)?;
+                let keep = self.keep(&entry, &path, rel)?;
                 if !keep {
                     std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
                 }
@@ -135,12 +135,20 @@ impl Walk<'_> {
 
     /// Whether the file (or symbolic link, or other non-folder) at `path` is wanted as it is;
     /// if so its index entry is recorded.
-    fn keep(&mut self, path: &Path, rel: &[u8]) -> Result<bool, GitError> {
+    /// (`entry` is `path`'s folder entry: its metadata is read relative to the open folder, not
+    /// by walking the whole path again, and does not follow a symbolic link.)
+    fn keep(
+        &mut self,
+        entry: &std::fs::DirEntry,
+        path: &Path,
+        rel: &[u8],
+    ) -> Result<bool, GitError> {
         let Some(want) = self.wanted.files.get(rel) else {
             return Ok(false);
         };
-        let meta =
-            std::fs::symlink_metadata(path).map_err(|e| error::io("tidy worktree", path, e))?;
+        let meta = entry
+            .metadata()
+            .map_err(|e| error::io("tidy worktree", path, e))?;
         let mode = if meta.file_type().is_symlink() {
             0o120000
         } else if meta.is_file() && meta.mode() & 0o100 != 0 {
@@ -210,11 +218,7 @@ fn content_id(path: &Path, mode: u32) -> Result<Option<Oid>, GitError> {
     Ok(Oid::hash_file(ObjectType::Blob, path).ok())
 }
 
-/// The disk space the entry at `path` takes (not following a symbolic link), 0 if unknown.
-pub(crate) fn disk_bytes(path: &Path) -> u64 {
-    std::fs::symlink_metadata(path).map_or(0, |m| disk_bytes_of(&m))
-}
-
+/// The disk space a file or folder with this metadata takes.
 fn disk_bytes_of(meta: &std::fs::Metadata) -> u64 {
     meta.blocks().saturating_mul(512)
 }

@@ -133,6 +133,20 @@ impl Fixture {
         );
         assert_eq!(snapshot(wt), snapshot(&fresh), "{label}: files differ");
         git(&self.repo, &["worktree", "remove", "--force", &fresh_arg]);
+        // Before `git status`, which may rewrite the index: its stat data matches every file
+        // (`diff-files` does not refresh, so a stale entry would be listed), and it carries a
+        // tree cache (the `TREE` extension; no path here holds those letters), so the job's
+        // commit hashes only the folders it changed.
+        assert_eq!(
+            git(wt, &["diff-files", "--name-only"]),
+            "",
+            "{label}: stat data"
+        );
+        let index = std::fs::read(git(wt, &["rev-parse", "--git-path", "index"])).expect("index");
+        assert!(
+            index.windows(4).any(|w| w == b"TREE"),
+            "{label}: no tree cache in the index"
+        );
         let status = git(
             wt,
             &[

@@ -181,6 +181,29 @@ pub(super) async fn commit_all_stores_nested_repositories_as_plain_files(c: &Cas
         Some("a, changed\n"),
         "later changes inside the nested repository are committed",
     );
+    if let Err(e) = std::fs::remove_file(wt.join("inner/sub/b.txt")) {
+        panic!("[{}] delete: {e}", c.name);
+    }
+    let third = c.ok(
+        "commit a deletion",
+        git.commit_all(&wt, "[Plan] gone").await,
+    );
+    let Some(third) = third else {
+        panic!(
+            "[{}] a deletion inside the nested repository was not committed",
+            c.name
+        );
+    };
+    c.same(
+        c.file_at(&third, "inner/sub/b.txt").await,
+        None,
+        "deletions inside the nested repository are committed",
+    );
+    c.same(
+        c.file_at(&third, "inner/a.txt").await.as_deref(),
+        Some("a, changed\n"),
+        "the rest of the nested repository stays",
+    );
 }
 
 pub(super) async fn diff_stats_counts(c: &Case<'_>) {
