@@ -10,7 +10,7 @@ use orchestrator_core::plan::{Isolation, JobSpec, PlanSpec, WorkSpec};
 use orchestrator_core::runner::{WorkFailure, WorkResult};
 use orchestrator_core::state::{AttemptStatus, FailureReason, PlanRecord};
 use orchestrator_core::{
-    FnRunner, InMemoryPlanRepository, NodeStatus, Orchestrator, OrchestratorEvent,
+    Error, FnRunner, InMemoryPlanRepository, NodeStatus, Orchestrator, OrchestratorEvent,
     OrchestratorOptions, Phase, PlanRepository, PlanStatus, RetryRequest, WorkContext, WorkOutput,
 };
 
@@ -137,6 +137,19 @@ async fn retry_with_replaced_work_succeeds() {
         .await
         .expect_err("blocked job");
     assert!(err.to_string().contains("only failed jobs"), "{err}");
+    // A replacement that makes the plan invalid is refused, naming the job, and changes nothing.
+    let before = o.status(&id).await.expect("status");
+    let err = o
+        .retry(&id, RetryRequest::jobs(["aaa"]).with_work(shell("  ")))
+        .await
+        .expect_err("empty work");
+    assert!(matches!(err, Error::Invalid(_)), "{err:?}");
+    assert!(err.to_string().contains("aaa"), "{err}");
+    assert_eq!(
+        o.status(&id).await.expect("status"),
+        before,
+        "a refused retry records nothing"
+    );
     let n = o
         .retry(&id, RetryRequest::jobs(["aaa"]).with_work(shell("ok")))
         .await

@@ -289,17 +289,8 @@ fn check_replacement(
     };
     let mut spec = (*record.spec).clone();
     for n in nodes {
-        let Some(job) = spec.jobs.get_mut(n) else {
-            continue;
-        };
-        if let Some(w) = work {
-            job.work = w.clone();
-        }
-        if let Some(p) = prechecks {
-            job.prechecks = Some(Box::new(p.clone()));
-        }
-        if let Some(p) = postchecks {
-            job.postchecks = Some(Box::new(p.clone()));
+        if let Some(job) = spec.jobs.get_mut(n) {
+            job.replace_specs(work.as_ref(), prechecks.as_ref(), postchecks.as_ref());
         }
     }
     validate(

@@ -411,4 +411,32 @@ impl JobSpec {
     pub fn display_name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.producer_id)
     }
+
+    /// Replaces the specs a retry may replace (SPEC §3: `retry --work/--prechecks/--postchecks`);
+    /// `None` keeps that spec as it is.
+    ///
+    /// ```
+    /// use orchestrator_core::plan::{JobSpec, WorkSpec};
+    /// let mut job = JobSpec::new("aaa", "a", WorkSpec::shell("false")).postchecks(WorkSpec::shell("test -f a"));
+    /// job.replace_specs(Some(&WorkSpec::shell("true")), Some(&WorkSpec::shell("make lint")), None);
+    /// assert_eq!(job.work, WorkSpec::shell("true"));
+    /// assert_eq!(job.prechecks.as_deref(), Some(&WorkSpec::shell("make lint")));
+    /// assert_eq!(job.postchecks.as_deref(), Some(&WorkSpec::shell("test -f a")));
+    /// ```
+    pub fn replace_specs(
+        &mut self,
+        work: Option<&WorkSpec>,
+        prechecks: Option<&WorkSpec>,
+        postchecks: Option<&WorkSpec>,
+    ) {
+        if let Some(w) = work {
+            self.work = w.clone();
+        }
+        if let Some(p) = prechecks {
+            self.prechecks = Some(Box::new(p.clone()));
+        }
+        if let Some(p) = postchecks {
+            self.postchecks = Some(Box::new(p.clone()));
+        }
+    }
 }

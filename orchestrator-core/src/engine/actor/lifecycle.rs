@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::error::StateProblem;
+use crate::plan::{validate, ValidationContext};
 
 impl PlanActor {
     pub(super) async fn start(&mut self) -> Result<()> {
@@ -232,10 +233,10 @@ impl PlanActor {
         let replaces =
             request.work.is_some() || request.prechecks.is_some() || request.postchecks.is_some();
         if replaces {
-            if let Some(n) = nodes.iter().find(|&&n| graph.is_snapshot(n)) {
-                let _ = n;
+            if nodes.iter().any(|&n| graph.is_snapshot(n)) {
                 return Err(self.invalid(StateProblem::SnapshotWork));
             }
+            self.check_replacement(&nodes, &request)?;
         }
         let at = self.clock;
         for &n in &nodes {
@@ -278,6 +279,32 @@ impl PlanActor {
             self.spec = self.machine.record().spec.clone();
         }
         Ok(nodes.len())
+    }
+
+    /// Refuses a retry whose replacement specs would make the plan invalid (an empty command,
+    /// an unknown agent, a folder outside the repository...), naming every problem by its job
+    /// as a bad plan file is, before anything is recorded: what `retry --work` checks in the
+    /// CLI holds for every host.
+    fn check_replacement(&self, nodes: &[NodeIndex], request: &RetryRequest) -> Result<()> {
+        let record = self.machine.record();
+        let mut spec = (*record.spec).clone();
+        for &n in nodes {
+            if let Some(job) = spec.jobs.get_mut(n) {
+                job.replace_specs(
+                    request.work.as_ref(),
+                    request.prechecks.as_ref(),
+                    request.postchecks.as_ref(),
+                );
+            }
+        }
+        validate(
+            &spec,
+            ValidationContext {
+                repo: Some(&record.state.repo),
+                scaffolding: record.state.scaffolding,
+            },
+        )?;
+        Ok(())
     }
 
     /// SPEC §3 recovery: the target branch exists again (at the base if it was deleted), the

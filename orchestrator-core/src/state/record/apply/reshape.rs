@@ -88,15 +88,7 @@ impl PlanRecord {
             .jobs
             .get_mut(node)
             .ok_or(ApplyError::NoSuchNode { node, count })?;
-        if let Some(w) = work {
-            job.work = w.clone();
-        }
-        if let Some(p) = prechecks {
-            job.prechecks = Some(Box::new(p.clone()));
-        }
-        if let Some(p) = postchecks {
-            job.postchecks = Some(Box::new(p.clone()));
-        }
+        job.replace_specs(work, prechecks, postchecks);
         Ok(())
     }
 }
