@@ -391,17 +391,20 @@ async fn holder_process() {
                 println!("dropped");
             }
             // `lock` tries once; `lock-wait` waits for a release still landing.
-            "lock" | "lock-wait" => match if line.trim() == "lock" {
-                sessions.lock(id).await
-            } else {
-                lock_within(&sessions, id, Duration::from_secs(10)).await
-            } {
-                Ok(lock) => {
-                    held = Some(lock);
-                    println!("locked");
+            "lock" | "lock-wait" => {
+                let taken = if line.trim() == "lock" {
+                    sessions.lock(id).await
+                } else {
+                    lock_within(&sessions, id, Duration::from_secs(10)).await
+                };
+                match taken {
+                    Ok(lock) => {
+                        held = Some(lock);
+                        println!("locked");
+                    }
+                    Err(e) => println!("holder failed: {e}"),
                 }
-                Err(e) => println!("holder failed: {e}"),
-            },
+            }
             _ => {}
         }
     }

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
+use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Tree};
 use orchestrator_core::git::GitError;
 
 use crate::builder::PoolLimits;
@@ -253,7 +253,7 @@ pub(crate) fn take(
     }) else {
         return Ok(false);
     };
-    let filled = fill(repo, &taking, path, commit, &target);
+    let filled = fill(repo, &taking, path, commit, &tree, &target);
     paths::remove_tree(&taking)?;
     match filled {
         Ok(()) => Ok(true),
@@ -266,12 +266,13 @@ pub(crate) fn take(
 }
 
 /// Moves the claimed entry's files to `path`, registers them and brings them to `target` (the
-/// files of `commit`). On failure the registration is removed; the caller deletes `path`.
+/// files of `commit`, whose tree is `tree`). On failure the registration is removed; the caller deletes `path`.
 fn fill(
     repo: &Repository,
     entry: &Path,
     path: &Path,
     commit: Oid,
+    tree: &Tree<'_>,
     target: &[PlainEntry],
 ) -> Result<(), GitError> {
     let index_file = entry.join("index");
@@ -309,7 +310,7 @@ fn fill(
         let written = checkout::write_entries(path, &missing)?;
         let wt = refs::open(path)?;
         let entries: Vec<IndexEntry> = tidied.kept.into_iter().chain(written).collect();
-        checkout::write_index(&wt, &checkout::tree_of(&wt, commit)?, &entries)?;
+        checkout::write_index(&wt, tree, &entries)?;
         worktree::finish_registration(&admin)
     });
     if done.is_err() {

@@ -5,8 +5,7 @@ use orchestrator_core::plan::{
     parse_plan_with, validate, Isolation, PlanFormat, PlanSpec, ValidationContext, WorkSpec,
 };
 use orchestrator_core::state::PlanRecord;
-use orchestrator_core::view;
-use orchestrator_core::{NodeStatus, Orchestrator, PlanId, PlanStatus, RetryRequest};
+use orchestrator_core::{Orchestrator, PlanId, PlanStatus, RetryRequest};
 
 use crate::cli::{ResumeArgs, RetryArgs, RunArgs};
 use crate::drive::{open_owned, run_to_end};
@@ -223,18 +222,12 @@ pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
         .with_database(&args.database)
         .await?
         .with_remote(&args.remote)?;
-    let TakenOver {
-        o,
-        id,
-        since,
-        record,
-    } = take_over(&ws, &args.plan, args.machine_slots).await?;
+    let TakenOver { o, id, since, .. } = take_over(&ws, &args.plan, args.machine_slots).await?;
     let prepared = async {
-        // As given: the engine resolves references like the view does.
+        // As given: the engine resolves references like the view does, and refuses
+        // replacement specs that would make the plan invalid (every problem, exit 2) before
+        // anything changes.
         let jobs: Vec<String> = args.jobs.clone();
-        if work.is_some() || prechecks.is_some() || postchecks.is_some() {
-            check_replacement(&record, &jobs, &work, &prechecks, &postchecks)?;
-        }
         let mut request = RetryRequest::jobs(jobs);
         if let Some(w) = work {
             request = request.with_work(w);
@@ -266,41 +259,6 @@ pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
         ));
     }
     run_to_end(&ws, &o, &id, since, &args.output, &args.wait, o.resume(&id)).await
-}
-
-/// Validates the plan as it would be with the replaced specs, so that a bad `--work` is
-/// reported like a bad plan file (every problem, exit 2) before anything changes.
-fn check_replacement(
-    record: &PlanRecord,
-    jobs: &[String],
-    work: &Option<WorkSpec>,
-    prechecks: &Option<WorkSpec>,
-    postchecks: &Option<WorkSpec>,
-) -> CliResult<()> {
-    let nodes: Vec<usize> = if jobs.is_empty() {
-        let snapshot = view::snapshot_of(record);
-        (0..record.state.nodes.len())
-            .filter(|&n| Some(n) != snapshot && record.state.nodes[n].status == NodeStatus::Failed)
-            .collect()
-    } else {
-        jobs.iter()
-            .map(|j| view::resolve(record, None, j))
-            .collect::<orchestrator_core::Result<_>>()?
-    };
-    let mut spec = (*record.spec).clone();
-    for n in nodes {
-        if let Some(job) = spec.jobs.get_mut(n) {
-            job.replace_specs(work.as_ref(), prechecks.as_ref(), postchecks.as_ref());
-        }
-    }
-    validate(
-        &spec,
-        ValidationContext {
-            repo: Some(&record.state.repo),
-            ..Default::default()
-        },
-    )?;
-    Ok(())
 }
 
 #[cfg(test)]
