@@ -1,5 +1,8 @@
-//! The plan's DAG on petgraph: dependencies, roots, leaves, topological order, scheduling
-//! priorities, and the auto-injected snapshot-validation node.
+//! The plan's DAG: dependencies, roots, leaves, topological order, scheduling priorities, and
+//! the auto-injected snapshot-validation node. Adjacency is kept in compressed rows built
+//! straight from the edge list; petgraph is used only to report cycles, on the error path.
+
+mod producers;
 
 use std::collections::HashMap;
 
@@ -17,8 +20,8 @@ pub const SNAPSHOT_PRODUCER_ID: &str = "__snapshot-validation__";
 /// `jobs.len()` is the snapshot-validation node, which depends on every user leaf.
 #[derive(Debug, Clone)]
 pub struct PlanGraph {
-    /// Edge `a -> b`: `b` depends on `a`.
-    graph: DiGraph<(), (), u32>,
+    /// Jobs plus the snapshot node, if any.
+    nodes: usize,
     jobs: usize,
     snapshot: Option<NodeIndex>,
     order: Vec<NodeIndex>,
@@ -28,7 +31,7 @@ pub struct PlanGraph {
     /// completion, and contiguous rows beat chasing petgraph's edge lists on large plans.
     dependents: Csr,
     dependencies: Csr,
-    by_producer: ProducerMap,
+    by_producer: producers::Producers,
     /// Jobs that some job names as its `parent` (they have sub-jobs), sorted; empty in most
     /// plans, so a launch tells a job without sub-jobs from one with them without reading
     /// its dependencies' specs.
@@ -36,12 +39,6 @@ pub struct PlanGraph {
     /// Jobs that are sub-agents (SPEC §15), sorted; empty in most plans (as `parents`).
     sub_agents: Vec<NodeIndex>,
 }
-
-/// producerId → node, hashed with foldhash: a plan's own ids need no guard against adversarial
-/// keys (std's SipHash), and hashing 100k of them is on the path of creating every plan. Of
-/// foldhash, rustc-hash and the former hand-written FxHash, foldhash built a 100k-job graph in
-/// the fewest instructions. Fixed seed: the map is only looked up, never iterated.
-type ProducerMap = HashMap<String, NodeIndex, foldhash::fast::FixedState>;
 
 /// Scheduling priority of a node: longest remaining critical path, then most dependents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -68,16 +65,14 @@ impl PlanGraph {
     /// ```
     pub fn build(spec: &PlanSpec) -> Result<PlanGraph, ValidationErrors> {
         let jobs = spec.jobs.len();
-        let mut by_producer = ProducerMap::with_capacity_and_hasher(jobs, Default::default());
-        for (i, job) in spec.jobs.iter().enumerate() {
-            by_producer.entry(job.producer_id.clone()).or_insert(i);
+        let mut by_producer = producers::Producers::with_capacity(jobs);
+        for job in &spec.jobs {
+            by_producer.push(&job.producer_id);
         }
         let with_snapshot = spec.isolation == Isolation::Worktree;
         let total = jobs + usize::from(with_snapshot);
-        let mut graph = DiGraph::<(), (), u32>::with_capacity(total, jobs * 2 + 1);
-        for _ in 0..total {
-            graph.add_node(());
-        }
+        // Edge `a -> b`: `b` depends on `a`; in the order the jobs list them.
+        let mut edges: Vec<(u32, u32)> = Vec::with_capacity(jobs * 2 + 1);
         let mut errors = Vec::new();
         // A job listing the same dependency twice gets one edge; checked per job so that a
         // node with 100k dependents costs O(1) per edge, not a scan of its edge list.
@@ -93,16 +88,16 @@ impl PlanGraph {
                         dep,
                         "unknown dependency: no job has this producerId",
                     )),
-                    Some(&j) if j == i => errors.push(ValidationError::new(
+                    Some(j) if j == i => errors.push(ValidationError::new(
                         Some(job),
                         field(),
                         dep,
                         "a job cannot depend on itself",
                     )),
-                    Some(&j) => {
+                    Some(j) => {
                         if !seen.contains(&j) {
                             seen.push(j);
-                            graph.add_edge(PgIndex::new(j), PgIndex::new(i), ());
+                            edges.push((j as u32, i as u32));
                         }
                     }
                 }
@@ -110,22 +105,19 @@ impl PlanGraph {
         }
         let snapshot = with_snapshot.then_some(jobs);
         if let Some(sv) = snapshot {
-            for leaf in 0..jobs {
-                if graph
-                    .neighbors_directed(PgIndex::new(leaf), Direction::Outgoing)
-                    .next()
-                    .is_none()
-                {
-                    graph.add_edge(PgIndex::new(leaf), PgIndex::new(sv), ());
-                }
+            let mut has_dependents = vec![false; jobs];
+            for &(from, _) in &edges {
+                has_dependents[from as usize] = true;
             }
+            let leaves = (0..jobs).filter(|&leaf| !has_dependents[leaf]);
+            edges.extend(leaves.map(|leaf| (leaf as u32, sv as u32)));
         }
-        let dependents = Csr::build(&graph, Direction::Outgoing);
-        let dependencies = Csr::build(&graph, Direction::Incoming);
+        let dependents = Csr::build(total, &edges, |&(from, to)| (from, to));
+        let dependencies = Csr::build(total, &edges, |&(from, to)| (to, from));
         let order = match kahn(&dependents, &dependencies) {
             Some(order) => order,
             None => {
-                errors.extend(cycles(&graph, spec));
+                errors.extend(cycles(total, &edges, spec));
                 Vec::new()
             }
         };
@@ -136,7 +128,7 @@ impl PlanGraph {
             .jobs
             .iter()
             .filter_map(|j| j.parent.as_deref())
-            .filter_map(|p| by_producer.get(p).copied())
+            .filter_map(|p| by_producer.get(p))
             .collect();
         parents.sort_unstable();
         parents.dedup();
@@ -147,7 +139,7 @@ impl PlanGraph {
         let mut g = PlanGraph {
             parents,
             sub_agents,
-            graph,
+            nodes: total,
             jobs,
             snapshot,
             order,
@@ -184,7 +176,7 @@ impl PlanGraph {
 
     /// Number of nodes (jobs plus the snapshot node, if any).
     pub fn node_count(&self) -> usize {
-        self.graph.node_count()
+        self.nodes
     }
 
     /// Number of user jobs.
@@ -280,7 +272,7 @@ impl PlanGraph {
 
     /// Node index of a producerId.
     pub fn index_of(&self, producer_id: &str) -> Option<NodeIndex> {
-        self.by_producer.get(producer_id).copied()
+        self.by_producer.get(producer_id)
     }
 
     /// Every node reachable from `n` through dependents (not `n` itself), each once.
@@ -307,21 +299,24 @@ struct Csr {
 }
 
 impl Csr {
-    fn build(graph: &DiGraph<(), (), u32>, dir: Direction) -> Csr {
-        let n = graph.node_count();
-        let mut offsets = Vec::with_capacity(n + 1);
-        let mut targets = Vec::with_capacity(graph.edge_count());
-        offsets.push(0);
+    /// The rows of `n` nodes from `edges`, each edge seen by `ends` as (row, neighbour): a
+    /// counting sort, so each row keeps its edges' order in the list, and every pass over the
+    /// edges and rows is sequential (a 1M-node plan is built without chasing edge lists).
+    fn build(n: usize, edges: &[(u32, u32)], ends: impl Fn(&(u32, u32)) -> (u32, u32)) -> Csr {
+        let mut offsets = vec![0u32; n + 1];
+        for e in edges {
+            offsets[ends(e).0 as usize + 1] += 1;
+        }
         for i in 0..n {
-            let start = targets.len();
-            targets.extend(
-                graph
-                    .neighbors_directed(PgIndex::new(i), dir)
-                    .map(|x| x.index() as u32),
-            );
-            // petgraph lists the newest edge first; keep insertion order instead.
-            targets[start..].reverse();
-            offsets.push(targets.len() as u32);
+            offsets[i + 1] += offsets[i];
+        }
+        let mut next: Vec<u32> = offsets[..n].to_vec();
+        let mut targets = vec![0u32; edges.len()];
+        for e in edges {
+            let (row, neighbour) = ends(e);
+            let slot = &mut next[row as usize];
+            targets[*slot as usize] = neighbour;
+            *slot += 1;
         }
         Csr { offsets, targets }
     }
@@ -358,7 +353,16 @@ fn kahn(dependents: &Csr, dependencies: &Csr) -> Option<Vec<NodeIndex>> {
 }
 
 /// One validation error per cycle, printed as a path `a -> b -> c -> a` ("a depends on b ...").
-fn cycles(graph: &DiGraph<(), (), u32>, spec: &PlanSpec) -> Vec<ValidationError> {
+/// Only a plan with a cycle gets here: the petgraph graph is built for it alone.
+fn cycles(nodes: usize, edges: &[(u32, u32)], spec: &PlanSpec) -> Vec<ValidationError> {
+    let mut graph = DiGraph::<(), (), u32>::with_capacity(nodes, edges.len());
+    for _ in 0..nodes {
+        graph.add_node(());
+    }
+    for &(from, to) in edges {
+        graph.add_edge(PgIndex::new(from as usize), PgIndex::new(to as usize), ());
+    }
+    let graph = &graph;
     let mut out = Vec::new();
     // Kosaraju's algorithm in petgraph is iterative: a 100k-job ring must not overflow the stack.
     for scc in kosaraju_scc(graph) {
