@@ -26,7 +26,7 @@ use crate::journal::{self, HEADER_LEN};
 use crate::layout::{journal_generation, PlanPaths};
 use crate::options::{Durability, FsOptions};
 use crate::secrets::{self, Secrets};
-use crate::snapshot;
+use crate::snapshot::{self, SpecJson};
 use crate::stats::{Account, Counters};
 
 /// What a store operation on one plan needs.
@@ -76,6 +76,8 @@ pub(crate) struct Live {
     journal_version: u32,
     appender: Option<File>,
     cleaned: bool,
+    /// The JSON of the spec the snapshot was last written with (see [`SpecJson`]).
+    spec_json: SpecJson,
 }
 
 /// Journals larger than this decode on their own thread while the snapshot decodes.
@@ -94,6 +96,7 @@ impl Live {
         ctx: &Ctx<'_>,
         record: PlanRecord,
         created_ns: u64,
+        spec_json: SpecJson,
     ) -> Result<Live, StoreError> {
         let path = ctx.paths.snapshot();
         let snapshot_id = file_id(&path)?.ok_or_else(|| corrupt(&path, "missing after create"))?;
@@ -110,6 +113,7 @@ impl Live {
             journal_version: journal::VERSION,
             appender: None,
             cleaned: true,
+            spec_json,
         })
     }
 
@@ -202,6 +206,7 @@ impl Live {
                 journal_version: scan.version,
                 appender: None,
                 cleaned: false,
+                spec_json: SpecJson::default(),
             });
         }
         Err(io_err("read", &path)(io::Error::new(
@@ -352,12 +357,11 @@ impl Live {
             ctx.counters,
             Account::Journal,
         )?;
-        let mut bytes = snapshot::encode(&self.record, next, self.created_ns).map_err(|e| {
-            StoreError::Rejected {
+        let mut bytes = snapshot::encode(&self.record, next, self.created_ns, &mut self.spec_json)
+            .map_err(|e| StoreError::Rejected {
                 plan: ctx.plan.clone(),
                 message: format!("cannot serialize the plan: {e}"),
-            }
-        })?;
+            })?;
         if let Some(hidden) = ctx.hide_secrets(&bytes)? {
             bytes = hidden;
         }

@@ -24,6 +24,7 @@ use crate::layout::{is_safe_component, PlanPaths, CREATE_PREFIX, DELETED_PREFIX,
 use crate::live::{Ctx, Live};
 use crate::lock::{acquire_owner, HeldLeases, WriteLock};
 use crate::options::{Durability, FsOptions};
+use crate::snapshot::SpecJson;
 use crate::stats::{Account, Counters, IoStats};
 use crate::{logs, secrets, snapshot, specs};
 
@@ -293,8 +294,8 @@ impl Inner {
             .plans
             .join(format!("{CREATE_PREFIX}{id}-{}", unique_suffix()));
         let result = self.write_new_plan(&tmp, &plan);
-        let created_ns = match result {
-            Ok(ns) => ns,
+        let (created_ns, spec_json) = match result {
+            Ok(written) => written,
             Err(e) => {
                 let _ = fs::remove_dir_all(&tmp);
                 return Err(e);
@@ -312,20 +313,23 @@ impl Inner {
             sync_dir(&self.plans, &self.counters)?;
         }
         // The plan is created; without its file identity it is just not cached.
-        if let Ok(live) = Live::created(&self.ctx(id, &paths), plan, created_ns) {
+        if let Ok(live) = Live::created(&self.ctx(id, &paths), plan, created_ns, spec_json) {
             *lock(&self.slot(id)) = Some(live);
         }
         Ok(())
     }
 
-    fn write_new_plan(&self, dir: &Path, plan: &PlanRecord) -> Result<u64, StoreError> {
+    /// Writes a new plan's files into `dir`; returns its creation stamp and its spec's JSON.
+    fn write_new_plan(&self, dir: &Path, plan: &PlanRecord) -> Result<(u64, SpecJson), StoreError> {
         create_private_dir(dir)?;
         let created_ns = creation_stamp();
-        let mut snapshot =
-            snapshot::encode(plan, 0, created_ns).map_err(|e| StoreError::Rejected {
+        let mut spec_json = SpecJson::default();
+        let mut snapshot = snapshot::encode(plan, 0, created_ns, &mut spec_json).map_err(|e| {
+            StoreError::Rejected {
                 plan: plan.state.id.clone(),
                 message: format!("cannot serialize the plan: {e}"),
-            })?;
+            }
+        })?;
         let (sync, c) = (self.sync(), &self.counters);
         let probe = PlanPaths {
             dir: dir.to_path_buf(),
@@ -348,7 +352,7 @@ impl Inner {
         if sync {
             sync_dir(dir, c)?;
         }
-        Ok(created_ns)
+        Ok((created_ns, spec_json))
     }
 
     /// Reads a plan from disk; a plan that does not exist is forgotten by this handle.

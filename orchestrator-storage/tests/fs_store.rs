@@ -145,6 +145,54 @@ async fn compaction_keeps_everything_and_leaves_one_journal() {
 }
 
 #[tokio::test]
+async fn a_spec_replaced_between_compactions_is_in_the_next_snapshot() {
+    // Compactions reuse the spec's JSON while the spec is unchanged: a replaced one must be
+    // written anew, by this handle and by one that read the plan from disk.
+    let root = tempfile::tempdir().expect("tempdir");
+    let options = FsOptions::default().compaction(
+        Compaction::default()
+            .min_journal_bytes(0)
+            .snapshot_percent(0)
+            .max_journal_records(1),
+    );
+    let store = FsPlanRepository::with_options(root.path(), options.clone());
+    let record = plan(4);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let mut expected = record.clone();
+    for (round, handle) in [
+        &store,
+        &FsPlanRepository::with_options(root.path(), options.clone()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let replaced = StateChange::SpecsReplaced {
+            node: round,
+            work: Some(Box::new(WorkSpec::shell(format!("echo replaced {round}")))),
+            prechecks: None,
+            postchecks: None,
+        };
+        let batch = [replaced, change(round as u64)];
+        handle.append(&id, &batch).await.expect("append");
+        for c in &batch {
+            expected.apply(c).expect("applies");
+        }
+        // Every append compacts (one record is due): the snapshot alone holds the state.
+        let fresh = FsPlanRepository::with_options(root.path(), options.clone());
+        let loaded = fresh.load(&id).await.expect("load");
+        assert_eq!(loaded, expected, "round {round}");
+        let snapshot = fs::read_to_string(store.plan_dir(&id).expect("dir").join("plan.json"));
+        let text = snapshot.expect("snapshot");
+        assert!(
+            text.contains(&format!("echo replaced {round}")),
+            "round {round}"
+        );
+    }
+    assert!(store.io_stats().compactions >= 1);
+}
+
+#[tokio::test]
 async fn compaction_counts_each_change_as_64_bytes_at_least() {
     // Binary records take a few bytes a change; a reload replays changes, not bytes.
     let root = tempfile::tempdir().expect("tempdir");
