@@ -59,6 +59,7 @@ mod pool;
 mod refs;
 mod remote;
 mod tidy;
+mod tree_merge;
 mod worktree;
 mod worktree_merge;
 

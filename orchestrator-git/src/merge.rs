@@ -7,8 +7,8 @@ use git2::build::CheckoutBuilder;
 use git2::{Index, IndexAddOption, IndexEntry, IndexTime, Oid, Repository, Signature, Tree};
 use orchestrator_core::git::{DiffStats, GitError};
 
-use crate::checkout;
 use crate::error::Context;
+use crate::{checkout, tree_merge};
 
 /// What merging one commit into another gives.
 pub(crate) enum Step {
@@ -40,11 +40,17 @@ pub(crate) fn merge_step(
         repo.find_commit(ours).ctx("merge")?,
         repo.find_commit(theirs).ctx("merge")?,
     );
-    let mut index = repo.merge_commits(&o, &t, None).ctx("merge")?;
-    if index.has_conflicts() {
-        return Ok(Step::Conflict(conflict_paths(&index)?));
-    }
-    let tree_id = index.write_tree_to(repo).ctx("write merged tree")?;
+    // Most merges are decided by the trees alone (see `tree_merge`); the rest by libgit2.
+    let tree_id = match tree_merge::merged_tree(repo, ours, theirs).ctx("merge")? {
+        Some(tree) => tree,
+        None => {
+            let mut index = repo.merge_commits(&o, &t, None).ctx("merge")?;
+            if index.has_conflicts() {
+                return Ok(Step::Conflict(conflict_paths(&index)?));
+            }
+            index.write_tree_to(repo).ctx("write merged tree")?
+        }
+    };
     let tree = repo.find_tree(tree_id).ctx("write merged tree")?;
     let id = repo
         .commit(None, signature, signature, message, &tree, &[&o, &t])
