@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use git2::build::CheckoutBuilder;
-use git2::{IndexEntry, IndexTime, Oid, Repository, Status, StatusOptions, Tree};
+use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Status, StatusOptions, Tree};
 use orchestrator_core::git::GitError;
 
 use crate::error::{self, Context};
@@ -129,11 +129,22 @@ pub(crate) fn write_index(
     entries: &[IndexEntry],
 ) -> Result<(), GitError> {
     let mut index = wt.index().ctx("read index")?;
-    for entry in entries {
-        index.add(entry).ctx("write index")?;
-    }
+    add_in_order(&mut index, entries)?;
     index.read_tree(tree).ctx("write index")?;
     index.write().ctx("write index")
+}
+
+/// Adds `entries` to `index` in path order. libgit2 keeps an index's entries sorted and
+/// inserts each one where it belongs, moving every entry after it: entries in the order a
+/// folder walk finds them cost a move of half the index each (10,000 files: about 400 MB
+/// moved per index), entries in order none.
+pub(crate) fn add_in_order(index: &mut Index, entries: &[IndexEntry]) -> Result<(), GitError> {
+    let mut sorted: Vec<&IndexEntry> = entries.iter().collect();
+    sorted.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    for entry in sorted {
+        index.add(entry).ctx("write index")?;
+    }
+    Ok(())
 }
 
 /// Writes `entries` (their folders may be missing; nothing else may be in their way) into the

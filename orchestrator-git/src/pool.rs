@@ -199,9 +199,7 @@ fn write_index(file: &Path, entries: &[IndexEntry]) -> Result<(), GitError> {
     let fresh = file.with_extension("new");
     let _ = std::fs::remove_file(&fresh);
     let mut index = Index::open(&fresh).ctx("write index")?;
-    for e in entries {
-        index.add(e).ctx("write index")?;
-    }
+    checkout::add_in_order(&mut index, entries)?;
     index.write().ctx("write index")?;
     std::fs::rename(&fresh, file).map_err(|e| error::io("pool", file, e))
 }
