@@ -135,9 +135,9 @@ pub(crate) fn write_index(
 }
 
 /// Adds `entries` to `index` in path order. libgit2 keeps an index's entries sorted and
-/// inserts each one where it belongs, moving every entry after it: entries in the order a
-/// folder walk finds them cost a move of half the index each (10,000 files: about 400 MB
-/// moved per index), entries in order none.
+/// inserts each one where it belongs, moving the pointers of every entry after it: in the
+/// order a folder walk finds them, each entry moves about half the index (for 10,000 files,
+/// 5,000 pointers an entry); in path order, none.
 pub(crate) fn add_in_order(index: &mut Index, entries: &[IndexEntry]) -> Result<(), GitError> {
     let mut sorted: Vec<&IndexEntry> = entries.iter().collect();
     sorted.sort_unstable_by(|a, b| a.path.cmp(&b.path));
