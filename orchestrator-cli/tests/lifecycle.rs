@@ -72,6 +72,14 @@ fn cancel_from_another_process_then_recover_resume_and_archive() {
 
     // A canceled plan does not resume until it is recovered.
     repo.run(&["resume", &id]).expect_code(1);
+    let refused = repo.run(&["resume", &id, "--json"]);
+    refused.expect_code(1);
+    assert_eq!(refused.json()["status"], "canceled", "the plan as it is");
+    assert!(
+        refused.stderr.contains("recover it first"),
+        "{}",
+        refused.stderr
+    );
     let recover = repo.run(&["recover", &id, "--json"]);
     recover.expect_code(0);
     assert_eq!(recover.json()["status"], "paused");
@@ -94,6 +102,9 @@ fn cancel_from_another_process_then_recover_resume_and_archive() {
     );
     assert_eq!(repo.branches(), ["main"]);
     assert_eq!(repo.status(Some(&id))["status"], "archived");
+    let refused = repo.run(&["resume", &id, "--json"]);
+    refused.expect_code(1);
+    assert_eq!(refused.json()["status"], "archived");
     let logs = repo.run(&["logs", &id, "first"]);
     logs.expect_code(0);
     assert!(!logs.stdout.is_empty(), "logs are kept");

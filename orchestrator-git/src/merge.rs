@@ -41,7 +41,7 @@ pub(crate) fn merge_step(
         repo.find_commit(theirs).ctx("merge")?,
     );
     // Most merges are decided by the trees alone (see `tree_merge`); the rest by libgit2.
-    let tree_id = match tree_merge::merged_tree(repo, ours, theirs).ctx("merge")? {
+    let tree_id = match tree_merge::merged_tree(repo, &o, &t).ctx("merge")? {
         Some(tree) => tree,
         None => {
             let mut index = repo.merge_commits(&o, &t, None).ctx("merge")?;

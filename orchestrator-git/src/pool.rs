@@ -264,7 +264,8 @@ pub(crate) fn take(
 }
 
 /// Moves the claimed entry's files to `path`, registers them and brings them to `target` (the
-/// files of `commit`, whose tree is `tree`). On failure the registration is removed; the caller deletes `path`.
+/// files of `commit`, whose tree is `tree`). On failure the registration is removed; the
+/// caller deletes `path`.
 fn fill(
     repo: &Repository,
     entry: &Path,

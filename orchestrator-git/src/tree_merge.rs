@@ -14,7 +14,7 @@
 //! without deletions there are no renames, and every path this merge decides is decided as
 //! libgit2 and git decide it. Criss-cross histories (several merge bases) are left to it too.
 
-use git2::{ErrorCode, Oid, Repository, Tree, TreeEntry};
+use git2::{Commit, ErrorCode, Oid, Repository, Tree, TreeEntry};
 
 /// Git's mode of a folder entry.
 const FOLDER: i32 = 0o040000;
@@ -23,10 +23,10 @@ const FOLDER: i32 = 0o040000;
 /// the module docs); `None` when libgit2 must merge.
 pub(crate) fn merged_tree(
     repo: &Repository,
-    ours: Oid,
-    theirs: Oid,
+    ours: &Commit<'_>,
+    theirs: &Commit<'_>,
 ) -> Result<Option<Oid>, git2::Error> {
-    let bases = match repo.merge_bases(ours, theirs) {
+    let bases = match repo.merge_bases(ours.id(), theirs.id()) {
         Ok(bases) => bases,
         // Unrelated histories: libgit2 merges them from an empty base.
         Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
@@ -35,8 +35,8 @@ pub(crate) fn merged_tree(
     let [base] = bases.iter().collect::<Vec<_>>()[..] else {
         return Ok(None);
     };
-    let tree = |commit: Oid| repo.find_commit(commit).map(|c| c.tree_id());
-    merge(repo, Some(tree(*base)?), tree(ours)?, tree(theirs)?)
+    let base = repo.find_commit(*base)?.tree_id();
+    merge(repo, Some(base), ours.tree_id(), theirs.tree_id())
 }
 
 /// Whether going from entry `from` to entry `to` deletes a path (a folder's files count, read
@@ -51,8 +51,8 @@ fn deletes(repo: &Repository, from: Side, to: Side) -> Result<bool, git2::Error>
             for e in f.iter() {
                 if deletes(
                     repo,
-                    side(Some(e.clone())),
-                    side(t.get_name_bytes(e.name_bytes())),
+                    Some(side(&e)),
+                    t.get_name_bytes(e.name_bytes()).as_ref().map(side),
                 )? {
                     return Ok(true);
                 }
@@ -67,8 +67,8 @@ fn deletes(repo: &Repository, from: Side, to: Side) -> Result<bool, git2::Error>
 /// One entry as the merge compares it: its object and mode.
 type Side = Option<(Oid, i32)>;
 
-fn side(entry: Option<TreeEntry<'_>>) -> Side {
-    entry.map(|e| (e.id(), e.filemode()))
+fn side(entry: &TreeEntry<'_>) -> (Oid, i32) {
+    (entry.id(), entry.filemode())
 }
 
 /// Merges the trees `ours` and `theirs` of merge base `base` (absent: a folder both sides
@@ -102,9 +102,11 @@ fn merge(
     let mut result = repo.treebuilder(Some(&ours))?;
     for entry in theirs.iter() {
         let name = entry.name_bytes();
-        let b = base.as_ref().and_then(|b| side(b.get_name_bytes(name)));
-        let o = side(ours.get_name_bytes(name));
-        let t = Some((entry.id(), entry.filemode()));
+        let b = base
+            .as_ref()
+            .and_then(|b| b.get_name_bytes(name).as_ref().map(side));
+        let o = ours.get_name_bytes(name).as_ref().map(side);
+        let t = Some(side(&entry));
         if o == t {
             // Both sides made the same change. A folder both emptied of the same path is
             // still a deletion to give up on: on one side it may pair with an addition
@@ -266,7 +268,11 @@ mod tests {
         let root = commit(&repo, &base, &[]);
         let ours = commit(&repo, &derive(&base, ours_ops), &[root]);
         let theirs = commit(&repo, &derive(&base, theirs_ops), &[root]);
-        let fast = merged_tree(&repo, ours, theirs).expect("merge");
+        let (o, t) = (
+            repo.find_commit(ours).expect("ours"),
+            repo.find_commit(theirs).expect("theirs"),
+        );
+        let fast = merged_tree(&repo, &o, &t).expect("merge");
         let (libgit2, cli) = reference(&repo, ours, theirs);
         if let Some(tree) = fast {
             assert_eq!(Some(tree), libgit2, "libgit2 merges to the same tree");

@@ -76,40 +76,28 @@ fn encode_with(
     cache: &mut SpecJson,
     parallel: bool,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    let head = |out: &mut Vec<u8>| {
-        // The envelope as `EnvelopeOut` serializes it, its record's halves already JSON.
-        out.extend_from_slice(
-            format!(
-                "{{\"schemaVersion\":{SCHEMA_VERSION},\"generation\":{generation},\"createdNs\":{created_ns},\"record\":{{\"spec\":"
-            )
-            .as_bytes(),
-        );
-    };
+    // The envelope as `EnvelopeOut` serializes it, its record's halves already JSON.
     let assemble = |spec: &[u8], state: &[u8]| {
-        let mut out = Vec::with_capacity(spec.len() + state.len() + 128);
-        head(&mut out);
+        let head = format!(
+            "{{\"schemaVersion\":{SCHEMA_VERSION},\"generation\":{generation},\"createdNs\":{created_ns},\"record\":{{\"spec\":"
+        );
+        let mut out = Vec::with_capacity(head.len() + spec.len() + state.len() + 16);
+        out.extend_from_slice(head.as_bytes());
         out.extend_from_slice(spec);
         out.extend_from_slice(b",\"state\":");
         out.extend_from_slice(state);
         out.extend_from_slice(b"}}");
         out
     };
+    let spec_json = || serde_json::to_vec(&*record.spec);
+    let state_json = || serde_json::to_vec(&record.state);
     if let Some(spec) = cache.of(&record.spec) {
-        let state = serde_json::to_vec(&record.state)?;
-        return Ok(assemble(spec, &state));
+        return Ok(assemble(spec, &state_json()?));
     }
-    let halves = both(
-        parallel,
-        || serde_json::to_vec(&*record.spec),
-        || serde_json::to_vec(&record.state),
-    );
-    let (spec, state) = match halves {
+    let (spec, state) = match both(parallel, spec_json, state_json) {
         Ok((spec, state)) => (spec?, state?),
         // No thread could run: one after the other.
-        Err(_) => (
-            serde_json::to_vec(&*record.spec)?,
-            serde_json::to_vec(&record.state)?,
-        ),
+        Err(_) => (spec_json()?, state_json()?),
     };
     let out = assemble(&spec, &state);
     cache.0 = Some((record.spec.clone(), spec));

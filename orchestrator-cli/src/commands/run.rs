@@ -4,7 +4,6 @@ use orchestrator_core::ids::now_millis;
 use orchestrator_core::plan::{
     parse_plan_with, validate, Isolation, PlanFormat, PlanSpec, ValidationContext, WorkSpec,
 };
-use orchestrator_core::state::PlanRecord;
 use orchestrator_core::{Orchestrator, PlanId, PlanStatus, RetryRequest};
 
 use crate::cli::{ResumeArgs, RetryArgs, RunArgs};
@@ -123,8 +122,6 @@ struct TakenOver {
     id: PlanId,
     /// When the take-over began (ms).
     since: u64,
-    /// The plan's record as taken over.
-    record: PlanRecord,
 }
 
 /// Loads a stored plan and takes it over in a new orchestrator sized for it, sharing
@@ -140,13 +137,7 @@ async fn take_over(
     let since = open_owned(ws, &o, &id).await?;
     // Crash repairs (stale locks, leftover processes, the snapshot branch of a final merge
     // that landed just before a crash, orphaned worktrees) ran in the engine's open_plan.
-    let record = o.status(&id).await?;
-    Ok(TakenOver {
-        o,
-        id,
-        since,
-        record,
-    })
+    Ok(TakenOver { o, id, since })
 }
 
 /// `resume PLAN_ID`.
@@ -163,21 +154,23 @@ pub async fn resume(args: ResumeArgs) -> CliResult<Exit> {
         .with_database(&args.database)
         .await?
         .with_remote(&remote)?;
-    let TakenOver {
-        o,
-        id,
-        since,
-        record,
-    } = take_over(&ws, &args.plan, machine_slots).await?;
+    let TakenOver { o, id, since } = take_over(&ws, &args.plan, machine_slots).await?;
     let status = o.plan_status(&id)?;
     if matches!(status, PlanStatus::Canceled | PlanStatus::Archived) {
+        // The record is read only here, while the plan is still open: every other take-over
+        // goes on without a copy of it.
+        let record = if args.output.json {
+            Some(o.status(&id).await?)
+        } else {
+            None
+        };
         let _ = o.close(&id).await;
         let what = if status == PlanStatus::Canceled {
             format!("recover it first: orchestrator recover {id}")
         } else {
             "archived plans cannot run again".to_owned()
         };
-        if args.output.json {
+        if let Some(record) = record {
             outln!("{}", report::plan_json(&record));
         }
         eprintln!("plan {id} is {status}; {what}");
@@ -222,7 +215,7 @@ pub async fn retry(args: RetryArgs) -> CliResult<Exit> {
         .with_database(&args.database)
         .await?
         .with_remote(&args.remote)?;
-    let TakenOver { o, id, since, .. } = take_over(&ws, &args.plan, args.machine_slots).await?;
+    let TakenOver { o, id, since } = take_over(&ws, &args.plan, args.machine_slots).await?;
     let prepared = async {
         // As given: the engine resolves references like the view does, and refuses
         // replacement specs that would make the plan invalid (every problem, exit 2) before
