@@ -60,12 +60,34 @@ pub(crate) fn children(pid: i32) -> Option<Vec<i32>> {
             continue;
         };
         any = true;
-        found.extend(
-            text.split(u8::is_ascii_whitespace)
-                .filter_map(|p| std::str::from_utf8(p).ok()?.parse::<i32>().ok()),
-        );
+        found.extend(pids(&text));
     }
     any.then_some(found)
+}
+
+/// The children of process `pid` among which are the orphans the kernel re-parented to it as
+/// their child subreaper. The kernel hands an orphan to the subreaper's first live thread,
+/// its main thread while that lives, so only the main thread's `children` file is read (two
+/// files at the end of every job, where [`children`] reads one per thread of a busy runtime);
+/// once the main thread has ended (a host that ended it alone), every thread's.
+pub(crate) fn adoptive_children(pid: i32) -> Option<Vec<i32>> {
+    let main = format!("/proc/{pid}/task/{pid}");
+    let main_lives = read(format!("{main}/stat"))
+        .and_then(|stat| parse_stat(pid, &stat))
+        .is_some_and(|p| !p.zombie);
+    match main_lives
+        .then(|| read(format!("{main}/children")))
+        .flatten()
+    {
+        Some(text) => Some(pids(&text).collect()),
+        None => children(pid),
+    }
+}
+
+/// The pids of a `children` file.
+fn pids(text: &[u8]) -> impl Iterator<Item = i32> + '_ {
+    text.split(u8::is_ascii_whitespace)
+        .filter_map(|p| std::str::from_utf8(p).ok()?.parse::<i32>().ok())
 }
 
 /// Process `root` and all its descendants, found by walking `children` files down from it:

@@ -102,19 +102,20 @@ impl WorkRunner for ShellRunner {
         let words = matches!(shell.shell, None | Some(ShellKind::Sh))
             .then(|| direct::plain_words(&shell.command))
             .flatten();
-        let direct = words.filter(|words| {
+        let direct = words.and_then(|words| {
             let env = shell_invocation.child_env();
-            direct::program_file(words[0], env, shell_invocation.dir()).is_some()
+            let file = direct::program_file(words[0], env, shell_invocation.dir())?;
+            Some((words, file))
         });
         let invocation = match direct {
-            // Named as typed: the spawn finds the same file on PATH, and argv[0] is the word.
-            Some(words) => {
+            // Named as typed (argv[0] is the word), the file found spawned as it is.
+            Some((words, file)) => {
                 // The shell would set PWD to the directory it starts in.
                 let mut env = shell_invocation.child_env().clone();
                 env.set("PWD", shell_invocation.dir());
                 shell_invocation
                     .env(env)
-                    .with_program(words[0])
+                    .with_program(words[0], file)
                     .args(&words[1..])
             }
             None => shell_invocation

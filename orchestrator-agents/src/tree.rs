@@ -256,7 +256,7 @@ mod imp {
     /// Our children that we did not start (see [`started`]): orphans we adopted, alive or
     /// ended. Only those are read, not every child (the other jobs' main processes).
     fn adopted(me: i32) -> Option<Vec<Proc>> {
-        let mut children = procs::children(me)?;
+        let mut children = procs::adoptive_children(me)?;
         {
             let started = started();
             children.retain(|c| !started.contains(c));

@@ -22,14 +22,18 @@ use crate::error::Error;
 /// # Ok(()) }
 /// ```
 pub fn resolve_cwd(dir: &Path, cwd: Option<&str>) -> Result<PathBuf, Error> {
-    let real_dir = dir.canonicalize().map_err(|source| Error::CwdMissing {
+    let dir_missing = |source| Error::CwdMissing {
         cwd: ".".to_owned(),
         path: dir.to_owned(),
         source,
-    })?;
+    };
     let Some(cwd) = cwd.filter(|c| !c.is_empty()) else {
+        // Only whether it exists: this runs for every job, and resolving the whole path
+        // costs a system call per component.
+        std::fs::metadata(dir).map_err(dir_missing)?;
         return Ok(dir.to_owned());
     };
+    let real_dir = dir.canonicalize().map_err(dir_missing)?;
     let escapes = || Error::CwdEscapes {
         cwd: cwd.to_owned(),
         dir: dir.to_owned(),
@@ -86,5 +90,42 @@ mod tests {
         assert_eq!(normalize(Path::new("/a/../../x")), PathBuf::from("/x"));
         assert_eq!(normalize(Path::new("a/../../x")), PathBuf::from("../x"));
         assert_eq!(normalize(Path::new("../../x")), PathBuf::from("../../x"));
+    }
+
+    #[test]
+    fn a_missing_directory_or_cwd_is_named_and_escapes_are_refused(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let tmp = tempfile::tempdir()?;
+        let dir = tmp.path().join("wt");
+        std::fs::create_dir_all(dir.join("sub"))?;
+        std::fs::write(dir.join("file"), "x")?;
+        assert_eq!(resolve_cwd(&dir, None)?, dir);
+        assert_eq!(resolve_cwd(&dir, Some("sub/../sub"))?, dir.join("sub"));
+
+        let gone = tmp.path().join("gone");
+        for cwd in [None, Some("sub")] {
+            let err = resolve_cwd(&gone, cwd)
+                .err()
+                .ok_or("a missing directory is refused")?;
+            assert!(
+                matches!(&err, Error::CwdMissing { path, .. } if *path == gone),
+                "{err}"
+            );
+        }
+        let err = resolve_cwd(&dir, Some("file"))
+            .err()
+            .ok_or("a file is no cwd")?;
+        assert!(matches!(err, Error::CwdMissing { .. }), "{err}");
+        let err = resolve_cwd(&dir, Some("../")).err().ok_or("escapes")?;
+        assert!(matches!(err, Error::CwdEscapes { .. }), "{err}");
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(tmp.path(), dir.join("out"))?;
+            let err = resolve_cwd(&dir, Some("out"))
+                .err()
+                .ok_or("escapes by a link")?;
+            assert!(matches!(err, Error::CwdEscapes { .. }), "{err}");
+        }
+        Ok(())
     }
 }

@@ -22,6 +22,8 @@ use crate::lines::{LineObserver, LineRewrite};
 #[derive(Clone)]
 pub struct Invocation {
     pub(super) program: OsString,
+    /// Where `program` was already found, so the spawn does not search `PATH` again.
+    pub(super) file: Option<PathBuf>,
     pub(super) args: Vec<OsString>,
     pub(super) dir: PathBuf,
     pub(super) env: ChildEnv,
@@ -40,6 +42,7 @@ impl fmt::Debug for Invocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Invocation")
             .field("program", &self.program)
+            .field("file", &self.file)
             .field("args", &self.args)
             .field("dir", &self.dir)
             .field("env_vars", &self.env.len())
@@ -59,6 +62,7 @@ impl Invocation {
     pub fn new(program: impl Into<OsString>, dir: impl Into<PathBuf>) -> Self {
         Invocation {
             program: program.into(),
+            file: None,
             args: Vec::new(),
             dir: dir.into(),
             env: ChildEnv::from_host(),
@@ -71,9 +75,11 @@ impl Invocation {
         }
     }
 
-    /// The same invocation running `program` instead.
-    pub(crate) fn with_program(mut self, program: impl Into<OsString>) -> Self {
+    /// The same invocation running `program` instead, found at `file` (it is named
+    /// `program`, as typed, and `file` is spawned without searching `PATH` again).
+    pub(crate) fn with_program(mut self, program: impl Into<OsString>, file: PathBuf) -> Self {
         self.program = program.into();
+        self.file = Some(file);
         self
     }
 
@@ -198,6 +204,9 @@ impl Invocation {
     /// first keeps every spawn on the fast path. A name not found stays as it is, so the spawn
     /// reports "not found" as before.
     fn resolved_program(&self) -> std::borrow::Cow<'_, OsStr> {
+        if let Some(file) = &self.file {
+            return std::borrow::Cow::Borrowed(file.as_os_str());
+        }
         let program = Path::new(&self.program);
         if program.components().count() != 1 || program.is_absolute() {
             return std::borrow::Cow::Borrowed(self.program.as_os_str());

