@@ -111,10 +111,9 @@ impl WorkRunner for ShellRunner {
             // Named as typed (argv[0] is the word), the file found spawned as it is.
             Some((words, file)) => {
                 // The shell would set PWD to the directory it starts in.
-                let mut env = shell_invocation.child_env().clone();
-                env.set("PWD", shell_invocation.dir());
+                let dir = shell_invocation.dir().to_owned();
                 shell_invocation
-                    .env(env)
+                    .set_var("PWD", dir)
                     .with_program(words[0], file)
                     .args(&words[1..])
             }
@@ -258,8 +257,7 @@ fn prepare(program: &str, spec: &WorkSpec, ctx: &WorkContext) -> Result<Invocati
         .timeout_ms()
         .filter(|&ms| ms > 0)
         .map(Duration::from_millis);
-    let invocation = Invocation::new(program, dir)
-        .env(env)
+    let invocation = Invocation::with_env(program, dir, env)
         .timeout(timeout)
         .job_token_prefix(ctx.job_token_prefix());
     // The work's stdout is the job's output (SPEC §12); checks and setup have none.

@@ -597,9 +597,8 @@ impl AgentWorkRunner {
         });
         let finished = Arc::new(Notify::new());
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let invocation = Invocation::new(&command.program, &request.dir)
+        let invocation = Invocation::with_env(&command.program, &request.dir, env)
             .args(&command.args)
-            .env(env)
             .timeout(timeout)
             .job_token_prefix(ctx.job_token_prefix())
             .rewrite(move |line| redactor.redact(&line))

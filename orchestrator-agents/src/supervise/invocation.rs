@@ -60,12 +60,21 @@ impl Invocation {
     /// `program` run in `dir` with the host environment ([`ChildEnv::from_host`]), no
     /// arguments and no timeout.
     pub fn new(program: impl Into<OsString>, dir: impl Into<PathBuf>) -> Self {
+        Invocation::with_env(program, dir, ChildEnv::from_host())
+    }
+
+    /// [`Invocation::new`] with the environment `env` (the host's is not read).
+    pub(crate) fn with_env(
+        program: impl Into<OsString>,
+        dir: impl Into<PathBuf>,
+        env: ChildEnv,
+    ) -> Self {
         Invocation {
             program: program.into(),
             file: None,
             args: Vec::new(),
             dir: dir.into(),
-            env: ChildEnv::from_host(),
+            env,
             timeout: None,
             observer: None,
             rewrite: None,
@@ -119,6 +128,12 @@ impl Invocation {
     /// Replaces the whole environment of the child.
     pub fn env(mut self, env: ChildEnv) -> Self {
         self.env = env;
+        self
+    }
+
+    /// Sets one variable of the child's environment.
+    pub(crate) fn set_var(mut self, name: &str, value: impl Into<OsString>) -> Self {
+        self.env.set(name, value);
         self
     }
 
