@@ -20,7 +20,7 @@ use crate::engine::messages::{
 };
 use crate::engine::pipeline::NodeRun;
 use crate::engine::queue::ReadyQueue;
-use crate::engine::writer::{AfterDurable, Batch, JournalWriter};
+use crate::engine::writer::{AfterDurable, JournalWriter};
 use crate::error::{Error, Result};
 use crate::events::OrchestratorEvent;
 use crate::git::GitError;
@@ -624,29 +624,23 @@ impl PlanActor {
     /// Hands this turn's changes, status and replies to the journal writer, publishing the
     /// changes' events now (live progress does not wait for the disk).
     fn flush(&mut self) {
-        let mut changes = Vec::new();
-        if self.machine.has_outbox() {
-            if self.ctx.events.is_observed() {
-                let entries: Vec<_> = self.machine.drain_outbox().collect();
-                changes.reserve(entries.len());
-                for (change, from) in entries {
-                    self.publish(&change, from);
-                    changes.push(change);
-                }
-            } else {
-                changes.extend(self.machine.drain_outbox().map(|(change, _)| change));
-            }
-        }
         let status = self.machine.plan_status();
-        if changes.is_empty() && self.after_turn.is_empty() && status == self.sent_status {
+        if !self.machine.has_outbox() && self.after_turn.is_empty() && status == self.sent_status {
             return;
         }
         self.sent_status = status;
-        self.writer.send(Batch {
-            changes,
-            status,
-            after: std::mem::take(&mut self.after_turn),
-        });
+        let after = std::mem::take(&mut self.after_turn);
+        if self.ctx.events.is_observed() && self.machine.has_outbox() {
+            let entries: Vec<_> = self.machine.drain_outbox().collect();
+            for (change, from) in &entries {
+                self.publish(change, *from);
+            }
+            self.writer
+                .send(entries.into_iter().map(|(change, _)| change), status, after);
+        } else {
+            let changes = self.machine.drain_outbox().map(|(change, _)| change);
+            self.writer.send(changes, status, after);
+        }
     }
 
     fn publish(&self, change: &StateChange, from: Option<NodeStatus>) {
