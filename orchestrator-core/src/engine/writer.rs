@@ -31,6 +31,9 @@ pub(crate) type AfterDurable = Box<dyn FnOnce() + Send + Sync>;
 /// Pause before appending again after the store failed.
 const STORE_RETRY: Duration = Duration::from_millis(250);
 
+/// The longest list kept for reuse, in changes (a few MiB).
+const SPARE_MAX: usize = 1 << 16;
+
 /// What the actor queued and the writer has not taken yet.
 #[derive(Default)]
 struct Pending {
@@ -77,8 +80,12 @@ impl Queue {
         }
     }
 
-    /// Hands an appended list back, cleared, as the next spare.
+    /// Hands an appended list back, cleared, as the next spare, unless it grew past
+    /// [`SPARE_MAX`] (a writer far behind on a huge plan): memory is not held for that.
     fn give_back(&self, mut changes: Vec<StateChange>) {
+        if changes.capacity() > SPARE_MAX {
+            return;
+        }
         changes.clear();
         let mut p = self.lock();
         if p.spare.capacity() < changes.capacity() {
@@ -311,5 +318,11 @@ mod tests {
         assert_eq!(third.changes.as_ptr(), first_ptr);
         assert_eq!(third.changes.capacity(), cap);
         assert_eq!(nodes_of(&third.changes), (200..250).collect::<Vec<_>>());
+
+        // A list grown past the bound is freed, not kept.
+        let big: Vec<StateChange> = Vec::with_capacity(SPARE_MAX + 1);
+        queue.give_back(third.changes);
+        queue.give_back(big);
+        assert!(queue.lock().spare.capacity() <= SPARE_MAX);
     }
 }
