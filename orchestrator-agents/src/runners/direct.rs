@@ -49,8 +49,12 @@ pub(crate) fn plain_words(command: &str) -> Option<Vec<&str>> {
 /// holding an executable file of that name (every entry absolute); an ELF binary or a `#!`
 /// script. `None` in every other case (the shell decides).
 pub(crate) fn program_file(word: &str, env: &ChildEnv, dir: &Path) -> Option<PathBuf> {
-    let candidate = if word.contains('/') {
-        dir.join(word)
+    // Each file is looked at once (this runs for every shell job): its metadata decides both
+    // whether it is there and whether it is an executable file.
+    let (candidate, meta) = if word.contains('/') {
+        let file = dir.join(word);
+        let meta = std::fs::metadata(&file).ok()?;
+        (file, meta)
     } else {
         let path = env.get("PATH")?;
         let mut found = None;
@@ -60,22 +64,22 @@ pub(crate) fn program_file(word: &str, env: &ChildEnv, dir: &Path) -> Option<Pat
                 return None;
             }
             let file = entry.join(word);
-            if file.exists() {
-                found = Some(file);
+            if let Ok(meta) = std::fs::metadata(&file) {
+                found = Some((file, meta));
                 break;
             }
         }
         found?
     };
-    runs_directly(&candidate).then_some(candidate)
+    runs_directly(&candidate, &meta).then_some(candidate)
 }
 
-/// Whether `file` is an executable regular file the kernel runs itself (ELF, or `#!`).
+/// Whether `file`, with metadata `meta`, is an executable regular file the kernel runs itself
+/// (ELF, or `#!`).
 #[cfg(unix)]
-fn runs_directly(file: &Path) -> bool {
+fn runs_directly(file: &Path, meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    let executable =
-        std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let executable = meta.is_file() && meta.permissions().mode() & 0o111 != 0;
     if !executable {
         return false;
     }
@@ -85,7 +89,7 @@ fn runs_directly(file: &Path) -> bool {
 }
 
 #[cfg(not(unix))]
-fn runs_directly(_: &Path) -> bool {
+fn runs_directly(_: &Path, _: &std::fs::Metadata) -> bool {
     false
 }
 

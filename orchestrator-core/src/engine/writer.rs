@@ -7,10 +7,9 @@
 //! covers them.
 //!
 //! The queue is two lists used in turn: the actor fills one while the writer appends the
-//! other, which is then cleared and handed back. A writer that fell behind takes everything
-//! queued in one append without copying it, and after the first turns no list grows again
-//! (growing one is a fresh allocation whose pages the kernel must clear: on a 100k-node plan
-//! that, and copying the turns' lists into one, was ~10% of the run).
+//! other, which is then cleared and handed back (unless it grew past [`SPARE_MAX`]). A writer
+//! that fell behind takes everything queued in one append without copying it; it used to join
+//! the turns' lists by copying them into a fresh one, whose pages the kernel had to clear.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,7 +33,7 @@ const STORE_RETRY: Duration = Duration::from_millis(250);
 /// The longest list kept for reuse, in changes (a few MiB).
 const SPARE_MAX: usize = 1 << 16;
 
-/// What the actor queued and the writer has not taken yet.
+/// What the actor queued and the writer has not taken yet; what the writer takes, as one.
 #[derive(Default)]
 struct Pending {
     changes: Vec<StateChange>,
@@ -44,14 +43,6 @@ struct Pending {
     /// The list the writer appended last, cleared: the next one to fill.
     spare: Vec<StateChange>,
     /// No more turns come (`finish`).
-    closed: bool,
-}
-
-/// One append's worth of work, taken from [`Pending`].
-struct Taken {
-    changes: Vec<StateChange>,
-    status: Option<PlanStatus>,
-    after: Vec<AfterDurable>,
     closed: bool,
 }
 
@@ -68,29 +59,40 @@ impl Queue {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Everything queued, leaving the spare list to fill.
-    fn take(&self) -> Taken {
+    /// Queues a turn: `changes` (in order), the plan status after it, and what to run once
+    /// they are durable.
+    fn push(
+        &self,
+        changes: impl IntoIterator<Item = StateChange>,
+        status: PlanStatus,
+        after: Vec<AfterDurable>,
+    ) {
         let mut p = self.lock();
-        let spare = std::mem::take(&mut p.spare);
-        Taken {
-            changes: std::mem::replace(&mut p.changes, spare),
-            status: p.status.take(),
-            after: std::mem::take(&mut p.after),
-            closed: p.closed,
-        }
+        p.changes.extend(changes);
+        p.status = Some(status);
+        p.after.extend(after);
     }
 
-    /// Hands an appended list back, cleared, as the next spare, unless it grew past
-    /// [`SPARE_MAX`] (a writer far behind on a huge plan): memory is not held for that.
+    /// Everything queued (its `spare` empty), leaving the spare list to fill.
+    fn take(&self) -> Pending {
+        let mut p = self.lock();
+        let next = Pending {
+            changes: std::mem::take(&mut p.spare),
+            closed: p.closed,
+            ..Pending::default()
+        };
+        std::mem::replace(&mut *p, next)
+    }
+
+    /// Hands the list of the last [`Queue::take`] back, cleared, as the next spare, unless it
+    /// grew past [`SPARE_MAX`] (a writer far behind on a huge plan): memory is not held for
+    /// that.
     fn give_back(&self, mut changes: Vec<StateChange>) {
         if changes.capacity() > SPARE_MAX {
             return;
         }
         changes.clear();
-        let mut p = self.lock();
-        if p.spare.capacity() < changes.capacity() {
-            p.spare = changes;
-        }
+        self.lock().spare = changes;
     }
 }
 
@@ -125,20 +127,14 @@ impl JournalWriter {
         }
     }
 
-    /// Queues a turn: `changes` (in order), the plan status after it, and what to run once
-    /// they are durable.
+    /// Queues a turn (see [`Queue::push`]) and wakes the writer.
     pub(crate) fn send(
         &self,
         changes: impl IntoIterator<Item = StateChange>,
         status: PlanStatus,
         after: Vec<AfterDurable>,
     ) {
-        {
-            let mut p = self.queue.lock();
-            p.changes.extend(changes);
-            p.status = Some(status);
-            p.after.extend(after);
-        }
+        self.queue.push(changes, status, after);
         self.queue.queued.notify_one();
     }
 
@@ -257,12 +253,10 @@ mod tests {
 
     fn push(queue: &Queue, nodes: &[usize], status: PlanStatus, said: &Arc<Mutex<Vec<usize>>>) {
         let (said, first) = (said.clone(), nodes.first().copied().unwrap_or_default());
-        let mut p = queue.lock();
-        p.changes.extend(nodes.iter().map(|&n| node(n)));
-        p.status = Some(status);
-        p.after.push(Box::new(move || {
+        let after: AfterDurable = Box::new(move || {
             said.lock().unwrap_or_else(|e| e.into_inner()).push(first);
-        }));
+        });
+        queue.push(nodes.iter().map(|&n| node(n)), status, vec![after]);
     }
 
     #[test]
