@@ -7,9 +7,10 @@
 //! covers them.
 //!
 //! The queue is two lists used in turn: the actor fills one while the writer appends the
-//! other, which is then cleared and handed back (unless it grew past [`SPARE_MAX`]). A writer
-//! that fell behind takes everything queued in one append without copying it; it used to join
-//! the turns' lists by copying them into a fresh one, whose pages the kernel had to clear.
+//! other, which is then cleared and handed back (see [`Queue::give_back`] for which are kept).
+//! A writer that fell behind takes everything queued in one append without copying it; it
+//! used to join the turns' lists by copying them into a fresh one, whose pages the kernel had
+//! to clear.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,7 +31,8 @@ pub(crate) type AfterDurable = Box<dyn FnOnce() + Send + Sync>;
 /// Pause before appending again after the store failed.
 const STORE_RETRY: Duration = Duration::from_millis(250);
 
-/// The longest list kept for reuse, in changes (a few MiB).
+/// A list this long (in changes, a few MiB) is always kept for reuse; a longer one only while
+/// the backlog fills a quarter of it (see [`Queue::give_back`]).
 const SPARE_MAX: usize = 1 << 16;
 
 /// What the actor queued and the writer has not taken yet; what the writer takes, as one.
@@ -84,11 +86,14 @@ impl Queue {
         std::mem::replace(&mut *p, next)
     }
 
-    /// Hands the list of the last [`Queue::take`] back, cleared, as the next spare, unless it
-    /// grew past [`SPARE_MAX`] (a writer far behind on a huge plan): memory is not held for
-    /// that.
+    /// Hands the list of the last [`Queue::take`] back, cleared, as the next spare. A list
+    /// longer than [`SPARE_MAX`] is kept only while the backlog it held filled a quarter of it:
+    /// a writer far behind on a huge plan (takes of up to 240k changes, 27 MB, on a 1M-node
+    /// plan) reuses its lists instead of freeing them and having the next ones' pages cleared
+    /// by the kernel again; once the backlog shrinks, a big list is freed at its next use, so
+    /// a list kept is at most four times the backlog it last carried.
     fn give_back(&self, mut changes: Vec<StateChange>) {
-        if changes.capacity() > SPARE_MAX {
+        if changes.capacity() > SPARE_MAX && changes.len() < changes.capacity() / 4 {
             return;
         }
         changes.clear();
@@ -251,21 +256,28 @@ mod tests {
             .collect()
     }
 
-    fn push(queue: &Queue, nodes: &[usize], status: PlanStatus, said: &Arc<Mutex<Vec<usize>>>) {
+    /// Queues a turn of `nodes`' changes whose reply records its first node in `said`.
+    fn push(
+        queue: &Queue,
+        nodes: impl IntoIterator<Item = usize>,
+        status: PlanStatus,
+        said: &Arc<Mutex<Vec<usize>>>,
+    ) {
+        let nodes: Vec<usize> = nodes.into_iter().collect();
         let (said, first) = (said.clone(), nodes.first().copied().unwrap_or_default());
         let after: AfterDurable = Box::new(move || {
             said.lock().unwrap_or_else(|e| e.into_inner()).push(first);
         });
-        queue.push(nodes.iter().map(|&n| node(n)), status, vec![after]);
+        queue.push(nodes.into_iter().map(node), status, vec![after]);
     }
 
     #[test]
     fn turns_queued_meanwhile_are_taken_as_one_in_order_with_the_last_status() {
         let said = Arc::new(Mutex::new(Vec::new()));
         let queue = Queue::default();
-        push(&queue, &[1, 2], PlanStatus::Running, &said);
-        push(&queue, &[3], PlanStatus::Running, &said);
-        push(&queue, &[4, 5, 6], PlanStatus::Succeeded, &said);
+        push(&queue, [1, 2], PlanStatus::Running, &said);
+        push(&queue, [3], PlanStatus::Running, &said);
+        push(&queue, [4, 5, 6], PlanStatus::Succeeded, &said);
         let taken = queue.take();
         assert_eq!(nodes_of(&taken.changes), vec![1, 2, 3, 4, 5, 6]);
         assert_eq!(taken.status, Some(PlanStatus::Succeeded));
@@ -287,36 +299,34 @@ mod tests {
     fn the_lists_are_used_in_turn_without_growing_again() {
         let said = Arc::new(Mutex::new(Vec::new()));
         let queue = Queue::default();
-        push(
-            &queue,
-            &(0..100).collect::<Vec<_>>(),
-            PlanStatus::Running,
-            &said,
-        );
+        push(&queue, 0..100, PlanStatus::Running, &said);
         let first = queue.take();
         let (first_ptr, cap) = (first.changes.as_ptr(), first.changes.capacity());
         // While the writer appends the first list, the actor fills the other one.
-        push(&queue, &[100], PlanStatus::Running, &said);
+        push(&queue, [100], PlanStatus::Running, &said);
         queue.give_back(first.changes);
         let second = queue.take();
         assert_eq!(nodes_of(&second.changes), vec![100]);
         queue.give_back(second.changes);
         // The next turn is queued onto the first list again: no allocation.
-        push(
-            &queue,
-            &(200..250).collect::<Vec<_>>(),
-            PlanStatus::Running,
-            &said,
-        );
+        push(&queue, 200..250, PlanStatus::Running, &said);
         let third = queue.take();
         assert_eq!(third.changes.as_ptr(), first_ptr);
         assert_eq!(third.changes.capacity(), cap);
         assert_eq!(nodes_of(&third.changes), (200..250).collect::<Vec<_>>());
 
-        // A list grown past the bound is freed, not kept.
-        let big: Vec<StateChange> = Vec::with_capacity(SPARE_MAX + 1);
+        // A list past the bound is kept while the backlog it held filled a quarter of it...
+        let mut busy: Vec<StateChange> = Vec::with_capacity(4 * SPARE_MAX);
+        busy.extend((0..SPARE_MAX).map(node));
+        let busy_ptr = busy.as_ptr();
         queue.give_back(third.changes);
-        queue.give_back(big);
-        assert!(queue.lock().spare.capacity() <= SPARE_MAX);
+        queue.give_back(busy);
+        let spare = std::mem::take(&mut queue.lock().spare);
+        assert_eq!((spare.as_ptr(), spare.len()), (busy_ptr, 0));
+        // ... and freed at its first use by a smaller one.
+        let mut quiet = spare;
+        quiet.extend((0..SPARE_MAX - 1).map(node));
+        queue.give_back(quiet);
+        assert_eq!(queue.lock().spare.capacity(), 0);
     }
 }
