@@ -75,8 +75,8 @@ async fn main() {
         let per = stats.journal_bytes_written as f64 / stats.changes.max(1) as f64;
         let all = stats.state_bytes_written() as f64 / stats.changes.max(1) as f64;
         println!(
-            "bytes/transition nodes={n}: journal={per:.1} with-snapshots={all:.1} (changes={} appends={} fsyncs={})",
-            stats.changes, stats.appends, stats.fsyncs
+            "bytes/transition nodes={n}: journal={per:.1} with-snapshots={all:.1} (changes={} appends={} fsyncs={} compactions={})",
+            stats.changes, stats.appends, stats.fsyncs, stats.compactions
         );
         if n == 10_000 {
             let mut times = Vec::new();

@@ -10,17 +10,29 @@
 //! generation `g` whole (the new empty journal is ignored and cleaned up later), and a crash
 //! after it leaves generation `g + 1` whole (the old journal is ignored). Nothing is lost and
 //! nothing is applied twice.
+//!
+//! A large plan is compacted in the background (see [`crate::Compaction::background_bytes`]):
+//! the append that finds the journal due does step 1 and flushes the folder, and later
+//! appends go to `journal-(g+1).log` at once, while a [`SnapshotJob`] encodes the record as of
+//! that point and writes it to a temporary file; steps 2 and 3 follow under the write lock.
+//! Until then `plan.json` names `g`, and a reader replays `journal-g.log` and then
+//! `journal-(g+1).log`: once a journal of `g + 1` exists, `journal-g.log` is never appended
+//! to again, so the two are one history. (A torn last record in `journal-g.log`, which only a
+//! machine crash without [`crate::Durability::Full`] can leave behind a newer journal, ends
+//! the history there: what follows it is dropped as the torn record is.) There is at most one
+//! such pair: a compaction due while one runs in the background waits for it.
 
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
 
 use orchestrator_core::state::{PlanRecord, StateChange, SCHEMA_VERSION};
 use orchestrator_core::{PlanId, StoreError};
 
 use crate::fsutil::{
-    both, corrupt, file_id, file_len, io_err, is_tmp_name, read_if_exists, sync_dir, write_atomic,
-    FileId,
+    both, corrupt, file_id, file_len, io_err, is_tmp_name, read_if_exists, sync_dir, tmp_path,
+    write_atomic, write_new, FileId,
 };
 use crate::journal::{self, HEADER_LEN};
 use crate::layout::{journal_generation, PlanPaths};
@@ -62,9 +74,15 @@ pub(crate) struct Live {
     pub(crate) record: PlanRecord,
     /// Nanosecond creation stamp (orders plans created in the same millisecond).
     pub(crate) created_ns: u64,
+    /// The generation of the journal appended to.
     generation: u64,
+    /// The generation `plan.json` names: `generation`, or the one before it while a new
+    /// snapshot is written in the background (see the module documentation).
+    snapshot_generation: u64,
     snapshot_id: FileId,
     snapshot_version: u32,
+    /// A [`SnapshotJob`] this state started is under way.
+    compacting: bool,
     /// Length of the journal file when last seen.
     journal_len: u64,
     /// Bytes of whole records (and header) in it.
@@ -104,8 +122,10 @@ impl Live {
             record,
             created_ns,
             generation: 0,
+            snapshot_generation: 0,
             snapshot_id,
             snapshot_version: SCHEMA_VERSION,
+            compacting: false,
             journal_len: HEADER_LEN,
             journal_valid: HEADER_LEN,
             journal_records: 0,
@@ -139,9 +159,13 @@ impl Live {
                 .map_err(io_err("read", &path))?;
             drop(file);
             let envelope = snapshot::open(&bytes, &path)?;
-            let generation = envelope.generation;
-            let jpath = ctx.paths.journal(generation);
+            let snapshot_generation = envelope.generation;
+            let jpath = ctx.paths.journal(snapshot_generation);
             let jbytes = read_if_exists(&jpath)?;
+            // The journal a snapshot being written in the background will name, read after
+            // the one before it (which no one appends to once this one exists).
+            let next_path = ctx.paths.journal(snapshot_generation + 1);
+            let next_bytes = read_if_exists(&next_path)?;
             // A compaction elsewhere may have replaced the snapshot and removed this journal
             // while we read: then read again.
             if file_id(&path)? != Some(snapshot_id) {
@@ -172,34 +196,52 @@ impl Live {
                 Cow::Borrowed(_) => envelope,
             };
             let (created_ns, version) = (envelope.created_ns, envelope.version);
-            // The journal decodes while the snapshot does.
-            let (scan, record) = both(
-                jbytes.len() > PARALLEL_JOURNAL_BYTES,
-                || journal::scan(&jbytes, generation, &jpath, secrets.as_ref()),
-                || envelope.decode(&path),
-            )
+            // The journals decode while the snapshot does.
+            let journal_bytes = jbytes.len() + next_bytes.as_ref().map_or(0, Vec::len);
+            let scan_all = || {
+                let scan = journal::scan(&jbytes, snapshot_generation, &jpath, secrets.as_ref())?;
+                let next = match &next_bytes {
+                    // Only a whole journal is followed by the next one (see the module
+                    // documentation); a torn one ends the history.
+                    Some(next) if scan.valid_len == jbytes.len() as u64 => Some(journal::scan(
+                        next,
+                        snapshot_generation + 1,
+                        &next_path,
+                        secrets.as_ref(),
+                    )?),
+                    _ => None,
+                };
+                Ok::<_, StoreError>((scan, next))
+            };
+            let (scans, record) = both(journal_bytes > PARALLEL_JOURNAL_BYTES, scan_all, || {
+                envelope.decode(&path)
+            })
             .map_err(|message| corrupt(&path, message))?;
-            let (scan, mut record) = (scan?, record?);
+            let ((scan, next), mut record) = (scans?, record?);
             if &record.state.id != ctx.plan {
                 return Err(corrupt(
                     &path,
                     format!("holds plan {} instead of {}", record.state.id, ctx.plan),
                 ));
             }
-            for (i, batch) in scan.batches.iter().enumerate() {
-                for change in batch {
-                    record.apply(change).map_err(|e| {
-                        corrupt(&jpath, format!("record {} does not apply: {e}", i + 1))
-                    })?;
+            replay(&mut record, &scan, &jpath)?;
+            let (generation, scan, len) = match next {
+                Some(next) => {
+                    replay(&mut record, &next, &next_path)?;
+                    let len = next_bytes.as_ref().map_or(0, Vec::len);
+                    (snapshot_generation + 1, next, len)
                 }
-            }
+                None => (snapshot_generation, scan, jbytes.len()),
+            };
             return Ok(Live {
                 record,
                 created_ns,
                 generation,
+                snapshot_generation,
                 snapshot_id,
                 snapshot_version: version,
-                journal_len: jbytes.len() as u64,
+                compacting: false,
+                journal_len: len as u64,
                 journal_valid: scan.valid_len,
                 journal_records: scan.batches.len() as u64,
                 journal_changes: scan.batches.iter().map(|b| b.len() as u64).sum(),
@@ -346,6 +388,57 @@ impl Live {
         Ok(self.appender.insert(file))
     }
 
+    /// Compacts the journal that [`Live::compaction_due`] found due: within this call for a
+    /// small plan, or (returned) as a [`SnapshotJob`] for the caller to run on a thread of its
+    /// own for a large one. Nothing is done while a job this state started runs.
+    pub(crate) fn start_compaction(
+        &mut self,
+        ctx: &Ctx<'_>,
+    ) -> Result<Option<SnapshotJob>, StoreError> {
+        if self.compacting {
+            return Ok(None);
+        }
+        let background = self.snapshot_id.len() >= ctx.options.compaction.background_bytes;
+        // A pair of journals left by an interrupted job is folded here, at once.
+        if !background || self.snapshot_generation != self.generation {
+            return self.compact(ctx).map(|()| None);
+        }
+        let next = self.generation + 1;
+        write_atomic(
+            &ctx.paths.journal(next),
+            &journal::header(next),
+            ctx.sync(),
+            ctx.counters,
+            Account::Journal,
+        )?;
+        // The records appended to it from now on must not vanish with its name.
+        if ctx.sync() {
+            sync_dir(&ctx.paths.dir, ctx.counters)?;
+        }
+        ctx.counters.compacted();
+        let job = SnapshotJob {
+            record: self.record.clone(),
+            generation: next,
+            created_ns: self.created_ns,
+            spec_json: self.spec_json.clone(),
+            replaces: self.snapshot_id,
+        };
+        self.start_journal(next);
+        self.compacting = true;
+        Ok(Some(job))
+    }
+
+    /// Appends go to the new, empty journal of `generation` from now on.
+    fn start_journal(&mut self, generation: u64) {
+        self.generation = generation;
+        self.journal_len = HEADER_LEN;
+        self.journal_valid = HEADER_LEN;
+        self.journal_records = 0;
+        self.journal_changes = 0;
+        self.journal_version = journal::VERSION;
+        self.appender = None;
+    }
+
     /// Folds the journal into a new snapshot (see the module documentation for the order).
     pub(crate) fn compact(&mut self, ctx: &Ctx<'_>) -> Result<(), StoreError> {
         let next = self.generation + 1;
@@ -370,24 +463,72 @@ impl Live {
         if sync {
             sync_dir(&ctx.paths.dir, ctx.counters)?;
         }
-        let old = ctx.paths.journal(self.generation);
-        if let Err(e) = fs::remove_file(&old) {
-            if e.kind() != io::ErrorKind::NotFound {
-                tracing::warn!(journal = %old.display(), error = %e, "cannot remove a compacted journal");
-            }
+        remove_journal(ctx, self.generation);
+        if self.snapshot_generation != self.generation {
+            remove_journal(ctx, self.snapshot_generation);
         }
         ctx.counters.compacted();
-        self.generation = next;
         self.snapshot_id =
             file_id(&path)?.ok_or_else(|| corrupt(&path, "missing after compaction"))?;
+        self.snapshot_generation = next;
         self.snapshot_version = SCHEMA_VERSION;
-        self.journal_len = HEADER_LEN;
-        self.journal_valid = HEADER_LEN;
-        self.journal_records = 0;
-        self.journal_changes = 0;
-        self.journal_version = journal::VERSION;
-        self.appender = None;
+        self.start_journal(next);
         Ok(())
+    }
+
+    /// Puts the snapshot a [`SnapshotJob`] wrote in place (steps 2 and 3 of the module
+    /// documentation), unless another writer compacted the plan meanwhile. `live` is the
+    /// caller's state of the plan, if it has one; the caller holds the plan's write lock.
+    pub(crate) fn finish_compaction(
+        live: Option<&mut Live>,
+        ctx: &Ctx<'_>,
+        written: Written,
+    ) -> Result<(), StoreError> {
+        let path = ctx.paths.snapshot();
+        if file_id(&path)? != Some(written.replaces) {
+            tracing::debug!(plan = %ctx.plan, "a newer snapshot replaced the one this compaction started from");
+            let _ = fs::remove_file(&written.tmp);
+            return Ok(());
+        }
+        if let Some(bytes) = written.secret_bytes {
+            let bytes = ctx.hide_secrets(&bytes)?.unwrap_or(bytes);
+            write_new(
+                &written.tmp,
+                &bytes,
+                ctx.sync(),
+                ctx.counters,
+                Account::Snapshot,
+            )?;
+        }
+        if let Err(e) = fs::rename(&written.tmp, &path) {
+            let _ = fs::remove_file(&written.tmp);
+            return Err(io_err("rename into place", &path)(e));
+        }
+        if ctx.sync() {
+            sync_dir(&ctx.paths.dir, ctx.counters)?;
+        }
+        remove_journal(ctx, written.generation - 1);
+        if let Some(live) = live.filter(|l| l.generation == written.generation) {
+            live.compacting = false;
+            if live.snapshot_generation + 1 == written.generation {
+                live.snapshot_id =
+                    file_id(&path)?.ok_or_else(|| corrupt(&path, "missing after compaction"))?;
+                live.snapshot_generation = written.generation;
+                live.snapshot_version = SCHEMA_VERSION;
+                if written.spec_json.of(&live.record.spec).is_some() {
+                    live.spec_json = written.spec_json;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A [`SnapshotJob`] of `generation` that this state started has ended without putting
+    /// its snapshot in place: a compaction due later is done within its append.
+    pub(crate) fn compaction_failed(&mut self, generation: u64) {
+        if self.generation == generation {
+            self.compacting = false;
+        }
     }
 
     /// Removes journals of other generations and temporary files left by interrupted writes.
@@ -399,7 +540,8 @@ impl Live {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            let stale_journal = journal_generation(name).is_some_and(|g| g != self.generation);
+            let stale_journal = journal_generation(name)
+                .is_some_and(|g| g != self.generation && g != self.snapshot_generation);
             if stale_journal || is_tmp_name(name) {
                 let path = entry.path();
                 if let Err(e) = fs::remove_file(&path) {
@@ -407,5 +549,324 @@ impl Live {
                 }
             }
         }
+    }
+}
+
+/// Applies the batches of `scan`, read from `path`, to `record`.
+fn replay(record: &mut PlanRecord, scan: &journal::Scan, path: &Path) -> Result<(), StoreError> {
+    for (i, batch) in scan.batches.iter().enumerate() {
+        for change in batch {
+            record
+                .apply(change)
+                .map_err(|e| corrupt(path, format!("record {} does not apply: {e}", i + 1)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the journal of `generation`, folded into a snapshot (a leftover is harmless).
+fn remove_journal(ctx: &Ctx<'_>, generation: u64) {
+    let old = ctx.paths.journal(generation);
+    if let Err(e) = fs::remove_file(&old) {
+        if e.kind() != io::ErrorKind::NotFound {
+            tracing::warn!(journal = %old.display(), error = %e, "cannot remove a compacted journal");
+        }
+    }
+}
+
+/// A snapshot to write on a thread of its own: the record as of the start of the journal of
+/// `generation` (see the module documentation).
+pub(crate) struct SnapshotJob {
+    record: PlanRecord,
+    generation: u64,
+    created_ns: u64,
+    spec_json: SpecJson,
+    /// The snapshot it replaces: if `plan.json` is another file by the time it is written,
+    /// another writer compacted the plan meanwhile and this snapshot is dropped.
+    replaces: FileId,
+}
+
+/// A [`SnapshotJob`]'s snapshot, encoded and written to a temporary file.
+pub(crate) struct Written {
+    generation: u64,
+    replaces: FileId,
+    spec_json: SpecJson,
+    tmp: PathBuf,
+    /// The encoded snapshot when it may hold secret values: those are hidden (which may
+    /// update the plan's secrets table) and it is written under the write lock.
+    secret_bytes: Option<Vec<u8>>,
+}
+
+impl SnapshotJob {
+    /// The generation of the journal that follows the snapshot.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Encodes the snapshot and writes it to a temporary file beside `plan.json`; needs no
+    /// lock.
+    pub(crate) fn write(self, ctx: &Ctx<'_>) -> Result<Written, StoreError> {
+        let SnapshotJob {
+            record,
+            generation,
+            created_ns,
+            mut spec_json,
+            replaces,
+        } = self;
+        let bytes =
+            snapshot::encode(&record, generation, created_ns, &mut spec_json).map_err(|e| {
+                StoreError::Rejected {
+                    plan: ctx.plan.clone(),
+                    message: format!("cannot serialize the plan: {e}"),
+                }
+            })?;
+        drop(record);
+        let tmp = tmp_path(&ctx.paths.snapshot());
+        let secret_bytes = if Secrets::may_hold_secrets(&bytes) {
+            Some(bytes)
+        } else {
+            if let Err(e) = write_new(&tmp, &bytes, ctx.sync(), ctx.counters, Account::Snapshot) {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+            None
+        };
+        Ok(Written {
+            generation,
+            replaces,
+            spec_json,
+            tmp,
+            secret_bytes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The background compaction's states, step by step, as a crash would leave them.
+
+    use orchestrator_core::plan::{Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
+    use orchestrator_core::PlanRepository;
+
+    use super::*;
+    use crate::options::Compaction;
+    use crate::stats::Counters;
+    use crate::FsPlanRepository;
+
+    struct Fixture {
+        _root: tempfile::TempDir,
+        plan: PlanId,
+        paths: PlanPaths,
+        options: FsOptions,
+        counters: Counters,
+    }
+
+    impl Fixture {
+        /// A stored plan of three jobs whose snapshots are always written in the background.
+        fn new() -> Fixture {
+            let root = tempfile::tempdir().expect("tempdir");
+            let mut spec = PlanSpec::new("background").isolation(Isolation::None);
+            for i in 0..3 {
+                spec = spec.job(JobSpec::new(
+                    format!("job-{i}"),
+                    "T",
+                    WorkSpec::shell("true"),
+                ));
+            }
+            let nodes = PlanGraph::build(&spec).expect("valid").node_count();
+            let record = PlanRecord::new(PlanId::random(), spec, "/repo".into(), nodes, 1);
+            let plan = record.state.id.clone();
+            let store = FsPlanRepository::new(root.path());
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime")
+                .block_on(store.create(&record))
+                .expect("create");
+            let paths = PlanPaths::of(&root.path().join("plans"), &plan).expect("paths");
+            let options = FsOptions::default().compaction(
+                Compaction::default()
+                    .background_bytes(0)
+                    .min_journal_bytes(0),
+            );
+            Fixture {
+                _root: root,
+                plan,
+                paths,
+                options,
+                counters: Counters::default(),
+            }
+        }
+
+        fn ctx(&self) -> Ctx<'_> {
+            Ctx {
+                plan: &self.plan,
+                paths: &self.paths,
+                options: &self.options,
+                counters: &self.counters,
+            }
+        }
+
+        /// The plan as a new reader finds it on disk.
+        fn read(&self) -> Live {
+            Live::read(&self.ctx()).expect("read")
+        }
+
+        /// The files of the plan folder, sorted.
+        fn files(&self) -> Vec<String> {
+            let mut names: Vec<String> = fs::read_dir(&self.paths.dir)
+                .expect("plan folder")
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                .filter(|n| !n.ends_with(".lock"))
+                .collect();
+            names.sort();
+            names
+        }
+
+        /// The generation `plan.json` names.
+        fn snapshot_generation(&self) -> u64 {
+            let bytes = fs::read(self.paths.snapshot()).expect("snapshot");
+            snapshot::open(&bytes, &self.paths.snapshot())
+                .expect("envelope")
+                .generation
+        }
+    }
+
+    /// Session ids `from..to`, one change each, on the plan's three nodes.
+    fn batch(from: usize, to: usize) -> Vec<StateChange> {
+        (from..to)
+            .map(|i| StateChange::Session {
+                node: i % 3,
+                session_id: format!("session-{i}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_snapshot_written_in_the_background_keeps_every_change_at_every_step() {
+        let f = Fixture::new();
+        let ctx = f.ctx();
+        let mut live = f.read();
+        live.append(&ctx, &batch(0, 4)).expect("append");
+        let job = live.start_compaction(&ctx).expect("start").expect("a job");
+        // The new journal is there, the snapshot still names the old one.
+        assert_eq!(
+            f.files(),
+            ["journal-000000.log", "journal-000001.log", "plan.json"]
+        );
+        assert_eq!(f.snapshot_generation(), 0);
+        assert_eq!(f.read().record, live.record);
+
+        // Appends go to the new journal while the job runs; a reader replays both.
+        live.append(&ctx, &batch(4, 9)).expect("append");
+        let reader = f.read();
+        assert_eq!(reader.record, live.record);
+        assert_eq!((reader.snapshot_generation, reader.generation), (0, 1));
+        assert!(live.is_current(&ctx).expect("current"));
+        // A compaction due meanwhile waits for the one under way.
+        assert!(live.start_compaction(&ctx).expect("start").is_none());
+
+        let written = job.write(&ctx).expect("write");
+        Live::finish_compaction(Some(&mut live), &ctx, written).expect("finish");
+        assert_eq!(f.files(), ["journal-000001.log", "plan.json"]);
+        assert_eq!(f.snapshot_generation(), 1);
+        assert!(live.is_current(&ctx).expect("current"), "its own snapshot");
+        assert_eq!(f.read().record, live.record);
+
+        // The next one starts once this one is in place.
+        live.append(&ctx, &batch(9, 12)).expect("append");
+        let job = live.start_compaction(&ctx).expect("start").expect("a job");
+        assert_eq!(job.generation(), 2);
+        assert_eq!(f.read().record, live.record);
+    }
+
+    #[test]
+    fn a_crash_before_the_snapshot_is_in_place_loses_nothing_and_the_pair_is_folded_later() {
+        let f = Fixture::new();
+        let ctx = f.ctx();
+        let mut live = f.read();
+        live.append(&ctx, &batch(0, 4)).expect("append");
+        let job = live.start_compaction(&ctx).expect("start").expect("a job");
+        live.append(&ctx, &batch(4, 9)).expect("append");
+        // The process dies with the snapshot written to its temporary file only.
+        let written = job.write(&ctx).expect("write");
+        let expected = live.record.clone();
+        drop((live, written));
+        assert_eq!(f.files().len(), 4, "{:?}", f.files());
+
+        let mut after = f.read();
+        assert_eq!(after.record, expected);
+        after.append(&ctx, &batch(9, 11)).expect("append");
+        let mut expected = expected;
+        for change in batch(9, 11) {
+            expected.apply(&change).expect("applies");
+        }
+        assert_eq!(f.read().record, expected);
+        assert_eq!(
+            f.files(),
+            ["journal-000000.log", "journal-000001.log", "plan.json"],
+            "the leftover temporary file is removed, both journals are kept"
+        );
+        // The pair is folded within the append that finds the journal due.
+        assert!(after.start_compaction(&ctx).expect("start").is_none());
+        assert_eq!(f.files(), ["journal-000002.log", "plan.json"]);
+        assert_eq!(f.snapshot_generation(), 2);
+        assert_eq!(f.read().record, expected);
+    }
+
+    #[test]
+    fn a_torn_journal_ends_the_history_before_the_next_one() {
+        let f = Fixture::new();
+        let ctx = f.ctx();
+        let mut live = f.read();
+        live.append(&ctx, &batch(0, 4)).expect("append");
+        let kept = live.record.clone();
+        live.append(&ctx, &batch(4, 6)).expect("append");
+        let _job = live.start_compaction(&ctx).expect("start").expect("a job");
+        live.append(&ctx, &batch(6, 9)).expect("append");
+        drop(live);
+        // A machine crash without full durability lost the old journal's last bytes.
+        let old = f.paths.journal(0);
+        let len = fs::metadata(&old).expect("journal").len();
+        OpenOptions::new()
+            .write(true)
+            .open(&old)
+            .and_then(|file| file.set_len(len - 1))
+            .expect("truncate");
+
+        let mut after = f.read();
+        assert_eq!(
+            after.record, kept,
+            "the torn record and what follows it are gone"
+        );
+        after.append(&ctx, &batch(20, 22)).expect("append");
+        let mut expected = kept;
+        for change in batch(20, 22) {
+            expected.apply(&change).expect("applies");
+        }
+        assert_eq!(f.read().record, expected);
+        assert_eq!(f.files(), ["journal-000000.log", "plan.json"]);
+    }
+
+    #[test]
+    fn a_snapshot_overtaken_by_another_writers_compaction_is_dropped() {
+        let f = Fixture::new();
+        let ctx = f.ctx();
+        let mut live = f.read();
+        live.append(&ctx, &batch(0, 4)).expect("append");
+        let job = live.start_compaction(&ctx).expect("start").expect("a job");
+        // Another process reads the pair and folds it while the job runs.
+        let mut other = f.read();
+        other.append(&ctx, &batch(4, 6)).expect("append");
+        other.compact(&ctx).expect("compact");
+        let written = job.write(&ctx).expect("write");
+        Live::finish_compaction(Some(&mut live), &ctx, written).expect("finish");
+        assert_eq!(f.snapshot_generation(), 2);
+        assert_eq!(f.files(), ["journal-000002.log", "plan.json"]);
+        assert_eq!(f.read().record, other.record);
+        assert!(
+            !live.is_current(&ctx).expect("current"),
+            "it reads the plan again"
+        );
     }
 }

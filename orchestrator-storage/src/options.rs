@@ -50,6 +50,14 @@ pub struct Compaction {
     /// Compact once the journal holds this many records (append calls), whatever their size
     /// (default 50 000).
     pub max_journal_records: u64,
+    /// File store: a plan whose snapshot is at least this large (default 256 KiB) is
+    /// compacted on a thread of its own. The append that finds the journal due starts a new
+    /// journal and returns; the new snapshot (the record as of that point) is encoded and
+    /// written while later appends go on. (Within the append, a 10,000-node plan's
+    /// compaction took 6–15 ms of a 45 ms run.) Smaller snapshots are written within the
+    /// append, which costs less than starting a thread. `u64::MAX` never compacts in the
+    /// background. The PostgreSQL store compacts within its transaction and ignores this.
+    pub background_bytes: u64,
 }
 
 impl Default for Compaction {
@@ -58,6 +66,7 @@ impl Default for Compaction {
             min_journal_bytes: 256 * 1024,
             snapshot_percent: 100,
             max_journal_records: 50_000,
+            background_bytes: 256 * 1024,
         }
     }
 }
@@ -93,6 +102,17 @@ impl Compaction {
     /// ```
     pub fn max_journal_records(mut self, records: u64) -> Self {
         self.max_journal_records = records;
+        self
+    }
+
+    /// Sets [`Compaction::background_bytes`].
+    ///
+    /// ```
+    /// let c = orchestrator_storage::Compaction::default().background_bytes(0);
+    /// assert_eq!(c.background_bytes, 0);
+    /// ```
+    pub fn background_bytes(mut self, bytes: u64) -> Self {
+        self.background_bytes = bytes;
         self
     }
 

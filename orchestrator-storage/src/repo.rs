@@ -21,7 +21,7 @@ use crate::fsutil::{
 };
 use crate::journal;
 use crate::layout::{is_safe_component, PlanPaths, CREATE_PREFIX, DELETED_PREFIX, SNAPSHOT};
-use crate::live::{Ctx, Live};
+use crate::live::{Ctx, Live, SnapshotJob};
 use crate::lock::{acquire_owner, HeldLeases, WriteLock};
 use crate::options::{Durability, FsOptions};
 use crate::snapshot::SpecJson;
@@ -364,7 +364,7 @@ impl Inner {
         read
     }
 
-    fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {
+    fn append(self: &Arc<Self>, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {
         if changes.is_empty() {
             return self.existing(plan).map(|_| ());
         }
@@ -378,16 +378,58 @@ impl Inner {
             _ => self.read(&ctx)?,
         };
         live.append(&ctx, changes)?;
+        let mut job = None;
         if live.compaction_due(&ctx) {
             // The changes are already durable: a failed compaction is only reported, and
             // the next append reads the plan afresh.
-            if let Err(e) = live.compact(&ctx) {
-                tracing::warn!(plan = %plan, error = %e, "journal compaction failed");
-                return Ok(());
+            match live.start_compaction(&ctx) {
+                Ok(started) => job = started,
+                Err(e) => {
+                    tracing::warn!(plan = %plan, error = %e, "journal compaction failed");
+                    return Ok(());
+                }
             }
         }
         *slot = Some(live);
+        if let Some(job) = job {
+            self.compact_in_background(plan, job);
+        }
         Ok(())
+    }
+
+    /// Runs `job` on a thread of its own (see [`crate::Compaction::background_bytes`]).
+    fn compact_in_background(self: &Arc<Self>, plan: &PlanId, job: SnapshotJob) {
+        let (store, id, generation) = (self.clone(), plan.clone(), job.generation());
+        let spawned = std::thread::Builder::new()
+            .name("plan-snapshot".into())
+            .spawn(move || store.run_snapshot_job(&id, job));
+        if let Err(e) = spawned {
+            tracing::warn!(plan = %plan, error = %e, "cannot start a thread to compact the journal");
+            if let Some(live) = lock(&self.slot(plan)).as_mut() {
+                live.compaction_failed(generation);
+            }
+        }
+    }
+
+    /// Writes `job`'s snapshot, then puts it in place under the plan's locks. A failure only
+    /// costs the compaction: the plan's journals stay whole.
+    fn run_snapshot_job(&self, plan: &PlanId, job: SnapshotJob) {
+        let generation = job.generation();
+        let Ok(paths) = self.paths(plan) else { return };
+        let ctx = self.ctx(plan, &paths);
+        let written = job.write(&ctx);
+        let slot = self.slot(plan);
+        let mut slot = lock(&slot);
+        let finished = written.and_then(|written| {
+            let _write = WriteLock::acquire(&paths.write_lock(), plan)?;
+            Live::finish_compaction(slot.as_mut(), &ctx, written)
+        });
+        if let Err(e) = finished {
+            tracing::warn!(plan = %plan, error = %e, "journal compaction failed");
+            if let Some(live) = slot.as_mut() {
+                live.compaction_failed(generation);
+            }
+        }
     }
 
     /// The plan as on disk, with its creation stamp; `remember` keeps it in this handle.

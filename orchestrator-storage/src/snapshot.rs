@@ -42,14 +42,16 @@ const PARALLEL_NODES: usize = 2_000;
 /// that same spec (`Arc`): a compaction rewrites the state, which changes, but encodes the
 /// spec, which rarely does (a reshape replaces it), only when it changed. (A 10,000-job spec
 /// is 1.2 MB of JSON, encoded again at every compaction before.)
-#[derive(Debug, Default)]
-pub(crate) struct SpecJson(Option<(Arc<PlanSpec>, Vec<u8>)>);
+///
+/// Cloning shares the bytes: a compaction on its own thread takes a clone.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct SpecJson(Option<(Arc<PlanSpec>, Arc<Vec<u8>>)>);
 
 impl SpecJson {
     /// The JSON of `spec`, if it is the one last encoded.
-    fn of(&self, spec: &Arc<PlanSpec>) -> Option<&[u8]> {
+    pub(crate) fn of(&self, spec: &Arc<PlanSpec>) -> Option<&[u8]> {
         match &self.0 {
-            Some((known, json)) if Arc::ptr_eq(known, spec) => Some(json),
+            Some((known, json)) if Arc::ptr_eq(known, spec) => Some(json.as_slice()),
             _ => None,
         }
     }
@@ -100,7 +102,7 @@ fn encode_with(
         Err(_) => (spec_json()?, state_json()?),
     };
     let out = assemble(&spec, &state);
-    cache.0 = Some((record.spec.clone(), spec));
+    cache.0 = Some((record.spec.clone(), Arc::new(spec)));
     Ok(out)
 }
 

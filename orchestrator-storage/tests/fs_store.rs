@@ -144,6 +144,54 @@ async fn compaction_keeps_everything_and_leaves_one_journal() {
     assert_eq!(store.load(&id).await.expect("load"), expected);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_in_the_background_keeps_everything_for_every_reader() {
+    // Every snapshot is written on its own thread while appends go on: a reader with a fresh
+    // handle, after each append, finds exactly what was appended so far.
+    let root = tempfile::tempdir().expect("tempdir");
+    let options = FsOptions::default().compaction(
+        Compaction::default()
+            .min_journal_bytes(2048)
+            .snapshot_percent(0)
+            .background_bytes(0),
+    );
+    let store = FsPlanRepository::with_options(root.path(), options.clone());
+    let record = plan(4);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let mut expected = record.clone();
+    let mut i = 0u64;
+    while i < 1500 {
+        let len = common::batch_len(i);
+        let batch: Vec<StateChange> = (i..i + len).map(change).collect();
+        store.append(&id, &batch).await.expect("append");
+        apply_range(&mut expected, i, i + len);
+        i += len;
+        let reader = FsPlanRepository::with_options(root.path(), options.clone());
+        assert_eq!(
+            reader.load(&id).await.expect("load"),
+            expected,
+            "after change {i}"
+        );
+    }
+    let stats = store.io_stats();
+    assert!(stats.compactions >= 3, "{stats:?}");
+    // The last snapshot is put in place soon after the last append: then one journal is left.
+    let dir = store.plan_dir(&id).expect("dir");
+    let settled = |names: &[String]| {
+        names.iter().filter(|n| n.starts_with("journal-")).count() == 1
+            && !names.iter().any(|n| n.contains(".tmp-"))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !settled(&files_in(&dir)) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(settled(&files_in(&dir)), "{:?}", files_in(&dir));
+    let fresh = FsPlanRepository::with_options(root.path(), options);
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
+    assert_eq!(store.load(&id).await.expect("load"), expected);
+}
+
 #[tokio::test]
 async fn a_spec_replaced_between_compactions_is_in_the_next_snapshot() {
     // Compactions reuse the spec's JSON while the spec is unchanged: a replaced one must be

@@ -1,5 +1,6 @@
 //! Tests with real processes: `kill -9` at random points while a child appends (every other
-//! child with `Durability::Flush`), and plan locks held by another process.
+//! child with `Durability::Flush`, every third compacting in the background), and plan locks
+//! held by another process.
 //!
 //! The test binary re-executes itself as the child: `child_process` does nothing unless
 //! `ORCH_STORAGE_TEST_CHILD` says which child to be.
@@ -24,14 +25,22 @@ const ROOT: &str = "ORCH_STORAGE_TEST_ROOT";
 const PLAN: &str = "ORCH_STORAGE_TEST_PLAN";
 const START: &str = "ORCH_STORAGE_TEST_START";
 const FLUSH_ONLY: &str = "ORCH_STORAGE_TEST_FLUSH_ONLY";
+const BACKGROUND: &str = "ORCH_STORAGE_TEST_BACKGROUND";
 
-/// Compacts every ~15 appends, so that kills also land inside compactions.
-fn crash_options(durability: Durability) -> FsOptions {
-    FsOptions::default().durability(durability).compaction(
-        Compaction::default()
-            .min_journal_bytes(1500)
-            .snapshot_percent(0),
-    )
+/// Compacts every ~15 appends, so that kills also land inside compactions (in the
+/// background ones, between the new journal and the snapshot that names it).
+fn crash_options(durability: Durability, background: bool) -> FsOptions {
+    let compaction = Compaction::default()
+        .min_journal_bytes(1500)
+        .snapshot_percent(0);
+    let compaction = if background {
+        compaction.background_bytes(0)
+    } else {
+        compaction.background_bytes(u64::MAX)
+    };
+    FsOptions::default()
+        .durability(durability)
+        .compaction(compaction)
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -64,7 +73,8 @@ fn append_child() {
     } else {
         Durability::Full
     };
-    let store = FsPlanRepository::with_options(env(ROOT), crash_options(durability));
+    let background = std::env::var(BACKGROUND).is_ok();
+    let store = FsPlanRepository::with_options(env(ROOT), crash_options(durability, background));
     let plan = PlanId::from(env(PLAN));
     let mut i: u64 = env(START).parse().expect("start");
     let mut out = std::io::stdout().lock();
@@ -101,11 +111,21 @@ fn lock_child() {
     drop(lease);
 }
 
-fn spawn_child(kind: &str, root: &Path, plan: &PlanId, start: u64, flush_only: bool) -> Child {
+/// How an appending child stores: without flushes, and compacting in the background.
+#[derive(Clone, Copy, Default)]
+struct Mode {
+    flush_only: bool,
+    background: bool,
+}
+
+fn spawn_child(kind: &str, root: &Path, plan: &PlanId, start: u64, mode: Mode) -> Child {
     let exe = std::env::current_exe().expect("test binary");
     let mut command = Command::new(exe);
-    if flush_only {
+    if mode.flush_only {
         command.env(FLUSH_ONLY, "1");
+    }
+    if mode.background {
+        command.env(BACKGROUND, "1");
     }
     command
         .args([
@@ -178,7 +198,11 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
     let mut applied = 0u64; // changes known to be in the plan (always a batch boundary)
     let (mut unacked_but_kept, mut before_any_ack) = (0, 0);
     for trial in 0..TRIALS {
-        let mut child = spawn_child("append", root.path(), &id, applied, trial % 2 == 1);
+        let mode = Mode {
+            flush_only: trial % 2 == 1,
+            background: trial % 3 == 2,
+        };
+        let mut child = spawn_child("append", root.path(), &id, applied, mode);
         let acks = lines_of(&mut child);
         let mut acked = applied;
         if rng.below_u64(4) == 0 {
@@ -280,7 +304,7 @@ fn a_second_process_cannot_take_a_plan_and_gets_it_when_the_first_dies() {
     };
 
     // The lease is released when its holder drops it...
-    let mut child = spawn_child("lock", root.path(), &id, 0, false);
+    let mut child = spawn_child("lock", root.path(), &id, 0, Mode::default());
     let lines = lines_of(&mut child);
     let line = wait_for(&lines, "locked ");
     assert_eq!(line, format!("locked {}", child.id()));
@@ -299,7 +323,7 @@ fn a_second_process_cannot_take_a_plan_and_gets_it_when_the_first_dies() {
     child.wait().expect("wait");
 
     // ...and when its holder is killed.
-    let mut child = spawn_child("lock", root.path(), &id, 0, false);
+    let mut child = spawn_child("lock", root.path(), &id, 0, Mode::default());
     let lines = lines_of(&mut child);
     wait_for(&lines, "locked ");
     expect_locked_by(child.id());
