@@ -122,6 +122,26 @@ fn creation_stamp() -> u64 {
     }
 }
 
+/// Lowers the calling thread to the lowest priority, so that a snapshot written in the
+/// background takes only CPU time the plan's own work leaves (on a busy 2-core machine it
+/// otherwise slowed the run it was compacting by a third of its own time). Linux only: there
+/// `setpriority` on a thread's id applies to that thread alone.
+fn lowest_priority() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19) {
+        tracing::debug!(error = %e, "cannot lower the priority of the compaction thread");
+    }
+}
+
+/// Whether blocking file work that borrows its input runs in place
+/// ([`tokio::task::block_in_place`]: on a multi-threaded runtime the worker's other tasks
+/// move to another thread meanwhile) rather than on the blocking pool, which needs the input
+/// copied: appending a 10,000-node plan's run copied its 80,000 changes, 2 ms of its 26.
+fn in_place() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
 /// Runs blocking file work off the async threads.
 async fn blocking<T, F>(f: F) -> Result<T, StoreError>
 where
@@ -402,7 +422,10 @@ impl Inner {
         let (store, id, generation) = (self.clone(), plan.clone(), job.generation());
         let spawned = std::thread::Builder::new()
             .name("plan-snapshot".into())
-            .spawn(move || store.run_snapshot_job(&id, job));
+            .spawn(move || {
+                lowest_priority();
+                store.run_snapshot_job(&id, job)
+            });
         if let Err(e) = spawned {
             tracing::warn!(plan = %plan, error = %e, "cannot start a thread to compact the journal");
             if let Some(live) = lock(&self.slot(plan)).as_mut() {
@@ -604,6 +627,9 @@ impl PlanRepository for FsPlanRepository {
     }
 
     async fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {
+        if in_place() {
+            return tokio::task::block_in_place(|| self.inner.append(plan, changes));
+        }
         let inner = self.inner.clone();
         let (plan, changes) = (plan.clone(), changes.to_vec());
         blocking(move || inner.append(&plan, &changes)).await
