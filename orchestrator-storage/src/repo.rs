@@ -37,8 +37,10 @@ use crate::{logs, secrets, snapshot, specs};
 /// - Every change is appended to the journal with one write and (with [`Durability::Full`],
 ///   the default) one flush: a transition costs O(size of the change), whatever the plan's
 ///   size. The journal is folded into a new snapshot from time to time (see
-///   [`crate::Compaction`]). Every file is replaced atomically, and a crash at any point
-///   leaves a readable plan holding a prefix of the appended batches, each whole.
+///   [`crate::Compaction`]); a large plan's on a thread of its own while appends go on, which
+///   the last handle of the store to be dropped waits for. Every file is replaced atomically,
+///   and a crash at any point leaves a readable plan holding a prefix of the appended batches,
+///   each whole.
 /// - [`load`](PlanRepository::load) reads the files (it reuses this handle's copy only when
 ///   the files have not changed since), so changes made by other processes are seen.
 /// - [`acquire`](PlanRepository::acquire) takes an advisory lock that the operating system
@@ -74,6 +76,23 @@ use crate::{logs, secrets, snapshot, specs};
 #[derive(Clone)]
 pub struct FsPlanRepository {
     inner: Arc<Inner>,
+    snapshots: Arc<SnapshotThreads>,
+}
+
+/// The threads writing snapshots in the background (see
+/// [`crate::Compaction::background_bytes`]). The last handle of the store to be dropped waits
+/// for them, so that a process that ends with its store leaves each snapshot in place, not a
+/// temporary file and two journals to read. (The threads hold the store's `Inner`, not this.)
+#[derive(Default)]
+struct SnapshotThreads(Mutex<Vec<std::thread::JoinHandle<()>>>);
+
+impl Drop for SnapshotThreads {
+    fn drop(&mut self) {
+        let threads = std::mem::take(self.0.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
 }
 
 type Slot = Arc<Mutex<Option<Live>>>;
@@ -211,6 +230,7 @@ impl FsPlanRepository {
                 logs: Mutex::new(()),
                 counters: Counters::default(),
             }),
+            snapshots: Arc::default(),
         }
     }
 
@@ -384,9 +404,15 @@ impl Inner {
         read
     }
 
-    fn append(self: &Arc<Self>, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {
+    /// Appends `changes`; returns the snapshot to write in the background, if the journal is
+    /// due for one (see [`FsPlanRepository::compact_in_background`]).
+    fn append(
+        &self,
+        plan: &PlanId,
+        changes: &[StateChange],
+    ) -> Result<Option<SnapshotJob>, StoreError> {
         if changes.is_empty() {
-            return self.existing(plan).map(|_| ());
+            return self.existing(plan).map(|_| None);
         }
         let paths = self.paths(plan)?;
         let ctx = self.ctx(plan, &paths);
@@ -406,32 +432,12 @@ impl Inner {
                 Ok(started) => job = started,
                 Err(e) => {
                     tracing::warn!(plan = %plan, error = %e, "journal compaction failed");
-                    return Ok(());
+                    return Ok(None);
                 }
             }
         }
         *slot = Some(live);
-        if let Some(job) = job {
-            self.compact_in_background(plan, job);
-        }
-        Ok(())
-    }
-
-    /// Runs `job` on a thread of its own (see [`crate::Compaction::background_bytes`]).
-    fn compact_in_background(self: &Arc<Self>, plan: &PlanId, job: SnapshotJob) {
-        let (store, id, generation) = (self.clone(), plan.clone(), job.generation());
-        let spawned = std::thread::Builder::new()
-            .name("plan-snapshot".into())
-            .spawn(move || {
-                lowest_priority();
-                store.run_snapshot_job(&id, job)
-            });
-        if let Err(e) = spawned {
-            tracing::warn!(plan = %plan, error = %e, "cannot start a thread to compact the journal");
-            if let Some(live) = lock(&self.slot(plan)).as_mut() {
-                live.compaction_failed(generation);
-            }
-        }
+        Ok(job)
     }
 
     /// Writes `job`'s snapshot, then puts it in place under the plan's locks. A failure only
@@ -605,6 +611,30 @@ impl FsPlanRepository {
         .await
     }
 
+    /// Runs `job` on a thread of its own (see [`crate::Compaction::background_bytes`]).
+    fn compact_in_background(&self, plan: &PlanId, job: SnapshotJob) {
+        let (inner, id, generation) = (self.inner.clone(), plan.clone(), job.generation());
+        let spawned = std::thread::Builder::new()
+            .name("plan-snapshot".into())
+            .spawn(move || {
+                lowest_priority();
+                inner.run_snapshot_job(&id, job)
+            });
+        match spawned {
+            Ok(thread) => {
+                let mut threads = lock(&self.snapshots.0);
+                threads.retain(|t| !t.is_finished());
+                threads.push(thread);
+            }
+            Err(e) => {
+                tracing::warn!(plan = %plan, error = %e, "cannot start a thread to compact the journal");
+                if let Some(live) = lock(&self.inner.slot(plan)).as_mut() {
+                    live.compaction_failed(generation);
+                }
+            }
+        }
+    }
+
     /// Runs `f` off the async threads with the paths of an existing plan and a node id that
     /// can be a folder name.
     async fn on_node<T, F>(&self, plan: &PlanId, node: &NodeId, f: F) -> Result<T, StoreError>
@@ -627,12 +657,17 @@ impl PlanRepository for FsPlanRepository {
     }
 
     async fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {
-        if in_place() {
-            return tokio::task::block_in_place(|| self.inner.append(plan, changes));
+        let job = if in_place() {
+            tokio::task::block_in_place(|| self.inner.append(plan, changes))?
+        } else {
+            let inner = self.inner.clone();
+            let (plan, changes) = (plan.clone(), changes.to_vec());
+            blocking(move || inner.append(&plan, &changes)).await?
+        };
+        if let Some(job) = job {
+            self.compact_in_background(plan, job);
         }
-        let inner = self.inner.clone();
-        let (plan, changes) = (plan.clone(), changes.to_vec());
-        blocking(move || inner.append(&plan, &changes)).await
+        Ok(())
     }
 
     async fn load(&self, plan: &PlanId) -> Result<PlanRecord, StoreError> {

@@ -193,6 +193,41 @@ async fn compaction_in_the_background_keeps_everything_for_every_reader() {
 }
 
 #[tokio::test]
+async fn a_dropped_store_leaves_its_background_snapshot_in_place() {
+    // The process ends with its store: the snapshot being written is finished first, so the
+    // plan is not left as a temporary file and two journals.
+    let root = tempfile::tempdir().expect("tempdir");
+    let options = FsOptions::default().compaction(
+        Compaction::default()
+            .min_journal_bytes(0)
+            .snapshot_percent(0)
+            .background_bytes(0),
+    );
+    let store = FsPlanRepository::with_options(root.path(), options);
+    let record = plan(400);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let dir = store.plan_dir(&id).expect("dir");
+    let batch: Vec<StateChange> = (0..20).map(change).collect();
+    store.append(&id, &batch).await.expect("append");
+    assert_eq!(store.io_stats().compactions, 1, "the append started one");
+    drop(store);
+    assert_eq!(
+        files_in(&dir),
+        [
+            "journal-000001.log",
+            "journal.lock",
+            "owner.lock",
+            "plan.json"
+        ]
+    );
+    let mut expected = record;
+    apply_range(&mut expected, 0, 20);
+    let fresh = FsPlanRepository::new(root.path());
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
+}
+
+#[tokio::test]
 async fn a_spec_replaced_between_compactions_is_in_the_next_snapshot() {
     // Compactions reuse the spec's JSON while the spec is unchanged: a replaced one must be
     // written anew, by this handle and by one that read the plan from disk.
