@@ -263,7 +263,13 @@ impl Live {
             return Ok(false);
         }
         let len = file_len(&ctx.paths.journal(self.generation))?.unwrap_or(0);
-        Ok(len == self.journal_len)
+        if len != self.journal_len {
+            return Ok(false);
+        }
+        // A writer that started a background compaction appends to the next journal while
+        // the snapshot still names this one.
+        Ok(self.snapshot_generation != self.generation
+            || file_len(&ctx.paths.journal(self.generation + 1))?.is_none())
     }
 
     /// Appends `changes` (the caller holds the plan's write lock and has checked
@@ -748,6 +754,8 @@ mod tests {
         let ctx = f.ctx();
         let mut live = f.read();
         live.append(&ctx, &batch(0, 4)).expect("append");
+        let before = f.read();
+        assert!(before.is_current(&ctx).expect("current"));
         let job = live.start_compaction(&ctx).expect("start").expect("a job");
         // The new journal is there, the snapshot still names the old one.
         assert_eq!(
@@ -765,6 +773,8 @@ mod tests {
         assert!(live.is_current(&ctx).expect("current"));
         // A compaction due meanwhile waits for the one under way.
         assert!(live.start_compaction(&ctx).expect("start").is_none());
+        // A reader that read the plan before the new journal existed sees it is behind.
+        assert!(!before.is_current(&ctx).expect("current"));
 
         let written = job.write(&ctx).expect("write");
         Live::finish_compaction(Some(&mut live), &ctx, written).expect("finish");

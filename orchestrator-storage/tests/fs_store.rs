@@ -160,6 +160,9 @@ async fn compaction_in_the_background_keeps_everything_for_every_reader() {
     let id = record.state.id.clone();
     store.create(&record).await.expect("create");
     let mut expected = record.clone();
+    // One reader keeps its copy between loads (and must see when it is behind), the other
+    // reads afresh each time.
+    let watcher = FsPlanRepository::with_options(root.path(), options.clone());
     let mut i = 0u64;
     while i < 1500 {
         let len = common::batch_len(i);
@@ -168,11 +171,10 @@ async fn compaction_in_the_background_keeps_everything_for_every_reader() {
         apply_range(&mut expected, i, i + len);
         i += len;
         let reader = FsPlanRepository::with_options(root.path(), options.clone());
-        assert_eq!(
-            reader.load(&id).await.expect("load"),
-            expected,
-            "after change {i}"
-        );
+        let loaded = reader.load(&id).await.expect("load");
+        assert_eq!(loaded, expected, "fresh reader after change {i}");
+        let watched = watcher.load(&id).await.expect("load");
+        assert_eq!(watched, expected, "keeping reader after change {i}");
     }
     let stats = store.io_stats();
     assert!(stats.compactions >= 3, "{stats:?}");
