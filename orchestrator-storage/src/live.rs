@@ -14,7 +14,8 @@
 //! A large plan is compacted in the background (see [`crate::Compaction::background_bytes`]):
 //! the append that finds the journal due does step 1 and flushes the folder, and later
 //! appends go to `journal-(g+1).log` at once, while a [`SnapshotJob`] encodes the record as of
-//! that point and writes it to a temporary file; steps 2 and 3 follow under the write lock.
+//! that point and writes it to a temporary file; steps 2 and 3 follow under the write lock,
+//! done by the next append or by the job's thread, whichever comes first.
 //! Until then `plan.json` names `g`, and a reader replays `journal-g.log` and then
 //! `journal-(g+1).log`: once a journal of `g + 1` exists, `journal-g.log` is never appended
 //! to again, so the two are one history. (A torn last record in `journal-g.log`, which only a
@@ -26,6 +27,7 @@ use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SendError, Sender, TryRecvError};
 
 use orchestrator_core::state::{PlanRecord, StateChange, SCHEMA_VERSION};
 use orchestrator_core::{PlanId, StoreError};
@@ -81,8 +83,9 @@ pub(crate) struct Live {
     snapshot_generation: u64,
     snapshot_id: FileId,
     snapshot_version: u32,
-    /// A [`SnapshotJob`] this state started is under way.
-    compacting: bool,
+    /// Where the [`SnapshotJob`] this state started hands its snapshot over, while it runs or
+    /// until the snapshot is put in place.
+    pending: Option<Receiver<Result<Written, StoreError>>>,
     /// Length of the journal file when last seen.
     journal_len: u64,
     /// Bytes of whole records (and header) in it.
@@ -125,7 +128,7 @@ impl Live {
             snapshot_generation: 0,
             snapshot_id,
             snapshot_version: SCHEMA_VERSION,
-            compacting: false,
+            pending: None,
             journal_len: HEADER_LEN,
             journal_valid: HEADER_LEN,
             journal_records: 0,
@@ -166,9 +169,13 @@ impl Live {
             // the one before it (which no one appends to once this one exists).
             let next_path = ctx.paths.journal(snapshot_generation + 1);
             let next_bytes = read_if_exists(&next_path)?;
+            // The old journal may have grown between the two reads (its last appends, then the
+            // new journal's first): then what was read of it is not all it holds.
+            let grew = next_bytes.is_some()
+                && file_len(&jpath)? != jbytes.as_ref().map(|b| b.len() as u64);
             // A compaction elsewhere may have replaced the snapshot and removed this journal
             // while we read: then read again.
-            if file_id(&path)? != Some(snapshot_id) {
+            if grew || file_id(&path)? != Some(snapshot_id) {
                 continue;
             }
             // Otherwise the journal the snapshot names must be there: it is written before the
@@ -240,7 +247,7 @@ impl Live {
                 snapshot_generation,
                 snapshot_id,
                 snapshot_version: version,
-                compacting: false,
+                pending: None,
                 journal_len: len as u64,
                 journal_valid: scan.valid_len,
                 journal_records: scan.batches.len() as u64,
@@ -280,6 +287,7 @@ impl Live {
         ctx: &Ctx<'_>,
         changes: &[StateChange],
     ) -> Result<(), StoreError> {
+        self.finish_pending(ctx);
         self.prepare_journal(ctx)?;
         let mut applied = 0;
         let mut rejection = None;
@@ -401,7 +409,7 @@ impl Live {
         &mut self,
         ctx: &Ctx<'_>,
     ) -> Result<Option<SnapshotJob>, StoreError> {
-        if self.compacting {
+        if self.pending.is_some() {
             return Ok(None);
         }
         let background = self.snapshot_id.len() >= ctx.options.compaction.background_bytes;
@@ -422,15 +430,17 @@ impl Live {
             sync_dir(&ctx.paths.dir, ctx.counters)?;
         }
         ctx.counters.compacted();
+        let (done, pending) = std::sync::mpsc::channel();
         let job = SnapshotJob {
             record: self.record.clone(),
             generation: next,
             created_ns: self.created_ns,
             spec_json: self.spec_json.clone(),
             replaces: self.snapshot_id,
+            done,
         };
         self.start_journal(next);
-        self.compacting = true;
+        self.pending = Some(pending);
         Ok(Some(job))
     }
 
@@ -482,14 +492,30 @@ impl Live {
         Ok(())
     }
 
-    /// Puts the snapshot a [`SnapshotJob`] wrote in place (steps 2 and 3 of the module
-    /// documentation), unless another writer compacted the plan meanwhile. `live` is the
-    /// caller's state of the plan, if it has one; the caller holds the plan's write lock.
-    pub(crate) fn finish_compaction(
-        live: Option<&mut Live>,
-        ctx: &Ctx<'_>,
-        written: Written,
-    ) -> Result<(), StoreError> {
+    /// Puts the snapshot of the [`SnapshotJob`] this state started in place, if the job has
+    /// handed it over (the caller holds the plan's write lock). Called by each append and by
+    /// the job's thread: whichever comes first, so a writer that keeps the plan busy does not
+    /// hold the snapshot back. A failure only costs the compaction.
+    pub(crate) fn finish_pending(&mut self, ctx: &Ctx<'_>) {
+        let Some(pending) = &self.pending else { return };
+        let written = match pending.try_recv() {
+            Err(TryRecvError::Empty) => return,
+            // The job's thread could not start or ended without a word.
+            Err(TryRecvError::Disconnected) => {
+                self.pending = None;
+                return;
+            }
+            Ok(written) => written,
+        };
+        self.pending = None;
+        if let Err(e) = written.and_then(|w| self.finish(ctx, w)) {
+            tracing::warn!(plan = %ctx.plan, error = %e, "journal compaction failed");
+        }
+    }
+
+    /// Steps 2 and 3 of the module documentation for `written`, unless another writer
+    /// compacted the plan meanwhile.
+    fn finish(&mut self, ctx: &Ctx<'_>, written: Written) -> Result<(), StoreError> {
         let path = ctx.paths.snapshot();
         if file_id(&path)? != Some(written.replaces) {
             tracing::debug!(plan = %ctx.plan, "a newer snapshot replaced the one this compaction started from");
@@ -514,27 +540,14 @@ impl Live {
             sync_dir(&ctx.paths.dir, ctx.counters)?;
         }
         remove_journal(ctx, written.generation - 1);
-        if let Some(live) = live.filter(|l| l.generation == written.generation) {
-            live.compacting = false;
-            if live.snapshot_generation + 1 == written.generation {
-                live.snapshot_id =
-                    file_id(&path)?.ok_or_else(|| corrupt(&path, "missing after compaction"))?;
-                live.snapshot_generation = written.generation;
-                live.snapshot_version = SCHEMA_VERSION;
-                if written.spec_json.of(&live.record.spec).is_some() {
-                    live.spec_json = written.spec_json;
-                }
-            }
+        self.snapshot_id =
+            file_id(&path)?.ok_or_else(|| corrupt(&path, "missing after compaction"))?;
+        self.snapshot_generation = written.generation;
+        self.snapshot_version = SCHEMA_VERSION;
+        if written.spec_json.of(&self.record.spec).is_some() {
+            self.spec_json = written.spec_json;
         }
         Ok(())
-    }
-
-    /// A [`SnapshotJob`] of `generation` that this state started has ended without putting
-    /// its snapshot in place: a compaction due later is done within its append.
-    pub(crate) fn compaction_failed(&mut self, generation: u64) {
-        if self.generation == generation {
-            self.compacting = false;
-        }
     }
 
     /// Removes journals of other generations and temporary files left by interrupted writes.
@@ -590,6 +603,8 @@ pub(crate) struct SnapshotJob {
     /// The snapshot it replaces: if `plan.json` is another file by the time it is written,
     /// another writer compacted the plan meanwhile and this snapshot is dropped.
     replaces: FileId,
+    /// Where it hands its snapshot over (see [`Live::finish_pending`]).
+    done: Sender<Result<Written, StoreError>>,
 }
 
 /// A [`SnapshotJob`]'s snapshot, encoded and written to a temporary file.
@@ -604,20 +619,25 @@ pub(crate) struct Written {
 }
 
 impl SnapshotJob {
-    /// The generation of the journal that follows the snapshot.
-    pub(crate) fn generation(&self) -> u64 {
-        self.generation
+    /// Encodes the snapshot, writes it to a temporary file beside `plan.json` and hands it
+    /// over to the state that started the job; needs no lock.
+    pub(crate) fn run(self, ctx: &Ctx<'_>) {
+        let done = self.done.clone();
+        let written = self.write(ctx);
+        if let Err(SendError(Ok(unwanted))) = done.send(written) {
+            // That state is gone (the plan was read again): its next compaction starts anew.
+            let _ = fs::remove_file(&unwanted.tmp);
+        }
     }
 
-    /// Encodes the snapshot and writes it to a temporary file beside `plan.json`; needs no
-    /// lock.
-    pub(crate) fn write(self, ctx: &Ctx<'_>) -> Result<Written, StoreError> {
+    fn write(self, ctx: &Ctx<'_>) -> Result<Written, StoreError> {
         let SnapshotJob {
             record,
             generation,
             created_ns,
             mut spec_json,
             replaces,
+            done: _,
         } = self;
         let bytes =
             snapshot::encode(&record, generation, created_ns, &mut spec_json).map_err(|e| {
@@ -776,8 +796,8 @@ mod tests {
         // A reader that read the plan before the new journal existed sees it is behind.
         assert!(!before.is_current(&ctx).expect("current"));
 
-        let written = job.write(&ctx).expect("write");
-        Live::finish_compaction(Some(&mut live), &ctx, written).expect("finish");
+        job.run(&ctx);
+        live.finish_pending(&ctx);
         assert_eq!(f.files(), ["journal-000001.log", "plan.json"]);
         assert_eq!(f.snapshot_generation(), 1);
         assert!(live.is_current(&ctx).expect("current"), "its own snapshot");
@@ -785,8 +805,39 @@ mod tests {
 
         // The next one starts once this one is in place.
         live.append(&ctx, &batch(9, 12)).expect("append");
+        let _job = live.start_compaction(&ctx).expect("start").expect("a job");
+        assert!(f.files().contains(&"journal-000002.log".to_owned()));
+        assert_eq!(f.read().record, live.record);
+    }
+
+    #[test]
+    fn the_next_append_puts_a_handed_over_snapshot_in_place() {
+        let f = Fixture::new();
+        let ctx = f.ctx();
+        let mut live = f.read();
+        live.append(&ctx, &batch(0, 4)).expect("append");
         let job = live.start_compaction(&ctx).expect("start").expect("a job");
-        assert_eq!(job.generation(), 2);
+        job.run(&ctx);
+        assert_eq!(f.snapshot_generation(), 0, "handed over, not in place yet");
+        live.append(&ctx, &batch(4, 6)).expect("append");
+        assert_eq!(f.snapshot_generation(), 1);
+        assert_eq!(f.files(), ["journal-000001.log", "plan.json"]);
+        assert_eq!(f.read().record, live.record);
+    }
+
+    #[test]
+    fn a_job_that_never_ran_leaves_the_pair_to_the_next_compaction() {
+        let f = Fixture::new();
+        let ctx = f.ctx();
+        let mut live = f.read();
+        live.append(&ctx, &batch(0, 4)).expect("append");
+        let job = live.start_compaction(&ctx).expect("start").expect("a job");
+        // Its thread could not start.
+        drop(job);
+        live.append(&ctx, &batch(4, 6)).expect("append");
+        assert!(live.start_compaction(&ctx).expect("start").is_none());
+        assert_eq!(f.snapshot_generation(), 2);
+        assert_eq!(f.files(), ["journal-000002.log", "plan.json"]);
         assert_eq!(f.read().record, live.record);
     }
 
@@ -799,9 +850,9 @@ mod tests {
         let job = live.start_compaction(&ctx).expect("start").expect("a job");
         live.append(&ctx, &batch(4, 9)).expect("append");
         // The process dies with the snapshot written to its temporary file only.
-        let written = job.write(&ctx).expect("write");
+        job.run(&ctx);
         let expected = live.record.clone();
-        drop((live, written));
+        drop(live);
         assert_eq!(f.files().len(), 4, "{:?}", f.files());
 
         let mut after = f.read();
@@ -869,8 +920,8 @@ mod tests {
         let mut other = f.read();
         other.append(&ctx, &batch(4, 6)).expect("append");
         other.compact(&ctx).expect("compact");
-        let written = job.write(&ctx).expect("write");
-        Live::finish_compaction(Some(&mut live), &ctx, written).expect("finish");
+        job.run(&ctx);
+        live.finish_pending(&ctx);
         assert_eq!(f.snapshot_generation(), 2);
         assert_eq!(f.files(), ["journal-000002.log", "plan.json"]);
         assert_eq!(f.read().record, other.record);

@@ -141,17 +141,6 @@ fn creation_stamp() -> u64 {
     }
 }
 
-/// Lowers the calling thread to the lowest priority, so that a snapshot written in the
-/// background takes only CPU time the plan's own work leaves (a 10,000-node plan's takes about
-/// 5 ms of CPU, which on a busy 2-core machine came out of the run it compacts). Linux only:
-/// there `setpriority` on a thread's id applies to that thread alone.
-fn lowest_priority() {
-    #[cfg(target_os = "linux")]
-    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19) {
-        tracing::debug!(error = %e, "cannot lower the priority of the compaction thread");
-    }
-}
-
 /// Whether blocking file work that borrows its input runs in place
 /// ([`tokio::task::block_in_place`]: on a multi-threaded runtime the worker's other tasks
 /// move to another thread meanwhile) rather than on the blocking pool, which needs the input
@@ -440,23 +429,19 @@ impl Inner {
         Ok(job)
     }
 
-    /// Writes `job`'s snapshot, then puts it in place under the plan's locks. A failure only
-    /// costs the compaction: the plan's journals stay whole.
+    /// Writes `job`'s snapshot and hands it over; then puts it in place under the plan's
+    /// locks, unless an append did meanwhile (see [`Live::finish_pending`]).
     fn run_snapshot_job(&self, plan: &PlanId, job: SnapshotJob) {
-        let generation = job.generation();
         let Ok(paths) = self.paths(plan) else { return };
         let ctx = self.ctx(plan, &paths);
-        let written = job.write(&ctx);
+        job.run(&ctx);
         let slot = self.slot(plan);
         let mut slot = lock(&slot);
-        let finished = written.and_then(|written| {
-            let _write = WriteLock::acquire(&paths.write_lock(), plan)?;
-            Live::finish_compaction(slot.as_mut(), &ctx, written)
-        });
-        if let Err(e) = finished {
-            tracing::warn!(plan = %plan, error = %e, "journal compaction failed");
-            if let Some(live) = slot.as_mut() {
-                live.compaction_failed(generation);
+        let Some(live) = slot.as_mut() else { return };
+        match WriteLock::acquire(&paths.write_lock(), plan) {
+            Ok(_write) => live.finish_pending(&ctx),
+            Err(e) => {
+                tracing::debug!(plan = %plan, error = %e, "the next append puts the snapshot in place")
             }
         }
     }
@@ -613,24 +598,19 @@ impl FsPlanRepository {
 
     /// Runs `job` on a thread of its own (see [`crate::Compaction::background_bytes`]).
     fn compact_in_background(&self, plan: &PlanId, job: SnapshotJob) {
-        let (inner, id, generation) = (self.inner.clone(), plan.clone(), job.generation());
+        let (inner, id) = (self.inner.clone(), plan.clone());
         let spawned = std::thread::Builder::new()
             .name("plan-snapshot".into())
-            .spawn(move || {
-                lowest_priority();
-                inner.run_snapshot_job(&id, job)
-            });
+            .spawn(move || inner.run_snapshot_job(&id, job));
         match spawned {
             Ok(thread) => {
                 let mut threads = lock(&self.snapshots.0);
                 threads.retain(|t| !t.is_finished());
                 threads.push(thread);
             }
+            // The job is dropped: the next compaction due is done within its append.
             Err(e) => {
-                tracing::warn!(plan = %plan, error = %e, "cannot start a thread to compact the journal");
-                if let Some(live) = lock(&self.inner.slot(plan)).as_mut() {
-                    live.compaction_failed(generation);
-                }
+                tracing::warn!(plan = %plan, error = %e, "cannot start a thread to compact the journal")
             }
         }
     }

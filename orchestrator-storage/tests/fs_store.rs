@@ -194,6 +194,62 @@ async fn compaction_in_the_background_keeps_everything_for_every_reader() {
     assert_eq!(store.load(&id).await.expect("load"), expected);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_racing_background_compactions_find_whole_states() {
+    // A reader in another handle loads the plan over and over while the writer appends and
+    // compacts in the background as often as it can: every state it finds is the state after
+    // some whole batch, never the old journal's prefix followed by the new journal.
+    let root = tempfile::tempdir().expect("tempdir");
+    let options = FsOptions::default()
+        .durability(Durability::Flush)
+        .compaction(
+            Compaction::default()
+                .min_journal_bytes(0)
+                .snapshot_percent(0)
+                .background_bytes(0),
+        );
+    let store = FsPlanRepository::with_options(root.path(), options.clone());
+    let record = plan(4);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let mut states = vec![record.clone()];
+    let mut batches = Vec::new();
+    let mut i = 0u64;
+    while i < 3000 {
+        let len = common::batch_len(i);
+        let mut next = states[states.len() - 1].clone();
+        apply_range(&mut next, i, i + len);
+        states.push(next);
+        batches.push((i..i + len).map(change).collect::<Vec<_>>());
+        i += len;
+    }
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (done, id) = (done.clone(), id.clone());
+        let reader = FsPlanRepository::with_options(root.path(), options);
+        tokio::spawn(async move {
+            let mut found = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                found.push(reader.load(&id).await.expect("every read succeeds"));
+            }
+            found
+        })
+    };
+    for batch in &batches {
+        store.append(&id, batch).await.expect("append");
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let found = reader.await.expect("reader");
+    assert!(found.len() > 10, "the reader read {} times", found.len());
+    for state in &found {
+        assert!(
+            states.contains(state),
+            "a state that no prefix of the batches makes"
+        );
+    }
+    assert!(store.io_stats().compactions >= 3, "{:?}", store.io_stats());
+}
+
 #[tokio::test]
 async fn a_dropped_store_leaves_its_background_snapshot_in_place() {
     // The process ends with its store: the snapshot being written is finished first, so the
