@@ -54,13 +54,17 @@ async fn main() {
     let (mut mem, mut full, mut flush) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         mem.push(run(Arc::new(InMemoryPlanRepository::new()), nodes).await.0);
+        // A large plan's snapshots are written in the background: the run is over when the
+        // plan is, and the next one starts once they are written (not on top of them).
         let fs = FsPlanRepository::new(dir.path().join(format!("full-{round}")));
-        full.push(run(Arc::new(fs), nodes).await.0);
+        full.push(run(Arc::new(fs.clone()), nodes).await.0);
+        fs.settle();
         let fs = FsPlanRepository::with_options(
             dir.path().join(format!("flush-{round}")),
             FsOptions::default().durability(Durability::Flush),
         );
-        flush.push(run(Arc::new(fs), nodes).await.0);
+        flush.push(run(Arc::new(fs.clone()), nodes).await.0);
+        fs.settle();
     }
     let (m, f, fl) = (median(mem), median(full), median(flush));
     println!("nodes={nodes} rounds={rounds}");
@@ -71,6 +75,7 @@ async fn main() {
     for n in [1_000usize, 10_000] {
         let fs = FsPlanRepository::new(dir.path().join(format!("bytes-{n}")));
         let (_, id) = run(Arc::new(fs.clone()), n).await;
+        fs.settle();
         let stats = fs.io_stats();
         let per = stats.journal_bytes_written as f64 / stats.changes.max(1) as f64;
         let all = stats.state_bytes_written() as f64 / stats.changes.max(1) as f64;

@@ -749,6 +749,15 @@ mod tests {
             names
         }
 
+        /// The plan read, four changes appended, and a background compaction started.
+        fn compacting(&self) -> (Live, SnapshotJob) {
+            let ctx = self.ctx();
+            let mut live = self.read();
+            live.append(&ctx, &batch(0, 4)).expect("append");
+            let job = live.start_compaction(&ctx).expect("start").expect("a job");
+            (live, job)
+        }
+
         /// The generation `plan.json` names.
         fn snapshot_generation(&self) -> u64 {
             let bytes = fs::read(self.paths.snapshot()).expect("snapshot");
@@ -814,9 +823,7 @@ mod tests {
     fn the_next_append_puts_a_handed_over_snapshot_in_place() {
         let f = Fixture::new();
         let ctx = f.ctx();
-        let mut live = f.read();
-        live.append(&ctx, &batch(0, 4)).expect("append");
-        let job = live.start_compaction(&ctx).expect("start").expect("a job");
+        let (mut live, job) = f.compacting();
         job.run(&ctx);
         assert_eq!(f.snapshot_generation(), 0, "handed over, not in place yet");
         live.append(&ctx, &batch(4, 6)).expect("append");
@@ -829,9 +836,7 @@ mod tests {
     fn a_job_that_never_ran_leaves_the_pair_to_the_next_compaction() {
         let f = Fixture::new();
         let ctx = f.ctx();
-        let mut live = f.read();
-        live.append(&ctx, &batch(0, 4)).expect("append");
-        let job = live.start_compaction(&ctx).expect("start").expect("a job");
+        let (mut live, job) = f.compacting();
         // Its thread could not start.
         drop(job);
         live.append(&ctx, &batch(4, 6)).expect("append");
@@ -845,9 +850,7 @@ mod tests {
     fn a_crash_before_the_snapshot_is_in_place_loses_nothing_and_the_pair_is_folded_later() {
         let f = Fixture::new();
         let ctx = f.ctx();
-        let mut live = f.read();
-        live.append(&ctx, &batch(0, 4)).expect("append");
-        let job = live.start_compaction(&ctx).expect("start").expect("a job");
+        let (mut live, job) = f.compacting();
         live.append(&ctx, &batch(4, 9)).expect("append");
         // The process dies with the snapshot written to its temporary file only.
         job.run(&ctx);
@@ -913,9 +916,7 @@ mod tests {
     fn a_snapshot_overtaken_by_another_writers_compaction_is_dropped() {
         let f = Fixture::new();
         let ctx = f.ctx();
-        let mut live = f.read();
-        live.append(&ctx, &batch(0, 4)).expect("append");
-        let job = live.start_compaction(&ctx).expect("start").expect("a job");
+        let (mut live, job) = f.compacting();
         // Another process reads the pair and folds it while the job runs.
         let mut other = f.read();
         other.append(&ctx, &batch(4, 6)).expect("append");

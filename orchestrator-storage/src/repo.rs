@@ -86,12 +86,18 @@ pub struct FsPlanRepository {
 #[derive(Default)]
 struct SnapshotThreads(Mutex<Vec<std::thread::JoinHandle<()>>>);
 
-impl Drop for SnapshotThreads {
-    fn drop(&mut self) {
-        let threads = std::mem::take(self.0.get_mut().unwrap_or_else(|e| e.into_inner()));
+impl SnapshotThreads {
+    fn join(&self) {
+        let threads = std::mem::take(&mut *lock(&self.0));
         for thread in threads {
             let _ = thread.join();
         }
+    }
+}
+
+impl Drop for SnapshotThreads {
+    fn drop(&mut self) {
+        self.join();
     }
 }
 
@@ -256,6 +262,19 @@ impl FsPlanRepository {
     /// ```
     pub fn plan_dir(&self, plan: &PlanId) -> Option<PathBuf> {
         PlanPaths::of(&self.inner.plans, plan).map(|p| p.dir)
+    }
+
+    /// Waits until the snapshots this store (and its clones) is writing in the background
+    /// are written (see [`crate::Compaction::background_bytes`]); they are put in place by
+    /// then, or by the next append. Blocks the calling thread: a benchmark calls it between
+    /// runs, a host before it copies the store's folder. Dropping the last handle waits too.
+    ///
+    /// ```
+    /// use orchestrator_storage::FsPlanRepository;
+    /// FsPlanRepository::new("/x").settle(); // nothing under way: returns at once
+    /// ```
+    pub fn settle(&self) {
+        self.snapshots.join();
     }
 
     /// What this store (and its clones) has written so far.

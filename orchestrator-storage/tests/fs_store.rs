@@ -121,17 +121,15 @@ async fn compaction_keeps_everything_and_leaves_one_journal() {
     let id = record.state.id.clone();
     store.create(&record).await.expect("create");
     let mut expected = record.clone();
-    let mut i = 0u64;
-    while i < 1500 {
-        let len = common::batch_len(i);
-        let batch: Vec<StateChange> = (i..i + len).map(change).collect();
+    let batches = common::batches(1500);
+    for range in &batches {
+        let batch: Vec<StateChange> = range.clone().map(change).collect();
         store.append(&id, &batch).await.expect("append");
-        apply_range(&mut expected, i, i + len);
-        i += len;
+        apply_range(&mut expected, range.start, range.end);
     }
     let stats = store.io_stats();
     assert!(stats.compactions >= 10, "{stats:?}");
-    assert_eq!(stats.changes, i);
+    assert_eq!(Some(stats.changes), batches.last().map(|r| r.end));
     let dir = store.plan_dir(&id).expect("dir");
     let journals: Vec<String> = files_in(&dir)
         .into_iter()
@@ -163,35 +161,35 @@ async fn compaction_in_the_background_keeps_everything_for_every_reader() {
     // One reader keeps its copy between loads (and must see when it is behind), the other
     // reads afresh each time.
     let watcher = FsPlanRepository::with_options(root.path(), options.clone());
-    let mut i = 0u64;
-    while i < 1500 {
-        let len = common::batch_len(i);
-        let batch: Vec<StateChange> = (i..i + len).map(change).collect();
+    for range in common::batches(1500) {
+        let batch: Vec<StateChange> = range.clone().map(change).collect();
         store.append(&id, &batch).await.expect("append");
-        apply_range(&mut expected, i, i + len);
-        i += len;
+        apply_range(&mut expected, range.start, range.end);
         let reader = FsPlanRepository::with_options(root.path(), options.clone());
         let loaded = reader.load(&id).await.expect("load");
-        assert_eq!(loaded, expected, "fresh reader after change {i}");
+        assert_eq!(loaded, expected, "fresh reader after change {}", range.end);
         let watched = watcher.load(&id).await.expect("load");
-        assert_eq!(watched, expected, "keeping reader after change {i}");
+        assert_eq!(
+            watched, expected,
+            "keeping reader after change {}",
+            range.end
+        );
     }
     let stats = store.io_stats();
     assert!(stats.compactions >= 3, "{stats:?}");
-    // The last snapshot is put in place soon after the last append: then one journal is left.
+    assert_eq!(store.load(&id).await.expect("load"), expected);
+    // Dropped, the store finishes its last snapshot: one journal is left.
     let dir = store.plan_dir(&id).expect("dir");
-    let settled = |names: &[String]| {
-        names.iter().filter(|n| n.starts_with("journal-")).count() == 1
-            && !names.iter().any(|n| n.contains(".tmp-"))
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !settled(&files_in(&dir)) && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    assert!(settled(&files_in(&dir)), "{:?}", files_in(&dir));
+    drop(store);
+    let names = files_in(&dir);
+    assert_eq!(
+        names.iter().filter(|n| n.starts_with("journal-")).count(),
+        1,
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains(".tmp-")), "{names:?}");
     let fresh = FsPlanRepository::with_options(root.path(), options);
     assert_eq!(fresh.load(&id).await.expect("load"), expected);
-    assert_eq!(store.load(&id).await.expect("load"), expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,14 +212,11 @@ async fn readers_racing_background_compactions_find_whole_states() {
     store.create(&record).await.expect("create");
     let mut states = vec![record.clone()];
     let mut batches = Vec::new();
-    let mut i = 0u64;
-    while i < 3000 {
-        let len = common::batch_len(i);
+    for range in common::batches(3000) {
         let mut next = states[states.len() - 1].clone();
-        apply_range(&mut next, i, i + len);
+        apply_range(&mut next, range.start, range.end);
         states.push(next);
-        batches.push((i..i + len).map(change).collect::<Vec<_>>());
-        i += len;
+        batches.push(range.map(change).collect::<Vec<_>>());
     }
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let reader = {
@@ -251,7 +246,7 @@ async fn readers_racing_background_compactions_find_whole_states() {
 }
 
 #[tokio::test]
-async fn a_dropped_store_leaves_its_background_snapshot_in_place() {
+async fn a_settled_or_dropped_store_leaves_its_background_snapshot_in_place() {
     // The process ends with its store: the snapshot being written is finished first, so the
     // plan is not left as a temporary file and two journals.
     let root = tempfile::tempdir().expect("tempdir");
@@ -269,7 +264,11 @@ async fn a_dropped_store_leaves_its_background_snapshot_in_place() {
     let batch: Vec<StateChange> = (0..20).map(change).collect();
     store.append(&id, &batch).await.expect("append");
     assert_eq!(store.io_stats().compactions, 1, "the append started one");
+    // Settling waits for it, and so does dropping the last handle.
+    store.settle();
+    let settled = files_in(&dir);
     drop(store);
+    assert_eq!(settled, files_in(&dir));
     assert_eq!(
         files_in(&dir),
         [

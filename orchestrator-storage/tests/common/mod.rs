@@ -89,6 +89,19 @@ pub fn batch_len(start: u64) -> u64 {
     1 + (start.wrapping_mul(2_654_435_761) >> 7) % 4
 }
 
+/// Changes `0..n` (and a few more: the last batch is whole) in the batches [`batch_len`]
+/// makes.
+pub fn batches(n: u64) -> Vec<std::ops::Range<u64>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let len = batch_len(i);
+        out.push(i..i + len);
+        i += len;
+    }
+    out
+}
+
 /// Applies changes `from..to` to `record`.
 pub fn apply_range(record: &mut PlanRecord, from: u64, to: u64) {
     for i in from..to {
