@@ -11,37 +11,30 @@
 //! after it leaves generation `g + 1` whole (the old journal is ignored). Nothing is lost and
 //! nothing is applied twice.
 //!
-//! A large plan is compacted in the background (see [`crate::Compaction::background_bytes`]):
-//! the append that finds the journal due does step 1 and flushes the folder, and later
-//! appends go to `journal-(g+1).log` at once, while a [`SnapshotJob`] encodes the record as of
-//! that point and writes it to a temporary file; steps 2 and 3 follow under the write lock,
-//! done by the next append or by the job's thread, whichever comes first.
-//! Until then `plan.json` names `g`, and a reader replays `journal-g.log` and then
-//! `journal-(g+1).log`: once a journal of `g + 1` exists, `journal-g.log` is never appended
-//! to again, so the two are one history. (A torn last record in `journal-g.log`, which only a
-//! machine crash without [`crate::Durability::Full`] can leave behind a newer journal, ends
-//! the history there: what follows it is dropped as the torn record is.) There is at most one
-//! such pair: a compaction due while one runs in the background waits for it.
+//! A large plan is compacted in the background instead: see [`background`].
 
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, SendError, Sender, TryRecvError};
+use std::path::Path;
 
 use orchestrator_core::state::{PlanRecord, StateChange, SCHEMA_VERSION};
 use orchestrator_core::{PlanId, StoreError};
 
 use crate::fsutil::{
-    both, corrupt, file_id, file_len, io_err, is_tmp_name, read_if_exists, sync_dir, tmp_path,
-    write_atomic, write_new, FileId,
+    both, corrupt, file_id, file_len, io_err, is_tmp_name, read_if_exists, sync_dir, write_atomic,
+    FileId,
 };
 use crate::journal::{self, HEADER_LEN};
 use crate::layout::{journal_generation, PlanPaths};
 use crate::options::{Durability, FsOptions};
 use crate::secrets::{self, Secrets};
 use crate::snapshot::{self, SpecJson};
+
+mod background;
+
 use crate::stats::{Account, Counters};
+pub(crate) use background::SnapshotJob;
 
 /// What a store operation on one plan needs.
 pub(crate) struct Ctx<'a> {
@@ -85,7 +78,7 @@ pub(crate) struct Live {
     snapshot_version: u32,
     /// Where the [`SnapshotJob`] this state started hands its snapshot over, while it runs or
     /// until the snapshot is put in place.
-    pending: Option<Receiver<Result<Written, StoreError>>>,
+    pending: Option<background::Handover>,
     /// Length of the journal file when last seen.
     journal_len: u64,
     /// Bytes of whole records (and header) in it.
@@ -402,48 +395,6 @@ impl Live {
         Ok(self.appender.insert(file))
     }
 
-    /// Compacts the journal that [`Live::compaction_due`] found due: within this call for a
-    /// small plan, or (returned) as a [`SnapshotJob`] for the caller to run on a thread of its
-    /// own for a large one. Nothing is done while a job this state started runs.
-    pub(crate) fn start_compaction(
-        &mut self,
-        ctx: &Ctx<'_>,
-    ) -> Result<Option<SnapshotJob>, StoreError> {
-        if self.pending.is_some() {
-            return Ok(None);
-        }
-        let background = self.snapshot_id.len() >= ctx.options.compaction.background_bytes;
-        // A pair of journals left by an interrupted job is folded here, at once.
-        if !background || self.snapshot_generation != self.generation {
-            return self.compact(ctx).map(|()| None);
-        }
-        let next = self.generation + 1;
-        write_atomic(
-            &ctx.paths.journal(next),
-            &journal::header(next),
-            ctx.sync(),
-            ctx.counters,
-            Account::Journal,
-        )?;
-        // The records appended to it from now on must not vanish with its name.
-        if ctx.sync() {
-            sync_dir(&ctx.paths.dir, ctx.counters)?;
-        }
-        ctx.counters.compacted();
-        let (done, pending) = std::sync::mpsc::channel();
-        let job = SnapshotJob {
-            record: self.record.clone(),
-            generation: next,
-            created_ns: self.created_ns,
-            spec_json: self.spec_json.clone(),
-            replaces: self.snapshot_id,
-            done,
-        };
-        self.start_journal(next);
-        self.pending = Some(pending);
-        Ok(Some(job))
-    }
-
     /// Appends go to the new, empty journal of `generation` from now on.
     fn start_journal(&mut self, generation: u64) {
         self.generation = generation;
@@ -459,18 +410,14 @@ impl Live {
     pub(crate) fn compact(&mut self, ctx: &Ctx<'_>) -> Result<(), StoreError> {
         let next = self.generation + 1;
         let sync = ctx.sync();
-        write_atomic(
-            &ctx.paths.journal(next),
-            &journal::header(next),
-            sync,
-            ctx.counters,
-            Account::Journal,
+        new_journal(ctx, next)?;
+        let mut bytes = encode_snapshot(
+            ctx,
+            &self.record,
+            next,
+            self.created_ns,
+            &mut self.spec_json,
         )?;
-        let mut bytes = snapshot::encode(&self.record, next, self.created_ns, &mut self.spec_json)
-            .map_err(|e| StoreError::Rejected {
-                plan: ctx.plan.clone(),
-                message: format!("cannot serialize the plan: {e}"),
-            })?;
         if let Some(hidden) = ctx.hide_secrets(&bytes)? {
             bytes = hidden;
         }
@@ -484,69 +431,18 @@ impl Live {
             remove_journal(ctx, self.snapshot_generation);
         }
         ctx.counters.compacted();
-        self.snapshot_id =
-            file_id(&path)?.ok_or_else(|| corrupt(&path, "missing after compaction"))?;
-        self.snapshot_generation = next;
-        self.snapshot_version = SCHEMA_VERSION;
+        self.snapshot_in_place(ctx, next)?;
         self.start_journal(next);
         Ok(())
     }
 
-    /// Puts the snapshot of the [`SnapshotJob`] this state started in place, if the job has
-    /// handed it over (the caller holds the plan's write lock). Called by each append and by
-    /// the job's thread: whichever comes first, so a writer that keeps the plan busy does not
-    /// hold the snapshot back. A failure only costs the compaction.
-    pub(crate) fn finish_pending(&mut self, ctx: &Ctx<'_>) {
-        let Some(pending) = &self.pending else { return };
-        let written = match pending.try_recv() {
-            Err(TryRecvError::Empty) => return,
-            // The job's thread could not start or ended without a word.
-            Err(TryRecvError::Disconnected) => {
-                self.pending = None;
-                return;
-            }
-            Ok(written) => written,
-        };
-        self.pending = None;
-        if let Err(e) = written.and_then(|w| self.finish(ctx, w)) {
-            tracing::warn!(plan = %ctx.plan, error = %e, "journal compaction failed");
-        }
-    }
-
-    /// Steps 2 and 3 of the module documentation for `written`, unless another writer
-    /// compacted the plan meanwhile.
-    fn finish(&mut self, ctx: &Ctx<'_>, written: Written) -> Result<(), StoreError> {
+    /// `plan.json` is now a snapshot of this build naming `generation`.
+    fn snapshot_in_place(&mut self, ctx: &Ctx<'_>, generation: u64) -> Result<(), StoreError> {
         let path = ctx.paths.snapshot();
-        if file_id(&path)? != Some(written.replaces) {
-            tracing::debug!(plan = %ctx.plan, "a newer snapshot replaced the one this compaction started from");
-            let _ = fs::remove_file(&written.tmp);
-            return Ok(());
-        }
-        if let Some(bytes) = written.secret_bytes {
-            let bytes = ctx.hide_secrets(&bytes)?.unwrap_or(bytes);
-            write_new(
-                &written.tmp,
-                &bytes,
-                ctx.sync(),
-                ctx.counters,
-                Account::Snapshot,
-            )?;
-        }
-        if let Err(e) = fs::rename(&written.tmp, &path) {
-            let _ = fs::remove_file(&written.tmp);
-            return Err(io_err("rename into place", &path)(e));
-        }
-        if ctx.sync() {
-            sync_dir(&ctx.paths.dir, ctx.counters)?;
-        }
-        remove_journal(ctx, written.generation - 1);
         self.snapshot_id =
             file_id(&path)?.ok_or_else(|| corrupt(&path, "missing after compaction"))?;
-        self.snapshot_generation = written.generation;
+        self.snapshot_generation = generation;
         self.snapshot_version = SCHEMA_VERSION;
-        if written.spec_json.of(&self.record.spec).is_some() {
-            self.spec_json = written.spec_json;
-        }
         Ok(())
     }
 
@@ -583,6 +479,31 @@ fn replay(record: &mut PlanRecord, scan: &journal::Scan, path: &Path) -> Result<
     Ok(())
 }
 
+/// Writes the journal of `generation`, a header only (atomically: it exists whole or not).
+fn new_journal(ctx: &Ctx<'_>, generation: u64) -> Result<(), StoreError> {
+    write_atomic(
+        &ctx.paths.journal(generation),
+        &journal::header(generation),
+        ctx.sync(),
+        ctx.counters,
+        Account::Journal,
+    )
+}
+
+/// `record` as a snapshot naming journal `generation` (see [`snapshot::encode`]).
+fn encode_snapshot(
+    ctx: &Ctx<'_>,
+    record: &PlanRecord,
+    generation: u64,
+    created_ns: u64,
+    spec_json: &mut SpecJson,
+) -> Result<Vec<u8>, StoreError> {
+    snapshot::encode(record, generation, created_ns, spec_json).map_err(|e| StoreError::Rejected {
+        plan: ctx.plan.clone(),
+        message: format!("cannot serialize the plan: {e}"),
+    })
+}
+
 /// Removes the journal of `generation`, folded into a snapshot (a leftover is harmless).
 fn remove_journal(ctx: &Ctx<'_>, generation: u64) {
     let old = ctx.paths.journal(generation);
@@ -593,342 +514,5 @@ fn remove_journal(ctx: &Ctx<'_>, generation: u64) {
     }
 }
 
-/// A snapshot to write on a thread of its own: the record as of the start of the journal of
-/// `generation` (see the module documentation).
-pub(crate) struct SnapshotJob {
-    record: PlanRecord,
-    generation: u64,
-    created_ns: u64,
-    spec_json: SpecJson,
-    /// The snapshot it replaces: if `plan.json` is another file by the time it is written,
-    /// another writer compacted the plan meanwhile and this snapshot is dropped.
-    replaces: FileId,
-    /// Where it hands its snapshot over (see [`Live::finish_pending`]).
-    done: Sender<Result<Written, StoreError>>,
-}
-
-/// A [`SnapshotJob`]'s snapshot, encoded and written to a temporary file.
-pub(crate) struct Written {
-    generation: u64,
-    replaces: FileId,
-    spec_json: SpecJson,
-    tmp: PathBuf,
-    /// The encoded snapshot when it may hold secret values: those are hidden (which may
-    /// update the plan's secrets table) and it is written under the write lock.
-    secret_bytes: Option<Vec<u8>>,
-}
-
-impl SnapshotJob {
-    /// Encodes the snapshot, writes it to a temporary file beside `plan.json` and hands it
-    /// over to the state that started the job; needs no lock.
-    pub(crate) fn run(self, ctx: &Ctx<'_>) {
-        let done = self.done.clone();
-        let written = self.write(ctx);
-        if let Err(SendError(Ok(unwanted))) = done.send(written) {
-            // That state is gone (the plan was read again): its next compaction starts anew.
-            let _ = fs::remove_file(&unwanted.tmp);
-        }
-    }
-
-    fn write(self, ctx: &Ctx<'_>) -> Result<Written, StoreError> {
-        let SnapshotJob {
-            record,
-            generation,
-            created_ns,
-            mut spec_json,
-            replaces,
-            done: _,
-        } = self;
-        let bytes =
-            snapshot::encode(&record, generation, created_ns, &mut spec_json).map_err(|e| {
-                StoreError::Rejected {
-                    plan: ctx.plan.clone(),
-                    message: format!("cannot serialize the plan: {e}"),
-                }
-            })?;
-        drop(record);
-        let tmp = tmp_path(&ctx.paths.snapshot());
-        let secret_bytes = if Secrets::may_hold_secrets(&bytes) {
-            Some(bytes)
-        } else {
-            if let Err(e) = write_new(&tmp, &bytes, ctx.sync(), ctx.counters, Account::Snapshot) {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-            None
-        };
-        Ok(Written {
-            generation,
-            replaces,
-            spec_json,
-            tmp,
-            secret_bytes,
-        })
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    //! The background compaction's states, step by step, as a crash would leave them.
-
-    use orchestrator_core::plan::{Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
-    use orchestrator_core::PlanRepository;
-
-    use super::*;
-    use crate::options::Compaction;
-    use crate::stats::Counters;
-    use crate::FsPlanRepository;
-
-    struct Fixture {
-        _root: tempfile::TempDir,
-        plan: PlanId,
-        paths: PlanPaths,
-        options: FsOptions,
-        counters: Counters,
-    }
-
-    impl Fixture {
-        /// A stored plan of three jobs whose snapshots are always written in the background.
-        fn new() -> Fixture {
-            let root = tempfile::tempdir().expect("tempdir");
-            let mut spec = PlanSpec::new("background").isolation(Isolation::None);
-            for i in 0..3 {
-                spec = spec.job(JobSpec::new(
-                    format!("job-{i}"),
-                    "T",
-                    WorkSpec::shell("true"),
-                ));
-            }
-            let nodes = PlanGraph::build(&spec).expect("valid").node_count();
-            let record = PlanRecord::new(PlanId::random(), spec, "/repo".into(), nodes, 1);
-            let plan = record.state.id.clone();
-            let store = FsPlanRepository::new(root.path());
-            tokio::runtime::Builder::new_current_thread()
-                .build()
-                .expect("runtime")
-                .block_on(store.create(&record))
-                .expect("create");
-            let paths = PlanPaths::of(&root.path().join("plans"), &plan).expect("paths");
-            let options = FsOptions::default().compaction(
-                Compaction::default()
-                    .background_bytes(0)
-                    .min_journal_bytes(0),
-            );
-            Fixture {
-                _root: root,
-                plan,
-                paths,
-                options,
-                counters: Counters::default(),
-            }
-        }
-
-        fn ctx(&self) -> Ctx<'_> {
-            Ctx {
-                plan: &self.plan,
-                paths: &self.paths,
-                options: &self.options,
-                counters: &self.counters,
-            }
-        }
-
-        /// The plan as a new reader finds it on disk.
-        fn read(&self) -> Live {
-            Live::read(&self.ctx()).expect("read")
-        }
-
-        /// The files of the plan folder, sorted.
-        fn files(&self) -> Vec<String> {
-            let mut names: Vec<String> = fs::read_dir(&self.paths.dir)
-                .expect("plan folder")
-                .flatten()
-                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-                .filter(|n| !n.ends_with(".lock"))
-                .collect();
-            names.sort();
-            names
-        }
-
-        /// The plan read, four changes appended, and a background compaction started.
-        fn compacting(&self) -> (Live, SnapshotJob) {
-            let ctx = self.ctx();
-            let mut live = self.read();
-            live.append(&ctx, &batch(0, 4)).expect("append");
-            let job = live.start_compaction(&ctx).expect("start").expect("a job");
-            (live, job)
-        }
-
-        /// The generation `plan.json` names.
-        fn snapshot_generation(&self) -> u64 {
-            let bytes = fs::read(self.paths.snapshot()).expect("snapshot");
-            snapshot::open(&bytes, &self.paths.snapshot())
-                .expect("envelope")
-                .generation
-        }
-    }
-
-    /// Session ids `from..to`, one change each, on the plan's three nodes.
-    fn batch(from: usize, to: usize) -> Vec<StateChange> {
-        (from..to)
-            .map(|i| StateChange::Session {
-                node: i % 3,
-                session_id: format!("session-{i}"),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_snapshot_written_in_the_background_keeps_every_change_at_every_step() {
-        let f = Fixture::new();
-        let ctx = f.ctx();
-        let mut live = f.read();
-        live.append(&ctx, &batch(0, 4)).expect("append");
-        let before = f.read();
-        assert!(before.is_current(&ctx).expect("current"));
-        let job = live.start_compaction(&ctx).expect("start").expect("a job");
-        // The new journal is there, the snapshot still names the old one.
-        assert_eq!(
-            f.files(),
-            ["journal-000000.log", "journal-000001.log", "plan.json"]
-        );
-        assert_eq!(f.snapshot_generation(), 0);
-        assert_eq!(f.read().record, live.record);
-
-        // Appends go to the new journal while the job runs; a reader replays both.
-        live.append(&ctx, &batch(4, 9)).expect("append");
-        let reader = f.read();
-        assert_eq!(reader.record, live.record);
-        assert_eq!((reader.snapshot_generation, reader.generation), (0, 1));
-        assert!(live.is_current(&ctx).expect("current"));
-        // A compaction due meanwhile waits for the one under way.
-        assert!(live.start_compaction(&ctx).expect("start").is_none());
-        // A reader that read the plan before the new journal existed sees it is behind.
-        assert!(!before.is_current(&ctx).expect("current"));
-
-        job.run(&ctx);
-        live.finish_pending(&ctx);
-        assert_eq!(f.files(), ["journal-000001.log", "plan.json"]);
-        assert_eq!(f.snapshot_generation(), 1);
-        assert!(live.is_current(&ctx).expect("current"), "its own snapshot");
-        assert_eq!(f.read().record, live.record);
-
-        // The next one starts once this one is in place.
-        live.append(&ctx, &batch(9, 12)).expect("append");
-        let _job = live.start_compaction(&ctx).expect("start").expect("a job");
-        assert!(f.files().contains(&"journal-000002.log".to_owned()));
-        assert_eq!(f.read().record, live.record);
-    }
-
-    #[test]
-    fn the_next_append_puts_a_handed_over_snapshot_in_place() {
-        let f = Fixture::new();
-        let ctx = f.ctx();
-        let (mut live, job) = f.compacting();
-        job.run(&ctx);
-        assert_eq!(f.snapshot_generation(), 0, "handed over, not in place yet");
-        live.append(&ctx, &batch(4, 6)).expect("append");
-        assert_eq!(f.snapshot_generation(), 1);
-        assert_eq!(f.files(), ["journal-000001.log", "plan.json"]);
-        assert_eq!(f.read().record, live.record);
-    }
-
-    #[test]
-    fn a_job_that_never_ran_leaves_the_pair_to_the_next_compaction() {
-        let f = Fixture::new();
-        let ctx = f.ctx();
-        let (mut live, job) = f.compacting();
-        // Its thread could not start.
-        drop(job);
-        live.append(&ctx, &batch(4, 6)).expect("append");
-        assert!(live.start_compaction(&ctx).expect("start").is_none());
-        assert_eq!(f.snapshot_generation(), 2);
-        assert_eq!(f.files(), ["journal-000002.log", "plan.json"]);
-        assert_eq!(f.read().record, live.record);
-    }
-
-    #[test]
-    fn a_crash_before_the_snapshot_is_in_place_loses_nothing_and_the_pair_is_folded_later() {
-        let f = Fixture::new();
-        let ctx = f.ctx();
-        let (mut live, job) = f.compacting();
-        live.append(&ctx, &batch(4, 9)).expect("append");
-        // The process dies with the snapshot written to its temporary file only.
-        job.run(&ctx);
-        let expected = live.record.clone();
-        drop(live);
-        assert_eq!(f.files().len(), 4, "{:?}", f.files());
-
-        let mut after = f.read();
-        assert_eq!(after.record, expected);
-        after.append(&ctx, &batch(9, 11)).expect("append");
-        let mut expected = expected;
-        for change in batch(9, 11) {
-            expected.apply(&change).expect("applies");
-        }
-        assert_eq!(f.read().record, expected);
-        assert_eq!(
-            f.files(),
-            ["journal-000000.log", "journal-000001.log", "plan.json"],
-            "the leftover temporary file is removed, both journals are kept"
-        );
-        // The pair is folded within the append that finds the journal due.
-        assert!(after.start_compaction(&ctx).expect("start").is_none());
-        assert_eq!(f.files(), ["journal-000002.log", "plan.json"]);
-        assert_eq!(f.snapshot_generation(), 2);
-        assert_eq!(f.read().record, expected);
-    }
-
-    #[test]
-    fn a_torn_journal_ends_the_history_before_the_next_one() {
-        let f = Fixture::new();
-        let ctx = f.ctx();
-        let mut live = f.read();
-        live.append(&ctx, &batch(0, 4)).expect("append");
-        let kept = live.record.clone();
-        live.append(&ctx, &batch(4, 6)).expect("append");
-        let _job = live.start_compaction(&ctx).expect("start").expect("a job");
-        live.append(&ctx, &batch(6, 9)).expect("append");
-        drop(live);
-        // A machine crash without full durability lost the old journal's last bytes.
-        let old = f.paths.journal(0);
-        let len = fs::metadata(&old).expect("journal").len();
-        OpenOptions::new()
-            .write(true)
-            .open(&old)
-            .and_then(|file| file.set_len(len - 1))
-            .expect("truncate");
-
-        let mut after = f.read();
-        assert_eq!(
-            after.record, kept,
-            "the torn record and what follows it are gone"
-        );
-        after.append(&ctx, &batch(20, 22)).expect("append");
-        let mut expected = kept;
-        for change in batch(20, 22) {
-            expected.apply(&change).expect("applies");
-        }
-        assert_eq!(f.read().record, expected);
-        assert_eq!(f.files(), ["journal-000000.log", "plan.json"]);
-    }
-
-    #[test]
-    fn a_snapshot_overtaken_by_another_writers_compaction_is_dropped() {
-        let f = Fixture::new();
-        let ctx = f.ctx();
-        let (mut live, job) = f.compacting();
-        // Another process reads the pair and folds it while the job runs.
-        let mut other = f.read();
-        other.append(&ctx, &batch(4, 6)).expect("append");
-        other.compact(&ctx).expect("compact");
-        job.run(&ctx);
-        live.finish_pending(&ctx);
-        assert_eq!(f.snapshot_generation(), 2);
-        assert_eq!(f.files(), ["journal-000002.log", "plan.json"]);
-        assert_eq!(f.read().record, other.record);
-        assert!(
-            !live.is_current(&ctx).expect("current"),
-            "it reads the plan again"
-        );
-    }
-}
+mod tests;
