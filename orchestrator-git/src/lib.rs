@@ -72,16 +72,39 @@ mod pool {
     use orchestrator_core::git::GitError;
     use std::path::Path;
 
+    /// No worktree is ever parked.
+    pub(crate) enum Parked {}
+
+    impl Parked {
+        pub(crate) fn settle(self) -> Result<(), GitError> {
+            match self {}
+        }
+    }
+
+    /// No worktree is ever taken from the pool.
+    pub(crate) enum Taken {}
+
+    impl Taken {
+        pub(crate) fn fill(self) -> Result<bool, GitError> {
+            match self {}
+        }
+    }
+
     pub(crate) fn park(
         _: &Repository,
         _: &Path,
         _: &Path,
         _: &PoolLimits,
-    ) -> Result<bool, GitError> {
-        Ok(false)
+    ) -> Result<Option<Parked>, GitError> {
+        Ok(None)
     }
-    pub(crate) fn take(_: &Repository, _: &Path, _: Oid, _: &PoolLimits) -> Result<bool, GitError> {
-        Ok(false)
+    pub(crate) fn take(
+        _: &Repository,
+        _: &Path,
+        _: Oid,
+        _: &PoolLimits,
+    ) -> Result<Option<Taken>, GitError> {
+        Ok(None)
     }
     pub(crate) fn sweep(_: &Repository, _: &PoolLimits) -> Result<usize, GitError> {
         Ok(0)

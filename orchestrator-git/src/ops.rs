@@ -19,13 +19,20 @@ use crate::error::{self, Context};
 use crate::housekeeping::{exclude, stale_locks};
 use crate::landing::land;
 use crate::merge::{self, Step};
+use crate::worktree::Removal;
 use crate::worktree_merge::{advance, Advance};
 use crate::{checkout, paths, pool, refs, remote, worktree};
+
+/// How often a removal looks again whether the creation of the same worktree has ended.
+const CREATION_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// [`GitOperations`] on libgit2. Cheap to clone; clones share the per-repository locks.
 ///
 /// Worktree administration, ref updates and merges into branches are serialized per repository
-/// within a process; across processes, ref updates stay compare-and-swap.
+/// within a process; across processes, ref updates stay compare-and-swap. A worktree's files
+/// are written, and a pooled worktree's tidied, outside that lock: only the registration
+/// is serialized, so that jobs starting together check out at once (a removal of a worktree
+/// being created waits for its creation).
 ///
 /// Making one turns off libgit2's strict object creation, a setting of the whole process (see
 /// [`git2::opts::strict_object_creation`]): every tree, index entry and commit these
@@ -347,22 +354,47 @@ impl GitOperations for Git2Operations {
         path: &Path,
         commit: &str,
     ) -> Result<(), GitError> {
-        let (path, commit) = (path.to_path_buf(), commit.to_string());
-        self.locked_repo(repo, "create worktree", move |inner, repo| {
-            let target = inner.confine(repo, &path, false)?;
-            let commit = refs::resolve_commit(repo, &commit)?;
-            worktree::create(repo, &target, commit, &inner.pool)
-        })
-        .await
+        // Registration takes the repository's lock; writing the files does not (see
+        // `worktree::Creation`), so that jobs starting together write theirs at once.
+        for pool in [self.inner.pool, PoolLimits::DISABLED] {
+            let (path, commit) = (path.to_path_buf(), commit.to_string());
+            let creation = self
+                .locked_repo(repo, "create worktree", move |inner, repo| {
+                    let target = inner.confine(repo, &path, false)?;
+                    let commit = refs::resolve_commit(repo, &commit)?;
+                    worktree::start(repo, &target, commit, &pool)
+                })
+                .await?;
+            if self.run("create worktree", |_| creation.finish()).await? {
+                return Ok(());
+            }
+        }
+        Err(GitError::other(
+            "create worktree",
+            format!("{} could not be checked out", path.display()),
+        ))
     }
 
     async fn remove_worktree(&self, repo: &Path, path: &Path) -> Result<(), GitError> {
-        let path = path.to_path_buf();
-        self.locked_repo(repo, "remove worktree", move |inner, repo| {
-            let target = inner.confine(repo, &path, false)?;
-            worktree::remove(repo, &target, Some(&inner.pool))
-        })
-        .await
+        loop {
+            let path = path.to_path_buf();
+            let removal = self
+                .locked_repo(repo, "remove worktree", move |inner, repo| {
+                    let target = inner.confine(repo, &path, false)?;
+                    worktree::remove(repo, &target, Some(&inner.pool))
+                })
+                .await?;
+            match removal {
+                Removal::Done => return Ok(()),
+                // Settling a parked worktree (a walk of its files) needs no lock either.
+                Removal::Parked(parked) => {
+                    return self.run("remove worktree", |_| parked.settle()).await
+                }
+                // Its creation (a job canceled while it started) ends first, as it did when
+                // the creation held the lock throughout.
+                Removal::Busy => tokio::time::sleep(CREATION_POLL).await,
+            }
+        }
     }
 
     async fn remove_orphaned_worktrees(

@@ -22,8 +22,10 @@
 //!   files deleted, so the entry holds exactly what its index says.
 //! - [`take`] (worktree creation) claims the newest entry, moves `files/` to the new path,
 //!   registers it as a fresh `git worktree add --detach` would, deletes the files whose path,
-//!   mode or content differ from the commit's tree and writes the missing ones. Any failure
-//!   deletes the entry, and the caller makes a fresh checkout.
+//!   mode or content differ from the commit's tree and writes the missing ones. Only the
+//!   claim and the registration hold the repository's lock; the files are brought to the
+//!   commit without it ([`Taken::fill`]). Any failure deletes the entry, and the caller makes
+//!   a fresh checkout.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -32,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Tree};
+use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
 use orchestrator_core::git::GitError;
 
 use crate::builder::PoolLimits;
@@ -107,53 +109,78 @@ fn ready(dir: &Path) -> Vec<String> {
 }
 
 /// Moves the valid worktree at `path` (physical), registered in `admin`, into the pool, within
-/// `limits`. `Ok(false)`: nothing was changed, the caller removes the worktree itself;
-/// `Ok(true)`: the worktree is gone from `path` and from git (parked, or deleted when it could
-/// not be).
+/// `limits`. `Ok(None)`: nothing was changed, the caller removes the worktree itself;
+/// `Ok(Some(_))`: the worktree is gone from `path` and from git, and [`Parked::settle`]
+/// finishes the parking (it needs no lock: the entry is this process's).
 pub(crate) fn park(
     repo: &Repository,
     path: &Path,
     admin: &Path,
     limits: &PoolLimits,
-) -> Result<bool, GitError> {
+) -> Result<Option<Parked>, GitError> {
     if !limits.enabled() || !checkout::plain_config(repo)? {
-        return Ok(false);
+        return Ok(None);
     }
     let dir = pool_dir(repo);
     let id = new_id();
     let parking = marker(&dir, &id, "parking");
-    let _busy = Busy::mark(&parking);
+    let busy = Busy::mark(&parking);
     if std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::create_dir(&parking))
         .is_err()
     {
-        return Ok(false);
+        return Ok(None);
     }
     // One rename takes the worktree away from its path (another file system refuses it).
     if std::fs::rename(path, parking.join("files")).is_err() {
         let _ = std::fs::remove_dir(&parking);
-        return Ok(false);
+        return Ok(None);
     }
     // From here the worktree has left its path: whatever happens next, it is removed.
     let _ = std::fs::rename(admin.join("index"), parking.join("index"));
-    let settled = paths::remove_tree(admin).and_then(|()| settle(&parking, limits));
-    match settled {
-        Ok(true) => match std::fs::rename(&parking, dir.join(&id)) {
-            Ok(()) => {
-                if let Err(e) = trim(&dir, limits) {
-                    tracing::warn!(error = %e, "could not trim the worktree pool");
-                }
-            }
-            Err(_) => paths::remove_tree(&parking)?,
-        },
-        Ok(false) => paths::remove_tree(&parking)?,
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "could not pool a worktree; deleting it");
-            paths::remove_tree(&parking)?;
-            paths::remove_tree(admin)?;
-        }
+    if let Err(e) = paths::remove_tree(admin) {
+        paths::remove_tree(&parking)?;
+        return Err(e);
     }
-    Ok(true)
+    Ok(Some(Parked {
+        dir,
+        id,
+        parking,
+        limits: *limits,
+        _busy: busy,
+    }))
+}
+
+/// A worktree moved into the pool, not settled yet (see [`park`]).
+pub(crate) struct Parked {
+    dir: PathBuf,
+    id: String,
+    parking: PathBuf,
+    limits: PoolLimits,
+    _busy: Busy,
+}
+
+impl Parked {
+    /// Brings the entry down to what its index says and makes it ready (or deletes it when it
+    /// is not worth keeping), then trims the pool to its limits.
+    pub(crate) fn settle(self) -> Result<(), GitError> {
+        match settle(&self.parking, &self.limits) {
+            Ok(true) => match std::fs::rename(&self.parking, self.dir.join(&self.id)) {
+                Ok(()) => {
+                    if let Err(e) = trim(&self.dir, &self.limits) {
+                        tracing::warn!(error = %e, "could not trim the worktree pool");
+                    }
+                }
+                Err(_) => paths::remove_tree(&self.parking)?,
+            },
+            Ok(false) => paths::remove_tree(&self.parking)?,
+            Err(e) => {
+                tracing::warn!(entry = %self.parking.display(), error = %e, "could not pool a worktree; deleting it");
+                paths::remove_tree(&self.parking)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Brings a parked entry's files down to what its index says (see the module docs) and writes
@@ -213,70 +240,129 @@ fn modified(path: &Path) -> Option<IndexTime> {
     ))
 }
 
-/// Makes the worktree of `repo` at `path` (physical, confined; missing or an empty folder)
-/// from the newest pooled entry, detached at `commit`: `Ok(true)` when done; `Ok(false)` when
-/// the pool had nothing usable (a damaged entry is deleted) and nothing is at `path`, so the
-/// caller makes a fresh checkout.
+/// Starts making the worktree of `repo` at `path` (physical, confined; missing or an empty
+/// folder) from the newest pooled entry, detached at `commit`: the entry is claimed, the
+/// worktree registered (as being created) and its files moved to `path`. `Ok(None)` when the
+/// pool had nothing usable (a damaged entry is deleted) and nothing is at `path`, so the
+/// caller makes a fresh checkout; else [`Taken::fill`] brings the files to the commit's,
+/// without the repository's lock.
 pub(crate) fn take(
     repo: &Repository,
     path: &Path,
     commit: Oid,
     limits: &PoolLimits,
-) -> Result<bool, GitError> {
+) -> Result<Option<Taken>, GitError> {
     if !limits.enabled() {
-        return Ok(false);
+        return Ok(None);
     }
     let dir = pool_dir(repo);
     let candidates = ready(&dir);
     if candidates.is_empty() {
-        return Ok(false);
+        return Ok(None);
     }
     let tree = checkout::tree_of(repo, commit)?;
     let Some(target) = checkout::plain_entries(repo, &tree)? else {
-        return Ok(false);
+        return Ok(None);
     };
     let parent = path.parent().unwrap_or(path);
     std::fs::create_dir_all(parent).map_err(|e| error::io("create worktree", parent, e))?;
     let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
     if device(&dir).is_none() || device(&dir) != device(parent) {
-        return Ok(false);
+        return Ok(None);
     }
     // The newest first; one another process renamed first is gone, the next one is tried.
-    let Some((taking, _busy)) = candidates.iter().rev().find_map(|id| {
+    let Some((taking, busy)) = candidates.iter().rev().find_map(|id| {
         let taking = marker(&dir, id, "taking");
         let busy = Busy::mark(&taking);
         std::fs::rename(dir.join(id), &taking)
             .is_ok()
             .then_some((taking, busy))
     }) else {
-        return Ok(false);
+        return Ok(None);
     };
-    let filled = fill(repo, &taking, path, commit, &tree, &target);
-    paths::remove_tree(&taking)?;
-    match filled {
-        Ok(()) => Ok(true),
+    match claim(repo, Claimed(taking, busy), path, commit, tree.id(), target) {
+        Ok(taken) => Ok(Some(taken)),
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "a pooled worktree was unusable; checking out afresh");
             paths::remove_tree(path)?;
-            Ok(false)
+            Ok(None)
         }
     }
 }
 
-/// Moves the claimed entry's files to `path`, registers them and brings them to `target` (the
-/// files of `commit`, whose tree is `tree`). On failure the registration is removed; the
-/// caller deletes `path`.
-fn fill(
+/// A pooled worktree moved to its new path and registered, its files not yet brought to its
+/// commit (see [`take`]).
+pub(crate) struct Taken {
+    entry: PathBuf,
+    path: PathBuf,
+    admin: PathBuf,
+    tree: Oid,
+    /// The commit's files.
+    target: Vec<PlainEntry>,
+    /// Those the entry's index says it holds as they are, with the index's stat data.
+    wanted: Wanted,
+    /// When that index was written.
+    racy_from: Option<IndexTime>,
+    _busy: Busy,
+}
+
+/// A pool entry this process renamed to its `taking` marker.
+struct Claimed(PathBuf, Busy);
+
+/// Registers the worktree and moves the claimed entry's files to `path`. On failure the entry
+/// and the registration are deleted; the caller deletes `path`.
+fn claim(
     repo: &Repository,
-    entry: &Path,
+    claimed: Claimed,
     path: &Path,
     commit: Oid,
-    tree: &Tree<'_>,
-    target: &[PlainEntry],
-) -> Result<(), GitError> {
+    tree: Oid,
+    target: Vec<PlainEntry>,
+) -> Result<Taken, GitError> {
+    let Claimed(entry, busy) = claimed;
     let index_file = entry.join("index");
     let racy_from = modified(&index_file);
-    let pooled = Index::open(&index_file).ctx("read pooled index")?;
+    let registered = wanted(&index_file, &target).and_then(|wanted| {
+        if path.exists() {
+            std::fs::remove_dir(path).map_err(|e| error::io("create worktree", path, e))?;
+        }
+        // Registered first, moved second: a crash never leaves files at `path` that are not
+        // recognisably an unfinished creation of ours.
+        let files = entry.join("files");
+        let admin = worktree::claim_admin_dir(repo, path)?;
+        let moved = worktree::register_from(&admin, path, commit, &files).and_then(|()| {
+            std::fs::rename(&files, path).map_err(|e| error::io("create worktree", &files, e))
+        });
+        match moved {
+            Ok(()) => Ok((admin, wanted)),
+            Err(e) => {
+                let _ = paths::remove_tree(&admin);
+                Err(e)
+            }
+        }
+    });
+    match registered {
+        Ok((admin, wanted)) => Ok(Taken {
+            entry,
+            path: path.to_path_buf(),
+            admin,
+            tree,
+            target,
+            wanted,
+            racy_from,
+            _busy: busy,
+        }),
+        Err(e) => {
+            paths::remove_tree(&entry)?;
+            Err(e)
+        }
+    }
+}
+
+/// The files of `target` that the pool index `index_file` records with the same content and
+/// mode, with the stat data it recorded.
+fn wanted(index_file: &Path, target: &[PlainEntry]) -> Result<Wanted, GitError> {
+    let pooled = Index::open(index_file).ctx("read pooled index")?;
     let mut pooled: HashMap<Vec<u8>, IndexEntry> =
         pooled.iter().map(|e| (e.path.clone(), e)).collect();
     let mut wanted = Wanted::default();
@@ -290,32 +376,42 @@ fn fill(
             wanted.insert(t.path.as_bytes().to_vec(), Want { id, mode, seen });
         }
     }
-    if path.exists() {
-        std::fs::remove_dir(path).map_err(|e| error::io("create worktree", path, e))?;
+    Ok(wanted)
+}
+
+impl Taken {
+    /// Brings the files to the commit's: deletes what the entry's index does not vouch for
+    /// (checked against the files' stat data, see `tidy.rs`), writes the missing files and
+    /// the index, and ends the registration. `Ok(false)` when that failed: the worktree and
+    /// its registration are deleted, and the caller makes a fresh checkout.
+    pub(crate) fn fill(self) -> Result<bool, GitError> {
+        let path = &self.path;
+        let filled = tidy(path, &self.wanted, self.racy_from).and_then(|tidied| {
+            let kept: HashSet<&[u8]> = tidied.kept.iter().map(|e| e.path.as_slice()).collect();
+            let missing: Vec<PlainEntry> = self
+                .target
+                .iter()
+                .filter(|t| !kept.contains(t.path.as_bytes()))
+                .cloned()
+                .collect();
+            let written = checkout::write_entries(path, &missing)?;
+            let wt = refs::open(path)?;
+            let tree = wt.find_tree(self.tree).ctx("read tree")?;
+            let entries: Vec<IndexEntry> = tidied.kept.into_iter().chain(written).collect();
+            checkout::write_index(&wt, &tree, &entries)?;
+            worktree::finish_registration(&self.admin)
+        });
+        paths::remove_tree(&self.entry)?;
+        match filled {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "a pooled worktree was unusable; checking out afresh");
+                paths::remove_tree(path)?;
+                paths::remove_tree(&self.admin)?;
+                Ok(false)
+            }
+        }
     }
-    // Registered first, moved second: a crash never leaves files at `path` that are not
-    // recognisably an unfinished creation of ours.
-    let files = entry.join("files");
-    let admin = worktree::claim_admin_dir(repo, path)?;
-    let done = worktree::register_from(&admin, path, commit, &files).and_then(|()| {
-        std::fs::rename(&files, path).map_err(|e| error::io("create worktree", &files, e))?;
-        let tidied = tidy(path, &wanted, racy_from)?;
-        let kept: HashSet<&[u8]> = tidied.kept.iter().map(|e| e.path.as_slice()).collect();
-        let missing: Vec<PlainEntry> = target
-            .iter()
-            .filter(|t| !kept.contains(t.path.as_bytes()))
-            .cloned()
-            .collect();
-        let written = checkout::write_entries(path, &missing)?;
-        let wt = refs::open(path)?;
-        let entries: Vec<IndexEntry> = tidied.kept.into_iter().chain(written).collect();
-        checkout::write_index(&wt, tree, &entries)?;
-        worktree::finish_registration(&admin)
-    });
-    if done.is_err() {
-        let _ = paths::remove_tree(&admin);
-    }
-    done
 }
 
 /// Deletes the entries crashes left half-moved and the entries beyond `limits` (oldest

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use git2::{Oid, Repository};
 use orchestrator_core::git::{GitError, JobBranch};
@@ -95,6 +96,9 @@ fn is_valid(admin: &Path, path: &Path) -> bool {
 /// Deletes the folder at `path` (physical, confined) unless it is a valid worktree of `repo`,
 /// with its registration if one is left. Returns whether anything was deleted.
 pub(crate) fn remove_broken(repo: &Repository, path: &Path) -> Result<bool, GitError> {
+    if is_creating(path) {
+        return Ok(false); // not broken: being made
+    }
     let admin = admin_of(repo, path);
     if admin
         .as_deref()
@@ -110,18 +114,67 @@ pub(crate) fn remove_broken(repo: &Repository, path: &Path) -> Result<bool, GitE
     Ok(exists || admin.is_some())
 }
 
-/// Creates a detached worktree of `repo` at `path` (physical, confined) checked out at `commit`,
-/// or keeps the valid one that is already there. A pooled worktree is used when there is one
-/// (within `pool`'s limits), else every file is written.
-pub(crate) fn create(
+/// Worktrees (physical paths) this process is creating: their files are written without the
+/// repository's lock, so the operations that take it leave them alone meanwhile.
+static CREATING: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+fn creating_set() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
+    CREATING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether this process is creating the worktree at `path` (physical) right now.
+pub(crate) fn is_creating(path: &Path) -> bool {
+    creating_set().contains(path)
+}
+
+/// Marks a worktree path as being created while it lives.
+pub(crate) struct Creating(PathBuf);
+
+impl Drop for Creating {
+    fn drop(&mut self) {
+        creating_set().remove(&self.0);
+    }
+}
+
+/// A worktree creation begun by [`start`] under the repository's lock; [`Creation::finish`]
+/// writes its files without it. Meanwhile the worktree is registered with the `locked` marker
+/// of a creation under way and has its `.git` file, and [`is_creating`] tells the operations
+/// that do take the lock to leave it alone. Dropped unfinished, it leaves what a crash would:
+/// an unfinished creation that the next attempt starts over.
+pub(crate) enum Creation {
+    /// The valid worktree was already there.
+    Done,
+    /// Every file is to be written.
+    Fresh {
+        path: PathBuf,
+        admin: PathBuf,
+        commit: Oid,
+        _creating: Creating,
+    },
+    /// A pooled worktree is to be brought to the commit.
+    Pooled(pool::Taken, Creating),
+}
+
+/// Starts creating a detached worktree of `repo` at `path` (physical, confined) checked out at
+/// `commit`, or keeps the valid one that is already there. A pooled worktree is used when
+/// there is one (within `pool`'s limits), else every file is written.
+pub(crate) fn start(
     repo: &Repository,
     path: &Path,
     commit: Oid,
     pool: &PoolLimits,
-) -> Result<(), GitError> {
+) -> Result<Creation, GitError> {
+    if is_creating(path) {
+        return Err(GitError::other(
+            "create worktree",
+            format!("{} is being created already", path.display()),
+        ));
+    }
     if let Some(admin) = admin_of(repo, path) {
         if path.is_dir() && is_valid(&admin, path) {
-            return Ok(());
+            return Ok(Creation::Done);
         }
         // An attempt that did not finish: start over.
         paths::remove_tree(path)?;
@@ -139,22 +192,52 @@ pub(crate) fn create(
         paths::remove_tree(path)?; // ours, but its registration is gone: recreate it
     }
     checkout::tree_of(repo, commit)?; // a commit with a readable tree, before touching the disk
-    if pool::take(repo, path, commit, pool)? {
-        return Ok(());
+    let creating = Creating(path.to_path_buf());
+    creating_set().insert(path.to_path_buf());
+    if let Some(taken) = pool::take(repo, path, commit, pool)? {
+        return Ok(Creation::Pooled(taken, creating));
     }
     std::fs::create_dir_all(path).map_err(|e| error::io("create worktree", path, e))?;
     let admin = claim_admin_dir(repo, path)?;
-    let written = register(&admin, path, commit).and_then(|()| {
-        let wt = crate::refs::open(path)?;
-        let tree = checkout::tree_of(&wt, commit)?;
-        checkout::populate(&wt, &tree)
-    });
-    match written {
-        Ok(()) => finish_registration(&admin),
-        Err(e) => {
-            let _ = paths::remove_tree(path);
-            let _ = paths::remove_tree(&admin);
-            Err(e)
+    if let Err(e) = register(&admin, path, commit) {
+        let _ = paths::remove_tree(path);
+        let _ = paths::remove_tree(&admin);
+        return Err(e);
+    }
+    Ok(Creation::Fresh {
+        path: path.to_path_buf(),
+        admin,
+        commit,
+        _creating: creating,
+    })
+}
+
+impl Creation {
+    /// Writes the worktree's files and index and ends its registration. `Ok(false)`: a pooled
+    /// worktree turned out unusable and is gone; the caller starts again without the pool.
+    pub(crate) fn finish(self) -> Result<bool, GitError> {
+        match self {
+            Creation::Done => Ok(true),
+            Creation::Pooled(taken, _creating) => taken.fill(),
+            Creation::Fresh {
+                path,
+                admin,
+                commit,
+                ..
+            } => {
+                let written = crate::refs::open(&path).and_then(|wt| {
+                    let tree = checkout::tree_of(&wt, commit)?;
+                    checkout::populate(&wt, &tree)
+                });
+                match written {
+                    Ok(()) => finish_registration(&admin).map(|()| true),
+                    Err(e) => {
+                        let _ = paths::remove_tree(&path);
+                        let _ = paths::remove_tree(&admin);
+                        Err(e)
+                    }
+                }
+            }
         }
     }
 }
@@ -273,6 +356,17 @@ pub(crate) fn release_branch(
     Ok(Some(JobBranch { name, deleted }))
 }
 
+/// What [`remove`] did.
+pub(crate) enum Removal {
+    /// The worktree and its registration are gone (or were never there).
+    Done,
+    /// It is gone from its path and from git, into the pool: [`pool::Parked::settle`]
+    /// finishes that without the repository's lock.
+    Parked(pool::Parked),
+    /// This process is creating it right now (see [`is_creating`]): nothing was done.
+    Busy,
+}
+
 /// Removes the worktree at `path` (physical, confined) and its registration. A missing worktree
 /// is fine; a folder that is not a worktree of `repo` is refused. With `pool`, a valid worktree
 /// is parked in the pool (within its limits) instead of deleted.
@@ -280,11 +374,16 @@ pub(crate) fn remove(
     repo: &Repository,
     path: &Path,
     pool: Option<&PoolLimits>,
-) -> Result<(), GitError> {
+) -> Result<Removal, GitError> {
+    if is_creating(path) {
+        return Ok(Removal::Busy);
+    }
     let admin = admin_of(repo, path);
     if let (Some(limits), Some(admin)) = (pool, &admin) {
-        if path.is_dir() && is_valid(admin, path) && pool::park(repo, path, admin, limits)? {
-            return Ok(());
+        if path.is_dir() && is_valid(admin, path) {
+            if let Some(parked) = pool::park(repo, path, admin, limits)? {
+                return Ok(Removal::Parked(parked));
+            }
         }
     }
     let exists = std::fs::symlink_metadata(path).is_ok();
@@ -301,7 +400,7 @@ pub(crate) fn remove(
     if let Some(admin) = admin {
         paths::remove_tree(&admin)?;
     }
-    Ok(())
+    Ok(Removal::Done)
 }
 
 /// The registered linked worktrees whose folder exists, sorted.
@@ -364,7 +463,7 @@ pub(crate) fn remove_orphans(
     };
     for entry in entries.flatten() {
         let path = paths::resolve_physical(&entry.path())?;
-        if live.contains(&path) || !path.starts_with(root) || !path.is_dir() {
+        if live.contains(&path) || !path.starts_with(root) || !path.is_dir() || is_creating(&path) {
             continue;
         }
         let ours = admin_of(repo, &path).is_some() || points_to_us(repo, &path);

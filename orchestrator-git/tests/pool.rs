@@ -517,6 +517,53 @@ fn concurrent_creates_never_share_a_pooled_worktree() {
 }
 
 #[test]
+fn a_removal_racing_the_creation_of_its_worktree_finds_it_whole_or_absent() {
+    // A worktree's files are written without the repository's lock: a removal of the same
+    // worktree waits for its creation, so it either finds nothing yet or a whole worktree.
+    let fx = Fixture::new();
+    let head = fx.head();
+    let ops = Git2Operations::new();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for round in 0..10u64 {
+        if round % 2 == 1 {
+            let seed = fx.wt(&format!("seed-{round}"));
+            rt.block_on(ops.create_worktree(&fx.repo, &seed, &head))
+                .expect("create");
+            rt.block_on(ops.remove_worktree(&fx.repo, &seed))
+                .expect("remove");
+        }
+        let wt = fx.wt(&format!("w-{round}"));
+        let (created, removed) = rt.block_on(async {
+            tokio::join!(ops.create_worktree(&fx.repo, &wt, &head), async {
+                tokio::time::sleep(std::time::Duration::from_micros(300 * round)).await;
+                ops.remove_worktree(&fx.repo, &wt).await
+            })
+        });
+        created.expect("create");
+        removed.expect("remove");
+        if wt.exists() {
+            // The removal ran first: the creation made a whole worktree afterwards.
+            fx.assert_fresh(&wt, &head, &format!("round {round}"));
+            rt.block_on(ops.remove_worktree(&fx.repo, &wt))
+                .expect("remove");
+        }
+        assert!(cli_linked_worktrees(&fx.repo).is_empty(), "round {round}");
+        fixtures::assert_git_healthy(&fx.repo);
+        // What the removal pooled is whole: a worktree made from it is a fresh checkout.
+        let again = fx.wt(&format!("again-{round}"));
+        rt.block_on(ops.create_worktree(&fx.repo, &again, &head))
+            .expect("create");
+        fx.assert_fresh(&again, &head, &format!("round {round}, again"));
+        rt.block_on(ops.remove_worktree(&fx.repo, &again))
+            .expect("remove");
+    }
+}
+
+#[test]
 fn entries_a_crash_left_half_moved_are_swept() {
     let fx = Fixture::new();
     let ops = Git2Operations::new();
