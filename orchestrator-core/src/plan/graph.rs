@@ -2,7 +2,7 @@
 //! the auto-injected snapshot-validation node. Adjacency is kept in compressed rows built
 //! straight from the edge list; petgraph is used only to report cycles, on the error path.
 
-mod producers;
+pub(crate) mod producers;
 
 use std::collections::HashMap;
 
@@ -64,11 +64,21 @@ impl PlanGraph {
     /// assert_eq!(g.snapshot(), Some(2)); // worktree isolation injects snapshot validation
     /// ```
     pub fn build(spec: &PlanSpec) -> Result<PlanGraph, ValidationErrors> {
-        let jobs = spec.jobs.len();
-        let mut by_producer = producers::Producers::with_capacity(jobs);
+        let mut by_producer = producers::Producers::with_capacity(spec.jobs.len());
         for job in &spec.jobs {
             by_producer.push(&job.producer_id);
         }
+        Self::build_indexed(spec, by_producer).map_err(|(errors, _)| errors)
+    }
+
+    /// [`PlanGraph::build`] with the jobs' producerIds already indexed, in plan order (the
+    /// validator indexes them as it checks them: a 1M-job plan is hashed once, not twice). On
+    /// failure the index comes back with the errors.
+    pub(crate) fn build_indexed(
+        spec: &PlanSpec,
+        by_producer: producers::Producers,
+    ) -> Result<PlanGraph, (ValidationErrors, producers::Producers)> {
+        let jobs = spec.jobs.len();
         let with_snapshot = spec.isolation == Isolation::Worktree;
         let total = jobs + usize::from(with_snapshot);
         // Edge `a -> b`: `b` depends on `a`; in the order the jobs list them.
@@ -122,7 +132,7 @@ impl PlanGraph {
             }
         };
         if !errors.is_empty() {
-            return Err(ValidationErrors(errors));
+            return Err((ValidationErrors(errors), by_producer));
         }
         let mut parents: Vec<NodeIndex> = spec
             .jobs

@@ -77,21 +77,16 @@ pub fn validate(
 ) -> Result<PlanGraph, ValidationErrors> {
     let mut v = Validator::new(ctx);
     v.plan(spec);
-    let first_index = v.jobs(spec);
-    match PlanGraph::build(spec) {
+    let producers = v.jobs(spec);
+    match PlanGraph::build_indexed(spec, producers) {
         Ok(graph) if v.problems.is_empty() => Ok(graph),
         Ok(_) => Err(v.finish()),
-        Err(graph_errors) => {
-            v.merge_graph_errors(spec, &first_index, graph_errors);
+        Err((graph_errors, producers)) => {
+            v.merge_graph_errors(spec, &producers, graph_errors);
             Err(v.finish())
         }
     }
 }
-
-/// producerId → index of the first job using it. foldhash, as the graph's map: the ids are
-/// the plan's own, and hashing every one of them is on the path of creating every plan.
-pub(crate) type FirstIndex<'a> =
-    std::collections::HashMap<&'a str, usize, foldhash::fast::FixedState>;
 
 /// A problem the tolerant parse found (see `plan::collect`), at its slot: `0` for the plan's
 /// own fields, `i + 1` for `jobs[i]`.
@@ -116,9 +111,9 @@ pub(crate) fn with_parse_problems(
 ) -> ValidationErrors {
     let mut v = Validator::new(ctx);
     v.plan(spec);
-    let first_index = v.jobs(spec);
-    if let Err(graph_errors) = PlanGraph::build(spec) {
-        v.merge_graph_errors(spec, &first_index, graph_errors);
+    let producers = v.jobs(spec);
+    if let Err((graph_errors, producers)) = PlanGraph::build_indexed(spec, producers) {
+        v.merge_graph_errors(spec, &producers, graph_errors);
     }
     v.problems.retain(|(pos, e)| !unread(pos.slot, &e.field));
     // Parse problems first: at one position, sorting keeps them before the others.

@@ -7,6 +7,7 @@
 
 use std::hash::BuildHasher;
 
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 
 /// Hashed with foldhash: a plan's own ids need no guard against adversarial keys (std's
@@ -53,7 +54,7 @@ impl Slot {
 }
 
 #[derive(Debug, Clone, Default)]
-pub(super) struct Producers {
+pub(crate) struct Producers {
     /// Every job's id, one after the other.
     text: String,
     /// Where job `i`'s id ends in `text` (it starts where job `i - 1`'s ends).
@@ -65,7 +66,7 @@ pub(super) struct Producers {
 
 impl Producers {
     /// Room for `jobs` ids.
-    pub(super) fn with_capacity(jobs: usize) -> Self {
+    pub(crate) fn with_capacity(jobs: usize) -> Self {
         Producers {
             text: String::new(),
             ends: Vec::with_capacity(jobs),
@@ -75,27 +76,31 @@ impl Producers {
     }
 
     /// Adds the next job's id (job `i` is the `i`-th added). A repeated id keeps pointing at
-    /// its first job.
-    pub(super) fn push(&mut self, id: &str) {
+    /// its first job, whose index is returned.
+    pub(crate) fn push(&mut self, id: &str) -> Option<usize> {
         let Ok(index) = u32::try_from(self.ends.len()) else {
             // More than 4 billion jobs: the id is not indexed (no such plan fits in memory).
-            return;
+            return None;
         };
         self.text.push_str(id);
         self.ends.push(self.text.len());
         let (text, ends, hasher) = (&self.text, &self.ends, &self.hasher);
         let hash = hasher.hash_one(id);
-        self.table
-            .entry(
-                hash,
-                |slot| slot.is(id, text, ends),
-                |slot| hasher.hash_one(id_at(text, ends, slot.index)),
-            )
-            .or_insert(Slot::new(index, id));
+        match self.table.entry(
+            hash,
+            |slot| slot.is(id, text, ends),
+            |slot| hasher.hash_one(id_at(text, ends, slot.index)),
+        ) {
+            Entry::Occupied(first) => Some(first.get().index as usize),
+            Entry::Vacant(room) => {
+                room.insert(Slot::new(index, id));
+                None
+            }
+        }
     }
 
     /// The index of the first job with `id`.
-    pub(super) fn get(&self, id: &str) -> Option<usize> {
+    pub(crate) fn get(&self, id: &str) -> Option<usize> {
         let hash = self.hasher.hash_one(id);
         self.table
             .find(hash, |slot| slot.is(id, &self.text, &self.ends))
@@ -117,9 +122,11 @@ mod tests {
     #[test]
     fn finds_each_id_and_the_first_of_a_repeated_one() {
         let mut p = Producers::with_capacity(2);
-        for id in ["aaa", "bbb", "", "aaa", "ccc"] {
-            p.push(id);
-        }
+        let firsts: Vec<Option<usize>> = ["aaa", "bbb", "", "aaa", "ccc"]
+            .into_iter()
+            .map(|id| p.push(id))
+            .collect();
+        assert_eq!(firsts, [None, None, None, Some(0), None]);
         assert_eq!(p.get("aaa"), Some(0));
         assert_eq!(p.get("bbb"), Some(1));
         assert_eq!(p.get(""), Some(2));

@@ -1,6 +1,7 @@
 //! Checks of the plan's own fields and of each job's fields other than its work: producerIds,
 //! names, groups, environment, revisions and branches.
 
+use crate::plan::graph::producers::Producers;
 use crate::plan::{Env, JobSpec, PlanSpec};
 
 use super::names::{is_env_name, producer_id_problem, ref_name_problem, MAX_NAME_CHARS};
@@ -73,14 +74,13 @@ impl<'a> Validator<'a> {
     // ---- jobs -----------------------------------------------------------------------------
 
     /// Checks every job; returns the index of the first job with each producerId.
-    pub(super) fn jobs(&mut self, spec: &'a PlanSpec) -> super::FirstIndex<'a> {
-        let mut first_index =
-            super::FirstIndex::with_capacity_and_hasher(spec.jobs.len(), Default::default());
+    pub(super) fn jobs(&mut self, spec: &'a PlanSpec) -> Producers {
+        let mut producers = Producers::with_capacity(spec.jobs.len());
         for (index, job) in spec.jobs.iter().enumerate() {
             self.current = Some(Current { index, job });
             self.section = Section::BeforeDependencies;
             self.producer_id(job);
-            if let Some(&first) = first_index.get(job.producer_id.as_str()) {
+            if let Some(first) = producers.push(&job.producer_id) {
                 self.report(
                     "producerId",
                     &job.producer_id,
@@ -89,8 +89,6 @@ impl<'a> Validator<'a> {
                          every job needs its own producerId"
                     ),
                 );
-            } else {
-                first_index.insert(&job.producer_id, index);
             }
             if job.task.trim().is_empty() {
                 self.report(
@@ -119,7 +117,7 @@ impl<'a> Validator<'a> {
             self.env(Field::top("env"), &job.env);
         }
         self.current = None;
-        first_index
+        producers
     }
 
     pub(super) fn producer_id(&mut self, job: &JobSpec) {

@@ -1,6 +1,7 @@
 //! Graph checks: the dependency problems [`PlanGraph::build`](crate::plan::PlanGraph::build)
 //! finds (unknown dependency, self-dependency, cycles), placed at the job they are about.
 
+use crate::plan::graph::producers::Producers;
 use crate::plan::{JobSpec, PlanSpec};
 
 use super::{job_label, Position, Section, ValidationError, ValidationErrors, Validator};
@@ -10,12 +11,12 @@ impl Validator<'_> {
     pub(super) fn merge_graph_errors(
         &mut self,
         spec: &PlanSpec,
-        first_index: &super::FirstIndex<'_>,
+        producers: &Producers,
         errors: ValidationErrors,
     ) {
         let mut cursor = Cursor::default();
         for mut error in errors.0 {
-            let index = graph_error_job(spec, first_index, &error, &mut cursor);
+            let index = graph_error_job(spec, producers, &error, &mut cursor);
             if let Some((i, job)) = index.and_then(|i| Some((i, spec.jobs.get(i)?))) {
                 error.job = Some(job_label(i, job));
             }
@@ -32,12 +33,12 @@ impl Validator<'_> {
 /// duplicate producerIds the job is the one whose `dependencies[d]` holds the reported value.
 fn graph_error_job(
     spec: &PlanSpec,
-    first_index: &super::FirstIndex<'_>,
+    producers: &Producers,
     error: &ValidationError,
     cursor: &mut Cursor,
 ) -> Option<usize> {
     let id = error.job.as_deref()?;
-    let first = *first_index.get(id)?;
+    let first = producers.get(id)?;
     let Some(d) = dependency_entry(&error.field) else {
         // A cycle: reported at the first job with the id.
         return Some(first);
