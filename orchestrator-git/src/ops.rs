@@ -161,6 +161,27 @@ impl Git2Operations {
         self.locked(repo, operation, move |inner| f(inner, &refs::open(&path)?))
             .await
     }
+
+    /// One attempt at creating a worktree (see `worktree::Creation`): the registration takes
+    /// the repository's lock, writing the files does not, so that jobs starting together
+    /// write theirs at once. `Ok(false)`: a pooled worktree turned out unusable.
+    async fn create_once(
+        &self,
+        repo: &Path,
+        path: &Path,
+        commit: &str,
+        pool: PoolLimits,
+    ) -> Result<bool, GitError> {
+        let (path, commit) = (path.to_path_buf(), commit.to_string());
+        let creation = self
+            .locked_repo(repo, "create worktree", move |inner, repo| {
+                let target = inner.confine(repo, &path, false)?;
+                let commit = refs::resolve_commit(repo, &commit)?;
+                worktree::start(repo, &target, commit, &pool)
+            })
+            .await?;
+        self.run("create worktree", |_| creation.finish()).await
+    }
 }
 
 impl Inner {
@@ -354,25 +375,15 @@ impl GitOperations for Git2Operations {
         path: &Path,
         commit: &str,
     ) -> Result<(), GitError> {
-        // Registration takes the repository's lock; writing the files does not (see
-        // `worktree::Creation`), so that jobs starting together write theirs at once.
-        for pool in [self.inner.pool, PoolLimits::DISABLED] {
-            let (path, commit) = (path.to_path_buf(), commit.to_string());
-            let creation = self
-                .locked_repo(repo, "create worktree", move |inner, repo| {
-                    let target = inner.confine(repo, &path, false)?;
-                    let commit = refs::resolve_commit(repo, &commit)?;
-                    worktree::start(repo, &target, commit, &pool)
-                })
+        if !self
+            .create_once(repo, path, commit, self.inner.pool)
+            .await?
+        {
+            // The pooled worktree was unusable and is gone: check out afresh.
+            self.create_once(repo, path, commit, PoolLimits::DISABLED)
                 .await?;
-            if self.run("create worktree", |_| creation.finish()).await? {
-                return Ok(());
-            }
         }
-        Err(GitError::other(
-            "create worktree",
-            format!("{} could not be checked out", path.display()),
-        ))
+        Ok(())
     }
 
     async fn remove_worktree(&self, repo: &Path, path: &Path) -> Result<(), GitError> {

@@ -1,10 +1,56 @@
-//! Keeping worktree paths inside their allowed roots.
+//! Keeping worktree paths inside their allowed roots, deleting folders, and marking the paths
+//! this process is working on.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use orchestrator_core::git::GitError;
 
 use crate::error;
+
+/// Paths this process is working on: each is in the set while the [`Mark`] made for it lives,
+/// so that other work in this process (a sweep, a removal) can tell it from a leftover.
+pub(crate) struct Marks(Mutex<BTreeSet<PathBuf>>);
+
+impl Marks {
+    pub(crate) const fn new() -> Marks {
+        Marks(Mutex::new(BTreeSet::new()))
+    }
+
+    fn set(&self) -> MutexGuard<'_, BTreeSet<PathBuf>> {
+        // Inserts and removals only: a panic leaves a whole set.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Marks `path` until the returned mark is dropped.
+    pub(crate) fn mark(&'static self, path: &Path) -> Mark {
+        self.set().insert(path.to_path_buf());
+        Mark {
+            marks: self,
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// Whether `path` is marked.
+    pub(crate) fn contains(&self, path: &Path) -> bool {
+        self.set().contains(path)
+    }
+}
+
+/// A path's place in [`Marks`], given up when dropped.
+pub(crate) struct Mark {
+    marks: &'static Marks,
+    path: PathBuf,
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        self.marks.set().remove(&self.path);
+    }
+}
 
 /// Resolves `path` physically: `..` and `.` are applied and every existing prefix has its
 /// symbolic links resolved, so the result is where the path really points (its missing tail kept

@@ -27,11 +27,10 @@
 //!   commit without it ([`Taken::fill`]). Any failure deletes the entry, and the caller makes
 //!   a fresh checkout.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
@@ -40,12 +39,13 @@ use orchestrator_core::git::GitError;
 use crate::builder::PoolLimits;
 use crate::checkout::{self, PlainEntry};
 use crate::error::{self, Context};
+use crate::paths::{Mark, Marks};
 use crate::tidy::{tidy, Want, Wanted};
 use crate::{paths, refs, worktree};
 
 /// The entries this process is changing right now (their marker paths), so that a sweep in
 /// this process tells them from a crash's leftovers.
-static BUSY: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+static BUSY: Marks = Marks::new();
 
 /// A marker older than this whose owner's liveness cannot be checked is taken for a crash's.
 const UNKNOWN_OWNER_AGE: Duration = Duration::from_secs(24 * 3600);
@@ -53,26 +53,6 @@ const UNKNOWN_OWNER_AGE: Duration = Duration::from_secs(24 * 3600);
 /// Index entry flags (`flags_extended`) of libgit2's `git_index_entry_extended_flag_t`.
 const INTENT_TO_ADD: u16 = 1 << 13;
 const SKIP_WORKTREE: u16 = 1 << 14;
-
-/// Marks a marker path as this process's while it lives.
-struct Busy(PathBuf);
-
-impl Busy {
-    fn mark(path: &Path) -> Busy {
-        busy_set().insert(path.to_path_buf());
-        Busy(path.to_path_buf())
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        busy_set().remove(&self.0);
-    }
-}
-
-fn busy_set() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
-    BUSY.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// The pool folder of `repo`.
 pub(crate) fn pool_dir(repo: &Repository) -> PathBuf {
@@ -124,7 +104,7 @@ pub(crate) fn park(
     let dir = pool_dir(repo);
     let id = new_id();
     let parking = marker(&dir, &id, "parking");
-    let busy = Busy::mark(&parking);
+    let busy = BUSY.mark(&parking);
     if std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::create_dir(&parking))
         .is_err()
@@ -157,7 +137,7 @@ pub(crate) struct Parked {
     id: String,
     parking: PathBuf,
     limits: PoolLimits,
-    _busy: Busy,
+    _busy: Mark,
 }
 
 impl Parked {
@@ -273,7 +253,7 @@ pub(crate) fn take(
     // The newest first; one another process renamed first is gone, the next one is tried.
     let Some((taking, busy)) = candidates.iter().rev().find_map(|id| {
         let taking = marker(&dir, id, "taking");
-        let busy = Busy::mark(&taking);
+        let busy = BUSY.mark(&taking);
         std::fs::rename(dir.join(id), &taking)
             .is_ok()
             .then_some((taking, busy))
@@ -283,8 +263,7 @@ pub(crate) fn take(
     match claim(repo, Claimed(taking, busy), path, commit, tree.id(), target) {
         Ok(taken) => Ok(Some(taken)),
         Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "a pooled worktree was unusable; checking out afresh");
-            paths::remove_tree(path)?;
+            unusable(path, &e)?;
             Ok(None)
         }
     }
@@ -303,11 +282,11 @@ pub(crate) struct Taken {
     wanted: Wanted,
     /// When that index was written.
     racy_from: Option<IndexTime>,
-    _busy: Busy,
+    _busy: Mark,
 }
 
 /// A pool entry this process renamed to its `taking` marker.
-struct Claimed(PathBuf, Busy);
+struct Claimed(PathBuf, Mark);
 
 /// Registers the worktree and moves the claimed entry's files to `path`. On failure the entry
 /// and the registration are deleted; the caller deletes `path`.
@@ -405,13 +384,18 @@ impl Taken {
         match filled {
             Ok(()) => Ok(true),
             Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "a pooled worktree was unusable; checking out afresh");
-                paths::remove_tree(path)?;
+                unusable(path, &e)?;
                 paths::remove_tree(&self.admin)?;
                 Ok(false)
             }
         }
     }
+}
+
+/// Reports that the pooled worktree moved to `path` was unusable, and deletes what is there.
+fn unusable(path: &Path, e: &GitError) -> Result<(), GitError> {
+    tracing::warn!(path = %path.display(), error = %e, "a pooled worktree was unusable; checking out afresh");
+    paths::remove_tree(path)
 }
 
 /// Deletes the entries crashes left half-moved and the entries beyond `limits` (oldest
@@ -432,7 +416,7 @@ pub(crate) fn sweep(repo: &Repository, limits: &PoolLimits) -> Result<usize, Git
         if owner.is_none_or(|pid| owner_gone(pid, &path)) {
             let id = name.split('.').next().unwrap_or_default();
             let claimed = marker(&dir, id, "sweeping");
-            let _busy = Busy::mark(&claimed);
+            let _busy = BUSY.mark(&claimed);
             if std::fs::rename(&path, &claimed).is_ok() {
                 paths::remove_tree(&claimed)?;
                 removed += 1;
@@ -451,7 +435,7 @@ pub(crate) fn clear(repo: &Repository) -> Result<usize, GitError> {
 /// told, the marker is old).
 fn owner_gone(pid: u32, path: &Path) -> bool {
     if pid == std::process::id() {
-        return !busy_set().contains(path);
+        return !BUSY.contains(path);
     }
     if Path::new("/proc/self").exists() {
         return !Path::new("/proc").join(pid.to_string()).exists();
@@ -489,7 +473,7 @@ fn trim(dir: &Path, limits: &PoolLimits) -> Result<usize, GitError> {
             break;
         }
         let claimed = marker(dir, &id, "trimming");
-        let _busy = Busy::mark(&claimed);
+        let _busy = BUSY.mark(&claimed);
         if std::fs::rename(dir.join(&id), &claimed).is_ok() {
             paths::remove_tree(&claimed)?;
             removed += 1;

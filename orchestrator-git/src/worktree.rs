@@ -17,7 +17,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use git2::{Oid, Repository};
 use orchestrator_core::git::{GitError, JobBranch};
@@ -25,7 +24,7 @@ use orchestrator_core::git::{GitError, JobBranch};
 use crate::builder::PoolLimits;
 use crate::checkout;
 use crate::error::{self, Context};
-use crate::paths;
+use crate::paths::{self, Mark, Marks};
 use crate::pool;
 use crate::refs;
 
@@ -116,26 +115,11 @@ pub(crate) fn remove_broken(repo: &Repository, path: &Path) -> Result<bool, GitE
 
 /// Worktrees (physical paths) this process is creating: their files are written without the
 /// repository's lock, so the operations that take it leave them alone meanwhile.
-static CREATING: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
-
-fn creating_set() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
-    CREATING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+static CREATING: Marks = Marks::new();
 
 /// Whether this process is creating the worktree at `path` (physical) right now.
 pub(crate) fn is_creating(path: &Path) -> bool {
-    creating_set().contains(path)
-}
-
-/// Marks a worktree path as being created while it lives.
-pub(crate) struct Creating(PathBuf);
-
-impl Drop for Creating {
-    fn drop(&mut self) {
-        creating_set().remove(&self.0);
-    }
+    CREATING.contains(path)
 }
 
 /// A worktree creation begun by [`start`] under the repository's lock; [`Creation::finish`]
@@ -151,10 +135,10 @@ pub(crate) enum Creation {
         path: PathBuf,
         admin: PathBuf,
         commit: Oid,
-        _creating: Creating,
+        _creating: Mark,
     },
     /// A pooled worktree is to be brought to the commit.
-    Pooled(pool::Taken, Creating),
+    Pooled(pool::Taken, Mark),
 }
 
 /// Starts creating a detached worktree of `repo` at `path` (physical, confined) checked out at
@@ -192,8 +176,7 @@ pub(crate) fn start(
         paths::remove_tree(path)?; // ours, but its registration is gone: recreate it
     }
     checkout::tree_of(repo, commit)?; // a commit with a readable tree, before touching the disk
-    let creating = Creating(path.to_path_buf());
-    creating_set().insert(path.to_path_buf());
+    let creating = CREATING.mark(path);
     if let Some(taken) = pool::take(repo, path, commit, pool)? {
         return Ok(Creation::Pooled(taken, creating));
     }
