@@ -52,6 +52,9 @@ const OP_COMMIT: u8 = 7;
 const OP_SESSION: u8 = 8;
 const OP_WORKTREE: u8 = 9;
 const OP_OUTPUT: u8 = 10;
+const OP_LAUNCHED: u8 = 11;
+const OP_PHASE_RAN: u8 = 12;
+const OP_SUCCEEDED: u8 = 13;
 
 /// The plan-level changes that hold only `at`, each with its op (16 and up): one table for
 /// [`plan_op`] and [`plan_change`].
@@ -146,6 +149,11 @@ impl Writer<'_> {
         }
     }
 
+    /// The phase an attempt resumes from: 0 for none, else the phase's code + 1.
+    fn resume_from(&mut self, phase: Option<Phase>) {
+        self.out.push(phase.map_or(0, |p| p.code() + 1));
+    }
+
     /// The op and node index that start every node-level change.
     fn head(&mut self, op: u8, node: usize) {
         self.out.push(op);
@@ -165,8 +173,34 @@ impl Writer<'_> {
             } => {
                 self.head(OP_ATTEMPT_STARTED, *node);
                 self.at(*at);
-                // 0 for none, else the phase's code + 1.
-                self.out.push(resume_from.map_or(0, |p| p.code() + 1));
+                self.resume_from(*resume_from);
+            }
+            StateChange::Launched {
+                node,
+                at,
+                resume_from,
+            } => {
+                self.head(OP_LAUNCHED, *node);
+                self.at(*at);
+                self.resume_from(*resume_from);
+            }
+            StateChange::PhaseRan {
+                node,
+                phase,
+                status,
+                started_at,
+                at,
+                error,
+            } => {
+                self.head(OP_PHASE_RAN, *node);
+                self.out.extend([phase.code(), status.code()]);
+                self.at(*started_at);
+                self.at(*at);
+                self.opt_str(error.as_deref());
+            }
+            StateChange::Succeeded { node, at } => {
+                self.head(OP_SUCCEEDED, *node);
+                self.at(*at);
             }
             StateChange::PhaseStarted { node, phase, at } => {
                 self.node_code_at(OP_PHASE_STARTED, *node, phase.code(), *at)
@@ -364,6 +398,16 @@ impl<'a> Reader<'a> {
         self.coded(Phase::from_code, "phase")
     }
 
+    /// The phase an attempt resumes from (see the writer's `resume_from`).
+    fn resume_from(&mut self) -> Result<Option<Phase>, String> {
+        match self.byte()? {
+            0 => Ok(None),
+            b => Phase::from_code(b - 1)
+                .map(Some)
+                .ok_or_else(|| format!("unknown phase code {}", b - 1)),
+        }
+    }
+
     fn change(&mut self, version: u32) -> Result<StateChange, String> {
         let op = self.byte()?;
         Ok(match op {
@@ -376,13 +420,24 @@ impl<'a> Reader<'a> {
             OP_ATTEMPT_STARTED => StateChange::AttemptStarted {
                 node: self.node()?,
                 at: self.at()?,
-                resume_from: match self.byte()? {
-                    0 => None,
-                    b => Some(
-                        Phase::from_code(b - 1)
-                            .ok_or_else(|| format!("unknown phase code {}", b - 1))?,
-                    ),
-                },
+                resume_from: self.resume_from()?,
+            },
+            OP_LAUNCHED => StateChange::Launched {
+                node: self.node()?,
+                at: self.at()?,
+                resume_from: self.resume_from()?,
+            },
+            OP_PHASE_RAN => StateChange::PhaseRan {
+                node: self.node()?,
+                phase: self.phase()?,
+                status: self.coded(PhaseStatus::from_code, "phase status")?,
+                started_at: self.at()?,
+                at: self.at()?,
+                error: self.opt_string()?,
+            },
+            OP_SUCCEEDED => StateChange::Succeeded {
+                node: self.node()?,
+                at: self.at()?,
             },
             OP_PHASE_STARTED => StateChange::PhaseStarted {
                 node: self.node()?,
@@ -496,6 +551,27 @@ mod tests {
             at: 0,
             resume_from: None,
         });
+        for (i, &phase) in phases.iter().enumerate() {
+            v.push(StateChange::Launched {
+                node: i + 70,
+                at: at + i as u64,
+                resume_from: (i % 2 == 0).then_some(phase),
+            });
+            for status in every(PhaseStatus::from_code) {
+                v.push(StateChange::PhaseRan {
+                    node: i + 70,
+                    phase,
+                    status,
+                    started_at: at + 5,
+                    at: at + 5 + i as u64 * 1000,
+                    error: (i % 2 == 1).then(|| format!("ran é {i}")),
+                });
+            }
+            v.push(StateChange::Succeeded {
+                node: i + 70,
+                at: u64::MAX - i as u64,
+            });
+        }
         for (i, status) in every(AttemptStatus::from_code).into_iter().enumerate() {
             for (j, reason) in every(FailureReason::from_code).into_iter().enumerate() {
                 v.push(StateChange::AttemptEnded {
@@ -566,6 +642,7 @@ mod tests {
             assert_eq!(change.as_ref().and_then(plan_op), Some((op, 7)));
         }
         assert!(plan_change(OP_OUTPUT).is_none());
+        assert!(plan_change(OP_SUCCEEDED).is_none());
         assert!(plan_change(16 + PLAN_OPS.len() as u8).is_none());
     }
 
@@ -599,6 +676,20 @@ mod tests {
                 failed_phase: Some(Phase::Setup),
             },
             StateChange::Ended { at: 1_002 },
+            StateChange::Launched {
+                node: 300,
+                at: 1_003,
+                resume_from: None,
+            },
+            StateChange::PhaseRan {
+                node: 2,
+                phase: Phase::Work,
+                status: PhaseStatus::Succeeded,
+                started_at: 1_003,
+                at: 1_005,
+                error: None,
+            },
+            StateChange::Succeeded { node: 2, at: 1_005 },
         ];
         let out = round_trip(&changes);
         let expected = [
@@ -608,6 +699,9 @@ mod tests {
             &[OP_PHASE_ENDED, 2, 6, 4, 4, 1, 1, b'e'], // merge-ri, canceled, at +2, "e"
             &[OP_ATTEMPT_ENDED, 2, 3, 0, 0b110, 10, 1], // canceled, at +0, contract, setup
             &[22, 2],                              // ended, at +1
+            &[OP_LAUNCHED, 0xac, 0x02, 2, 0],      // node 300, at +1, no resume
+            &[OP_PHASE_RAN, 2, 3, 1, 0, 4, 0],     // work, succeeded, at +0 and +2, no error
+            &[OP_SUCCEEDED, 2, 0],                 // at +0
         ]
         .concat();
         assert_eq!(out, expected);

@@ -189,6 +189,75 @@ fn succeed_node(n: NodeIndex, at: Millis, from: Phase) -> Vec<StateChange> {
     v
 }
 
+/// `changes` with the steps the engine records as one change joined the way it joins them
+/// ([`StateChange::Launched`], [`StateChange::PhaseRan`], [`StateChange::Succeeded`]).
+fn joined(changes: Vec<StateChange>) -> Vec<StateChange> {
+    let mut out: Vec<StateChange> = Vec::new();
+    for change in changes {
+        let last = out.len().checked_sub(1).map(|i| &out[i..]);
+        let joined = match (last, &change) {
+            (
+                Some([StateChange::PhaseStarted { node, phase, at }]),
+                StateChange::PhaseEnded {
+                    node: ended_node,
+                    phase: ended,
+                    status,
+                    at: ended_at,
+                    error,
+                },
+            ) if (node, phase) == (ended_node, ended) => Some(StateChange::PhaseRan {
+                node: *node,
+                phase: *phase,
+                status: *status,
+                started_at: *at,
+                at: *ended_at,
+                error: error.clone(),
+            }),
+            (
+                Some(
+                    [StateChange::AttemptEnded {
+                        node,
+                        status: AttemptStatus::Succeeded,
+                        error: None,
+                        ..
+                    }],
+                ),
+                StateChange::Node {
+                    status: NodeStatus::Succeeded,
+                    at,
+                    ..
+                },
+            ) => Some(StateChange::Succeeded {
+                node: *node,
+                at: *at,
+            }),
+            _ => None,
+        };
+        match joined {
+            Some(j) => {
+                out.pop();
+                out.push(j);
+            }
+            None => out.push(change),
+        }
+    }
+    out
+}
+
+/// [`start_node`] as the engine records it: `ready`, then [`StateChange::Launched`].
+fn launch_node(n: NodeIndex, at: Millis) -> Vec<StateChange> {
+    let mut v = start_node(n, at, None);
+    v.splice(
+        1..4,
+        [StateChange::Launched {
+            node: n,
+            at: at + 3,
+            resume_from: None,
+        }],
+    );
+    v
+}
+
 /// A realistic run of the diamond plan, in batches of the sizes an engine would produce:
 /// `a` succeeds; `b` fails in its work and blocks `d` and the snapshot node; a pause and resume;
 /// `b` is retried with new work from the work phase; everything then succeeds.
@@ -202,7 +271,8 @@ fn diamond_run() -> Vec<Vec<StateChange>> {
     batches.push(start_node(0, T0 + 20, None));
     batches.push(succeed_node(0, T0 + 30, Phase::MergeFi));
     let mut b = start_node(1, T0 + 200, None);
-    b.extend(start_node(2, T0 + 200, None));
+    // c's changes are recorded as the engine joins them.
+    b.extend(launch_node(2, T0 + 200));
     batches.push(b);
     // b fails in its work phase.
     let mut fail = Vec::new();
@@ -225,7 +295,7 @@ fn diamond_run() -> Vec<Vec<StateChange>> {
         node(T0 + 320, 4, NodeStatus::Blocked),
     ]);
     batches.push(vec![StateChange::Paused { at: T0 + 330 }]);
-    batches.push(succeed_node(2, T0 + 340, Phase::MergeFi));
+    batches.push(joined(succeed_node(2, T0 + 340, Phase::MergeFi)));
     batches.push(vec![StateChange::Resumed { at: T0 + 500 }]);
     // Retry b with new work, from the work phase; d and the snapshot node are unblocked.
     batches.push(vec![

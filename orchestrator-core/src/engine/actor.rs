@@ -593,11 +593,11 @@ impl PlanActor {
             }
             started
         } else {
-            self.machine.schedule(n, at)?;
             if self.machine.has_open_attempt(n) {
+                self.machine.schedule(n, at)?;
                 self.machine.continue_attempt(n, at)?
             } else {
-                self.machine.begin_attempt(n, at)?
+                self.machine.launch(n, at)?
             }
         };
         let cancel = CancellationToken::new();
@@ -644,6 +644,18 @@ impl PlanActor {
     }
 
     fn publish(&self, change: &StateChange, from: Option<NodeStatus>) {
+        // A change of several steps publishes what each step would (a transition's `from`
+        // is the status the step before left).
+        if let Some(steps) = change.steps() {
+            let mut from = from;
+            for step in &steps {
+                self.publish(step, from);
+                if let StateChange::Node { status, .. } = step {
+                    from = Some(*status);
+                }
+            }
+            return;
+        }
         let record = self.machine.record();
         let attempt_of = |n: NodeIndex| record.state.nodes[n].attempts.len() as u32;
         let plan = || self.id.clone();

@@ -405,13 +405,40 @@ impl NodeRun {
             }
             Err(f) => (PhaseStatus::Failed, Some(f.message.clone())),
         };
-        self.send(StateChange::PhaseEnded {
-            node: self.node,
-            phase,
-            status,
-            at: now_millis(),
-            error,
-        });
+        let at = now_millis();
+        let mut buffer = self.buffer();
+        // A start not reported yet (the phase ended on its first poll and nothing came in
+        // between) goes with the end as one change.
+        let unreported = match buffer.last() {
+            Some(&StateChange::PhaseStarted {
+                node,
+                phase: started,
+                at,
+            }) if node == self.node && started == phase => Some(at),
+            _ => None,
+        };
+        let change = match unreported {
+            Some(started_at) => {
+                buffer.pop();
+                StateChange::PhaseRan {
+                    node: self.node,
+                    phase,
+                    status,
+                    started_at,
+                    at,
+                    error,
+                }
+            }
+            None => StateChange::PhaseEnded {
+                node: self.node,
+                phase,
+                status,
+                at,
+                error,
+            },
+        };
+        buffer.push(change);
+        drop(buffer);
         result
     }
 

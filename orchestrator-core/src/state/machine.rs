@@ -126,12 +126,23 @@ impl PlanMachine {
     }
 
     fn transition(&mut self, n: NodeIndex, to: NodeStatus, at: Millis) -> Result<(), ApplyError> {
-        let from = self.status_of(n);
         let change = StateChange::Node {
             node: n,
             status: to,
             at,
         };
+        self.moved(n, to, change)
+    }
+
+    /// Applies and queues `change`, which moves node `n` from its status to `to` (through
+    /// statuses that count alike, for the changes that record several steps at once).
+    fn moved(
+        &mut self,
+        n: NodeIndex,
+        to: NodeStatus,
+        change: StateChange,
+    ) -> Result<(), ApplyError> {
+        let from = self.status_of(n);
         self.record.apply(&change)?;
         self.count(from, -1);
         self.count(to, 1);
@@ -214,6 +225,23 @@ impl PlanMachine {
         self.start_attempt(n, at, resume_from)
     }
 
+    /// `ready -> scheduled -> running` and a new attempt, as [`PlanMachine::schedule`] then
+    /// [`PlanMachine::begin_attempt`] would, in one change ([`StateChange::Launched`]).
+    /// Returns the attempt number and the phase it starts from.
+    pub fn launch(&mut self, n: NodeIndex, at: Millis) -> Result<(u32, Option<Phase>), ApplyError> {
+        let resume_from = self.record.state.nodes[n].resume_from;
+        let change = StateChange::Launched {
+            node: n,
+            at,
+            resume_from,
+        };
+        self.moved(n, NodeStatus::Running, change)?;
+        Ok((
+            self.record.state.nodes[n].attempts.len() as u32,
+            resume_from,
+        ))
+    }
+
     /// Records a new attempt of node `n` resuming from `resume_from`; returns its number and
     /// that phase.
     fn start_attempt(
@@ -235,8 +263,16 @@ impl PlanMachine {
 
     /// `running -> succeeded`; dependents whose dependencies all succeeded become ready.
     pub fn succeed(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
-        self.end_attempt(n, AttemptStatus::Succeeded, at, None, None, None)?;
-        self.transition(n, NodeStatus::Succeeded, at)?;
+        if self.has_open_attempt(n) {
+            // The attempt's end and the node's, in one change.
+            self.moved(
+                n,
+                NodeStatus::Succeeded,
+                StateChange::Succeeded { node: n, at },
+            )?;
+        } else {
+            self.transition(n, NodeStatus::Succeeded, at)?;
+        }
         let graph = self.graph.clone();
         for d in graph.dependents(n) {
             self.waiting[d] = self.waiting[d].saturating_sub(1);
@@ -307,10 +343,7 @@ impl PlanMachine {
         reason: Option<FailureReason>,
         failed_phase: Option<Phase>,
     ) -> Result<(), ApplyError> {
-        let running = self.record.state.nodes[n]
-            .last_attempt()
-            .is_some_and(|a| a.status == AttemptStatus::Running);
-        if running {
+        if self.has_open_attempt(n) {
             self.record_change(StateChange::AttemptEnded {
                 node: n,
                 status,

@@ -180,9 +180,9 @@ impl NodeRun {
         let mut last = None;
         for mut change in changes {
             let own = match &change {
-                StateChange::PhaseStarted { phase, .. } | StateChange::PhaseEnded { phase, .. } => {
-                    *phase != Phase::MergeFi
-                }
+                StateChange::PhaseStarted { phase, .. }
+                | StateChange::PhaseEnded { phase, .. }
+                | StateChange::PhaseRan { phase, .. } => *phase != Phase::MergeFi,
                 _ => matches!(
                     change,
                     StateChange::Commit { .. }
@@ -194,7 +194,9 @@ impl NodeRun {
             if !own {
                 continue;
             }
-            if let StateChange::PhaseStarted { phase, .. } = &change {
+            if let StateChange::PhaseStarted { phase, .. } | StateChange::PhaseRan { phase, .. } =
+                &change
+            {
                 last = Some(*phase);
             }
             if let Some(node) = change.node_mut() {

@@ -325,6 +325,52 @@ fn outbox_replays_to_the_same_record() {
 }
 
 #[test]
+fn the_changes_of_several_steps_record_what_their_steps_record() {
+    let mut m = machine(DIAMOND);
+    let fresh = m.record().clone();
+    m.start(1, None, None, None).expect("start");
+    assert_eq!(m.launch(0, 2).expect("launch"), (1, None));
+    assert_eq!(statuses(&m)[0], Running);
+    m.record_change(StateChange::PhaseRan {
+        node: 0,
+        phase: Phase::Work,
+        status: PhaseStatus::Succeeded,
+        started_at: 3,
+        at: 4,
+        error: None,
+    })
+    .expect("phase ran");
+    m.succeed(0, 5).expect("succeed");
+    assert_eq!(statuses(&m)[..3], [Succeeded, Ready, Ready]);
+    let changes: Vec<StateChange> = m.drain_outbox().map(|(c, _)| c).collect();
+    let joined = changes.iter().filter(|c| c.steps().is_some()).count();
+    assert_eq!(joined, 3, "{changes:?}");
+    // Applying each joined change's steps instead gives the same record.
+    let mut by_steps = fresh;
+    for change in &changes {
+        for step in change.steps().unwrap_or_else(|| vec![change.clone()]) {
+            by_steps.apply(&step).expect("step applies");
+        }
+    }
+    assert_eq!(&by_steps, m.record());
+    let a = &by_steps.state.nodes[0].attempts[0];
+    assert_eq!(
+        (a.status, a.started_at, a.ended_at),
+        (AttemptStatus::Succeeded, 2, Some(5))
+    );
+    assert_eq!((a.phases[0].started_at, a.phases[0].ended_at), (3, Some(4)));
+    assert_eq!(
+        by_steps.state.counts(),
+        m.counts(),
+        "incremental counts match a recount"
+    );
+    // A launch is checked like its steps: a node that is not ready cannot launch.
+    let before = m.record().clone();
+    assert!(m.launch(3, 6).is_err());
+    assert_eq!(&before, m.record());
+}
+
+#[test]
 fn recovery_makes_failed_blocked_and_canceled_nodes_pending_and_pauses() {
     let mut m = machine(&[("aaa", &[]), ("bbb", &["aaa"]), ("ccc", &[]), ("ddd", &[])]);
     m.start(1, None, None, None).expect("start");

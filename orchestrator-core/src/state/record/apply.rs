@@ -110,6 +110,31 @@ impl PlanRecord {
             } => self
                 .state
                 .end_attempt(*node, *status, *at, error, *reason, *failed_phase)?,
+            StateChange::Launched {
+                node,
+                at,
+                resume_from,
+            } => {
+                self.state.transition(*node, NodeStatus::Scheduled)?;
+                self.state.transition(*node, NodeStatus::Running)?;
+                self.state.start_attempt(*node, *at, *resume_from)?
+            }
+            StateChange::PhaseRan {
+                node,
+                phase,
+                status,
+                started_at,
+                at,
+                error,
+            } => {
+                self.state.start_phase(*node, *phase, *started_at)?;
+                self.state.end_phase(*node, *phase, *status, *at, error)?
+            }
+            StateChange::Succeeded { node, at } => {
+                self.state
+                    .end_attempt(*node, AttemptStatus::Succeeded, *at, &None, None, None)?;
+                self.state.transition(*node, NodeStatus::Succeeded)?
+            }
             StateChange::Worktree {
                 node,
                 path,

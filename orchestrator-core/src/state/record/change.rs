@@ -125,6 +125,45 @@ pub enum StateChange {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         failed_phase: Option<Phase>,
     },
+    /// The engine's common start of a node, in one record: `scheduled`, then `running`, then
+    /// a new attempt (as [`StateChange::Node`], [`StateChange::Node`] and
+    /// [`StateChange::AttemptStarted`] would record it). A no-op job journals four changes
+    /// where it journaled eight; observers still see both transitions.
+    Launched {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: Millis,
+        /// Phase the attempt starts from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resume_from: Option<Phase>,
+    },
+    /// A phase that began and ended while its start was not yet reported, in one record (as
+    /// [`StateChange::PhaseStarted`] then [`StateChange::PhaseEnded`] would record it).
+    PhaseRan {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// Which phase of the pipeline.
+        phase: Phase,
+        /// How the phase ended.
+        status: PhaseStatus,
+        /// When it began, in milliseconds since the Unix epoch.
+        started_at: Millis,
+        /// When it ended.
+        at: Millis,
+        /// The error message, if it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The running attempt succeeded and the node with it, in one record (as
+    /// [`StateChange::AttemptEnded`] with `succeeded` then [`StateChange::Node`] to
+    /// `succeeded` would record it).
+    Succeeded {
+        /// The node, by its index in the plan's graph.
+        node: NodeIndex,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: Millis,
+    },
     /// The node's worktree was created (or removed: `path: None`).
     Worktree {
         /// The node, by its index in the plan's graph.
@@ -304,6 +343,69 @@ pub enum StateChange {
 }
 
 impl StateChange {
+    /// The one-step changes a change that records several steps at once stands for, in order
+    /// ([`StateChange::Launched`], [`StateChange::PhaseRan`], [`StateChange::Succeeded`]);
+    /// `None` for every other change. Applying the steps gives the same record as applying
+    /// the change.
+    ///
+    /// ```
+    /// use orchestrator_core::state::{NodeStatus, StateChange};
+    /// let steps = StateChange::Succeeded { node: 3, at: 7 }.steps().unwrap();
+    /// assert_eq!(steps.len(), 2);
+    /// assert_eq!(steps[1], StateChange::Node { node: 3, status: NodeStatus::Succeeded, at: 7 });
+    /// ```
+    pub fn steps(&self) -> Option<Vec<StateChange>> {
+        let node_to = |node, status, at| StateChange::Node { node, status, at };
+        Some(match self {
+            StateChange::Launched {
+                node,
+                at,
+                resume_from,
+            } => vec![
+                node_to(*node, NodeStatus::Scheduled, *at),
+                node_to(*node, NodeStatus::Running, *at),
+                StateChange::AttemptStarted {
+                    node: *node,
+                    at: *at,
+                    resume_from: *resume_from,
+                },
+            ],
+            StateChange::PhaseRan {
+                node,
+                phase,
+                status,
+                started_at,
+                at,
+                error,
+            } => vec![
+                StateChange::PhaseStarted {
+                    node: *node,
+                    phase: *phase,
+                    at: *started_at,
+                },
+                StateChange::PhaseEnded {
+                    node: *node,
+                    phase: *phase,
+                    status: *status,
+                    at: *at,
+                    error: error.clone(),
+                },
+            ],
+            StateChange::Succeeded { node, at } => vec![
+                StateChange::AttemptEnded {
+                    node: *node,
+                    status: AttemptStatus::Succeeded,
+                    at: *at,
+                    error: None,
+                    reason: None,
+                    failed_phase: None,
+                },
+                node_to(*node, NodeStatus::Succeeded, *at),
+            ],
+            _ => return None,
+        })
+    }
+
     /// The node a node-level change is about (to re-index in-flight progress after a reshape).
     pub fn node_mut(&mut self) -> Option<&mut NodeIndex> {
         match self {
@@ -312,6 +414,9 @@ impl StateChange {
             | StateChange::PhaseStarted { node, .. }
             | StateChange::PhaseEnded { node, .. }
             | StateChange::AttemptEnded { node, .. }
+            | StateChange::Launched { node, .. }
+            | StateChange::PhaseRan { node, .. }
+            | StateChange::Succeeded { node, .. }
             | StateChange::Worktree { node, .. }
             | StateChange::Commit { node, .. }
             | StateChange::Session { node, .. }
