@@ -314,7 +314,10 @@ fn apply(wt: &Path, change: &Change, outside: &Path) {
             } else {
                 fresh_dir(*b).join(format!("trace-{b}.log"))
             };
-            if !wt.join("build").is_symlink() {
+            // Only into a real `build` folder or none: an earlier job may have linked it
+            // (`LinkOutside`) and a later one edited that link into a file.
+            let build = std::fs::symlink_metadata(wt.join("build"));
+            if build.map_or(true, |m| m.is_dir()) {
                 write(&path, "ignored\n");
             }
         }
