@@ -12,7 +12,7 @@
 //! used to join the turns' lists by copying them into a fresh one, whose pages the kernel had
 //! to clear.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -31,9 +31,14 @@ pub(crate) type AfterDurable = Box<dyn FnOnce() + Send + Sync>;
 /// Pause before appending again after the store failed.
 const STORE_RETRY: Duration = Duration::from_millis(250);
 
-/// A list this long (in changes, a few MiB) is always kept for reuse; a longer one only while
-/// the backlog fills a quarter of it (see [`Queue::give_back`]).
+/// A list this long (in changes, a few MiB) is always kept for reuse; a longer one until the
+/// backlog has filled less than a quarter of it [`QUIET_TAKES`] appends in a row (see
+/// [`Queue::give_back`]).
 const SPARE_MAX: usize = 1 << 16;
+
+/// Appends in a row whose backlog filled less than a quarter of a list longer than
+/// [`SPARE_MAX`] before that list is freed.
+const QUIET_TAKES: u32 = 16;
 
 /// What the actor queued and the writer has not taken yet; what the writer takes, as one.
 #[derive(Default)]
@@ -53,6 +58,9 @@ struct Queue {
     pending: Mutex<Pending>,
     /// Wakes the writer: something was queued, or the queue closed.
     queued: Notify,
+    /// Lists past [`SPARE_MAX`] given back in a row with less than a quarter of them used
+    /// (only the writer gives back).
+    quiet: AtomicU32,
 }
 
 impl Queue {
@@ -86,15 +94,21 @@ impl Queue {
         std::mem::replace(&mut *p, next)
     }
 
-    /// Hands the list of the last [`Queue::take`] back, cleared, as the next spare. A list
-    /// longer than [`SPARE_MAX`] is kept only while the backlog it held filled a quarter of it:
-    /// a writer far behind on a huge plan (takes of up to 240k changes, 27 MB, on a 1M-node
-    /// plan) reuses its lists instead of freeing them and having the next ones' pages cleared
-    /// by the kernel again; once the backlog shrinks, a big list is freed at its next use, so
-    /// a list kept is at most four times the backlog it last carried.
+    /// Hands the list of the last [`Queue::take`] back, cleared, as the next spare. A writer
+    /// far behind on a huge plan (takes of up to 240k changes, 27 MB, on a 1M-node plan)
+    /// reuses its lists instead of freeing them and having the next ones' pages cleared by the
+    /// kernel again. Its backlog comes and goes, so a list longer than [`SPARE_MAX`] is freed
+    /// only after [`QUIET_TAKES`] appends in a row carried less than a quarter of it: freeing
+    /// it at the first small take (as before) cost a 1M-node run ~5% in page clearing, and
+    /// once the burst is over, a quiet plan holds no big list for long.
     fn give_back(&self, mut changes: Vec<StateChange>) {
         if changes.capacity() > SPARE_MAX && changes.len() < changes.capacity() / 4 {
-            return;
+            if self.quiet.fetch_add(1, Ordering::Relaxed) + 1 >= QUIET_TAKES {
+                self.quiet.store(0, Ordering::Relaxed);
+                return;
+            }
+        } else {
+            self.quiet.store(0, Ordering::Relaxed);
         }
         changes.clear();
         self.lock().spare = changes;
@@ -323,10 +337,27 @@ mod tests {
         queue.give_back(busy);
         let spare = std::mem::take(&mut queue.lock().spare);
         assert_eq!((spare.as_ptr(), spare.len()), (busy_ptr, 0));
-        // ... and freed at its first use by a smaller one.
-        let mut quiet = spare;
-        quiet.extend((0..SPARE_MAX - 1).map(node));
-        queue.give_back(quiet);
+        // ... and while the backlog comes and goes: small takes in a row, fewer than
+        // QUIET_TAKES, then a busy one, then again fewer...
+        let mut list = spare;
+        for round in 0..2 {
+            for _ in 1..QUIET_TAKES {
+                list.extend((0..SPARE_MAX - 1).map(node));
+                queue.give_back(list);
+                list = std::mem::take(&mut queue.lock().spare);
+                assert_eq!(list.as_ptr(), busy_ptr, "round {round}: kept");
+            }
+            list.extend((0..SPARE_MAX).map(node));
+            queue.give_back(list);
+            list = std::mem::take(&mut queue.lock().spare);
+        }
+        // ... and freed once QUIET_TAKES takes in a row filled less than a quarter of it.
+        for _ in 1..QUIET_TAKES {
+            queue.give_back(list);
+            list = std::mem::take(&mut queue.lock().spare);
+        }
+        assert_eq!(list.as_ptr(), busy_ptr);
+        queue.give_back(list);
         assert_eq!(queue.lock().spare.capacity(), 0);
     }
 }
