@@ -399,6 +399,10 @@ impl<'a> Reader<'a> {
         self.coded(Phase::from_code, "phase")
     }
 
+    fn phase_status(&mut self) -> Result<PhaseStatus, String> {
+        self.coded(PhaseStatus::from_code, "phase status")
+    }
+
     /// The phase an attempt resumes from (see the writer's `resume_from`).
     fn resume_from(&mut self) -> Result<Option<Phase>, String> {
         match self.byte()? {
@@ -431,7 +435,7 @@ impl<'a> Reader<'a> {
             OP_PHASE_RAN => StateChange::PhaseRan {
                 node: self.node()?,
                 phase: self.phase()?,
-                status: self.coded(PhaseStatus::from_code, "phase status")?,
+                status: self.phase_status()?,
                 started_at: self.at()?,
                 at: self.at()?,
                 error: self.opt_string()?,
@@ -448,7 +452,7 @@ impl<'a> Reader<'a> {
             OP_PHASE_ENDED => StateChange::PhaseEnded {
                 node: self.node()?,
                 phase: self.phase()?,
-                status: self.coded(PhaseStatus::from_code, "phase status")?,
+                status: self.phase_status()?,
                 at: self.at()?,
                 error: self.opt_string()?,
             },
