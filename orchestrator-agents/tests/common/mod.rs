@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod clis;
+pub mod fakes;
 
 use orchestrator_core::events::{EventBus, OrchestratorEvent};
 use orchestrator_core::plan::Env;
