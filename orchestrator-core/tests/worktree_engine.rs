@@ -417,6 +417,73 @@ async fn dirty_checked_out_target_is_refused_then_merged_once_clean() {
     );
 }
 
+/// The worktrees left after a plan run with `cleanUpSuccessfulWork: false`, by folder name.
+async fn kept_worktrees(f: &Fixture, plan: PlanSpec) -> (PlanRecord, Vec<String>) {
+    let mut plan = plan;
+    plan.clean_up_successful_work = Some(false);
+    let id = f.o.run(plan, &f.repo).await.expect("run");
+    assert_eq!(f.o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    let mut names: Vec<String> = f
+        .git
+        .list_worktrees(&f.repo)
+        .await
+        .expect("list")
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    (f.o.status(&id).await.expect("status"), names)
+}
+
+#[tokio::test]
+async fn the_snapshot_gets_a_worktree_only_when_something_runs_on_it() {
+    let f = fixture();
+    let plan = PlanSpec::new("bare").job(job("only", "write a.txt A", &[]));
+    let (r, names) = kept_worktrees(&f, plan).await;
+    assert_eq!(names.len(), 1, "only the job's worktree: {names:?}");
+    assert!(!names[0].starts_with("_snapshot-"), "{names:?}");
+    let snapshot = r.state.nodes.last().expect("snapshot node");
+    assert!(snapshot.worktree.is_none());
+    let phases: Vec<Phase> = snapshot.attempts[0]
+        .phases
+        .iter()
+        .map(|p| p.phase)
+        .collect();
+    assert_eq!(phases, [Phase::MergeFi, Phase::Commit, Phase::MergeRi]);
+    let target = r.state.target_branch.clone().expect("target");
+    assert_eq!(
+        f.git.branch_tip(&f.repo, &target).await.expect("tip"),
+        snapshot.commit,
+        "the target is at the commit the node recorded"
+    );
+    let files = files_at(&f, &target).await;
+    assert!(
+        files.contains(&("a.txt".to_owned(), "A".to_owned())),
+        "{files:?}"
+    );
+
+    // With a verifyRi, the validation runs on a worktree of the snapshot.
+    let mut plan = PlanSpec::new("verified")
+        .job(job("checked", "write b.txt B", &[]))
+        .target_branch("orchestrator/verified");
+    plan.verify_ri = Some(WorkSpec::shell("need b.txt"));
+    let (r, names) = kept_worktrees(&f, plan).await;
+    assert!(
+        names.iter().any(|n| n.starts_with("_snapshot-")),
+        "{names:?}"
+    );
+    let snapshot = r.state.nodes.last().expect("snapshot node");
+    let phases: Vec<Phase> = snapshot.attempts[0]
+        .phases
+        .iter()
+        .map(|p| p.phase)
+        .collect();
+    assert_eq!(
+        phases,
+        [Phase::MergeFi, Phase::Work, Phase::Commit, Phase::MergeRi]
+    );
+}
+
 #[tokio::test]
 async fn target_that_moved_is_merged_into_the_snapshot() {
     let f = fixture();

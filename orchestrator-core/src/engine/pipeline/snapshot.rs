@@ -1,8 +1,20 @@
 //! The snapshot-validation node: brings the snapshot up to date with the target, runs setup
 //! and `verifyRi`, commits what they changed and merges the result onto the target branch.
+//! When nothing runs on the snapshot and the target has not moved, no worktree is made: the
+//! snapshot's tip is merged as it is.
 
 use super::job::WorktreeStart;
 use super::*;
+use crate::git::CommitId;
+
+/// Where the snapshot node's phases run.
+enum SnapshotStart {
+    /// On a worktree of the snapshot, laid out as this says.
+    Worktree(WorktreeStart),
+    /// Nowhere: nothing runs on the snapshot and the target has not moved, so the commit to
+    /// merge onto the target is the snapshot's tip.
+    Tip(CommitId),
+}
 
 impl NodeRun {
     pub(super) async fn run_snapshot(&self) -> PhaseResult {
@@ -20,35 +32,50 @@ impl NodeRun {
             self.worktree_root()
                 .join(crate::engine::snapshot_worktree_name(&self.plan))
         });
+        // A worktree is needed to run setup or `verifyRi`, or to merge a target that moved
+        // (a conflict goes to the resolver there). Without them the snapshot's tip is the
+        // result, and a checkout of the whole tree (then its removal) would only add to the
+        // plan's last, serial step. A worktree an earlier run laid out is used again.
+        let bare = self.worktree.is_none()
+            && self.spec.verify_ri.is_none()
+            && self.spec.worktree_init.is_empty()
+            && self.spec.additional_symlink_dirs.is_empty();
         let start = self
-            .phase(Phase::MergeFi, |log| {
+            .phase(Phase::MergeFi, |log| async {
+                if bare {
+                    if let Some(tip) = self.unmoved_snapshot(&git, &snapshot, &target).await? {
+                        log.line(
+                            LogStream::System,
+                            &format!(
+                                "{target} has not moved and nothing runs on the snapshot: merging its tip {tip} without a worktree"
+                            ),
+                        );
+                        return Ok(SnapshotStart::Tip(tip));
+                    }
+                }
                 self.snapshot_fi(&git, &snapshot, &target, &wt, log)
+                    .await
+                    .map(SnapshotStart::Worktree)
             })
             .await?;
-        // As for jobs (see `WorktreeStart`): after a reset, setup and verifyRi run again.
-        let from = if start == WorktreeStart::Reset && self.resume_from <= Phase::Work {
-            Phase::Setup
-        } else {
-            self.resume_from
+        let tip = match start {
+            SnapshotStart::Tip(tip) => Some(tip),
+            SnapshotStart::Worktree(laid_out) => {
+                self.validate_snapshot(&wt, laid_out).await?;
+                None
+            }
         };
-        if from <= Phase::Setup
-            && (!self.spec.worktree_init.is_empty()
-                || !self.spec.additional_symlink_dirs.is_empty())
-        {
-            self.phase(Phase::Setup, |log| self.setup(&wt, log)).await?;
-        }
-        if let Some(verify) = self.spec.verify_ri.as_ref().filter(|_| from <= Phase::Work) {
-            self.phase(Phase::Work, |log| {
-                self.run_spec(Phase::Work, verify, &wt, log)
-            })
-            .await?;
-        }
         let commit = match (self.runs(Phase::Commit), &self.prev_commit) {
             // Resuming the final merge: the validated commit was recorded.
             (false, Some(commit)) => commit.clone(),
             _ => {
                 let commit = self
-                    .phase(Phase::Commit, |log| self.snapshot_commit(&git, &wt, log))
+                    .phase(Phase::Commit, |log| async {
+                        match &tip {
+                            Some(tip) => Ok(tip.clone()),
+                            None => self.snapshot_commit(&git, &wt, log).await,
+                        }
+                    })
                     .await?;
                 self.send(StateChange::Commit {
                     node: self.node,
@@ -62,6 +89,56 @@ impl NodeRun {
         })
         .await?;
         Ok(())
+    }
+
+    /// Runs setup and `verifyRi` on the snapshot worktree `wt`, laid out as `laid_out` says.
+    async fn validate_snapshot(&self, wt: &Path, laid_out: WorktreeStart) -> PhaseResult {
+        // As for jobs (see `WorktreeStart`): after a reset, setup and verifyRi run again.
+        let from = if laid_out == WorktreeStart::Reset && self.resume_from <= Phase::Work {
+            Phase::Setup
+        } else {
+            self.resume_from
+        };
+        if from <= Phase::Setup
+            && (!self.spec.worktree_init.is_empty()
+                || !self.spec.additional_symlink_dirs.is_empty())
+        {
+            self.phase(Phase::Setup, |log| self.setup(wt, log)).await?;
+        }
+        if let Some(verify) = self.spec.verify_ri.as_ref().filter(|_| from <= Phase::Work) {
+            self.phase(Phase::Work, |log| {
+                self.run_spec(Phase::Work, verify, wt, log)
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// The snapshot's tip, when the target's tip is already in it (the target has not moved
+    /// since the plan started, or its moves were merged in before).
+    async fn unmoved_snapshot(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        snapshot: &str,
+        target: &str,
+    ) -> PhaseResult<Option<CommitId>> {
+        let p = Phase::MergeFi;
+        let tips = (
+            git.branch_tip(&self.repo, snapshot).await,
+            git.branch_tip(&self.repo, target).await,
+        );
+        let (Some(tip), Some(target_tip)) = (
+            tips.0.map_err(|e| NodeFailure::git(p, e))?,
+            tips.1.map_err(|e| NodeFailure::git(p, e))?,
+        ) else {
+            // A missing branch is reported by the worktree path, as before.
+            return Ok(None);
+        };
+        let unmoved = git
+            .is_ancestor(&self.repo, &target_tip, &tip)
+            .await
+            .map_err(|e| NodeFailure::git(p, e))?;
+        Ok(unmoved.then_some(tip))
     }
 
     /// Commits what setup and `verifyRi` changed (if anything) on the snapshot worktree's
