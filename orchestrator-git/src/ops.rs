@@ -19,6 +19,7 @@ use crate::error::{self, Context};
 use crate::housekeeping::{exclude, stale_locks};
 use crate::landing::land;
 use crate::merge::{self, Step};
+use crate::settles::{self, Settles};
 use crate::worktree::Removal;
 use crate::worktree_merge::{advance, Advance};
 use crate::{checkout, paths, pool, refs, remote, worktree};
@@ -54,6 +55,9 @@ pub(crate) struct Inner {
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     /// The bounds of each repository's worktree pool (`pool.rs`).
     pool: PoolLimits,
+    /// Worktrees being removed, and so maybe settled into a pool, by repository (as the
+    /// caller names it: the engine passes a plan's repository path the same way each time).
+    settles: Settles,
 }
 
 impl Default for Git2Operations {
@@ -91,6 +95,7 @@ impl Git2Operations {
                 roots: std::sync::RwLock::new(roots),
                 locks: Mutex::new(HashMap::new()),
                 pool,
+                settles: Settles::default(),
             }),
         }
     }
@@ -165,6 +170,9 @@ impl Git2Operations {
     /// One attempt at creating a worktree (see `worktree::Creation`): the registration takes
     /// the repository's lock, writing the files does not, so that jobs starting together
     /// write theirs at once. `Ok(false)`: a pooled worktree turned out unusable.
+    ///
+    /// When the pool is empty but a worktree of this process is being settled into it, the
+    /// creation waits for that (see `settles.rs`) instead of checking out afresh.
     async fn create_once(
         &self,
         repo: &Path,
@@ -172,15 +180,27 @@ impl Git2Operations {
         commit: &str,
         pool: PoolLimits,
     ) -> Result<bool, GitError> {
-        let (path, commit) = (path.to_path_buf(), commit.to_string());
-        let creation = self
-            .locked_repo(repo, "create worktree", move |inner, repo| {
-                let target = inner.confine(repo, &path, false)?;
-                let commit = refs::resolve_commit(repo, &commit)?;
-                worktree::start(repo, &target, commit, &pool)
-            })
-            .await?;
-        self.run("create worktree", |_| creation.finish()).await
+        let deadline = tokio::time::Instant::now() + settles::WAIT_LIMIT;
+        loop {
+            // Another creation may take the entry this one waited for: then it waits for the
+            // next, while any is coming.
+            let settling = pool.enabled()
+                && self.inner.settles.any(repo)
+                && tokio::time::Instant::now() < deadline;
+            let (path, commit) = (path.to_path_buf(), commit.to_string());
+            let creation = self
+                .locked_repo(repo, "create worktree", move |inner, repo| {
+                    let target = inner.confine(repo, &path, false)?;
+                    let commit = refs::resolve_commit(repo, &commit)?;
+                    worktree::start(repo, &target, commit, &pool, settling)
+                })
+                .await?;
+            if let worktree::Creation::AwaitPool = creation {
+                self.inner.settles.wait(repo, deadline).await;
+                continue;
+            }
+            return self.run("create worktree", |_| creation.finish()).await;
+        }
     }
 }
 
@@ -387,6 +407,9 @@ impl GitOperations for Git2Operations {
     }
 
     async fn remove_worktree(&self, repo: &Path, path: &Path) -> Result<(), GitError> {
+        // Counted from the call (before the worktree is parked, under the lock) until it is
+        // settled, so that a creation that starts meanwhile knows an entry is coming.
+        let _settling = self.inner.settles.begin(repo);
         loop {
             let path = path.to_path_buf();
             let removal = self

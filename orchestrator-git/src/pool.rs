@@ -88,6 +88,11 @@ fn ready(dir: &Path) -> Vec<String> {
     ids
 }
 
+/// Whether `repo`'s pool has an entry ready to be taken.
+pub(crate) fn has_ready(repo: &Repository) -> bool {
+    !ready(&pool_dir(repo)).is_empty()
+}
+
 /// Moves the valid worktree at `path` (physical), registered in `admin`, into the pool, within
 /// `limits`. `Ok(None)`: nothing was changed, the caller removes the worktree itself;
 /// `Ok(Some(_))`: the worktree is gone from `path` and from git, and [`Parked::settle`]

@@ -139,16 +139,22 @@ pub(crate) enum Creation {
     },
     /// A pooled worktree is to be brought to the commit.
     Pooled(pool::Taken, Mark),
+    /// Nothing was done: the pool has no ready entry, and the caller, which knows one is being
+    /// settled, waits for it and starts again.
+    AwaitPool,
 }
 
 /// Starts creating a detached worktree of `repo` at `path` (physical, confined) checked out at
 /// `commit`, or keeps the valid one that is already there. A pooled worktree is used when
-/// there is one (within `pool`'s limits), else every file is written.
+/// there is one (within `pool`'s limits), else every file is written; unless `settling` (an
+/// entry is being settled into the pool) and the pool has no ready entry:
+/// [`Creation::AwaitPool`].
 pub(crate) fn start(
     repo: &Repository,
     path: &Path,
     commit: Oid,
     pool: &PoolLimits,
+    settling: bool,
 ) -> Result<Creation, GitError> {
     if is_creating(path) {
         return Err(GitError::other(
@@ -176,6 +182,9 @@ pub(crate) fn start(
         paths::remove_tree(path)?; // ours, but its registration is gone: recreate it
     }
     checkout::tree_of(repo, commit)?; // a commit with a readable tree, before touching the disk
+    if settling && pool.enabled() && !pool::has_ready(repo) {
+        return Ok(Creation::AwaitPool);
+    }
     let creating = CREATING.mark(path);
     if let Some(taken) = pool::take(repo, path, commit, pool)? {
         return Ok(Creation::Pooled(taken, creating));
@@ -200,7 +209,8 @@ impl Creation {
     /// worktree turned out unusable and is gone; the caller starts again without the pool.
     pub(crate) fn finish(self) -> Result<bool, GitError> {
         match self {
-            Creation::Done => Ok(true),
+            // `create_once` starts again instead of finishing it: there is nothing to finish.
+            Creation::Done | Creation::AwaitPool => Ok(true),
             Creation::Pooled(taken, _creating) => taken.fill(),
             Creation::Fresh {
                 path,

@@ -426,6 +426,43 @@ fn a_removed_worktree_is_pooled_and_reused_unlisted() {
 }
 
 #[test]
+fn a_creation_waits_for_the_worktree_being_settled_rather_than_check_out_afresh() {
+    let fx = Fixture::new();
+    let ops = Git2Operations::new();
+    // Several threads: the settle runs on the blocking pool while the creation waits.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let head = fx.head();
+    let (a, b) = (fx.wt("a"), fx.wt("b"));
+    rt.block_on(ops.create_worktree(&fx.repo, &a, &head))
+        .expect("create");
+    let inode =
+        |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).expect("stat"));
+    let before = inode(&a.join("docs/guide.md"));
+    // The removal is polled first: it counts its settle and takes the lock first, so the
+    // creation finds the pool empty and `a` still being parked.
+    let (removed, created) = rt.block_on(async {
+        tokio::join!(
+            ops.remove_worktree(&fx.repo, &a),
+            ops.create_worktree(&fx.repo, &b, &head)
+        )
+    });
+    removed.expect("remove");
+    created.expect("create");
+    assert_eq!(
+        inode(&b.join("docs/guide.md")),
+        before,
+        "b is a's worktree, not a fresh checkout"
+    );
+    assert!(fx.pooled().is_empty(), "the entry was taken");
+    fx.assert_fresh(&b, &head, "reused after waiting");
+    fixtures::assert_git_healthy(&fx.repo);
+}
+
+#[test]
 fn the_pool_is_bounded_by_count_and_by_bytes() {
     let rt = runtime();
     for (count, bytes, expected) in [(2, 1 << 30, 2), (8, 1, 0), (0, 1 << 30, 0), (8, 1 << 30, 4)] {
