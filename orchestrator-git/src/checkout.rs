@@ -122,7 +122,8 @@ fn write_plain(wt: &Repository, tree: &Tree<'_>, entries: &[PlainEntry]) -> Resu
 /// index entries of the files just written or checked, with their stat data) and `tree`'s
 /// tree cache, so that the job's commit rebuilds only the folders it changed (without the
 /// cache, every folder's tree is hashed again). `read_tree` keeps the stat data of each
-/// entry whose path, mode and blob it matches.
+/// entry whose path, mode and blob it matches: of `entries`, and of the entries the index
+/// file already held (a pooled worktree's, moved in place, whose stat data is checked).
 pub(crate) fn write_index(
     wt: &Repository,
     tree: &Tree<'_>,

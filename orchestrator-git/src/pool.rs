@@ -179,7 +179,9 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
     }
     let index = Index::open(&index_file).ctx("read index")?;
     let mut wanted = Wanted::default();
+    let mut entries = 0;
     for e in index.iter() {
+        entries += 1;
         let attributes = e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes");
         if attributes {
             // Its blobs may not be its files' bytes (filters): nothing in it can be trusted.
@@ -200,7 +202,12 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
     if tidied.bytes > limits.bytes {
         return Ok(false);
     }
-    write_index(&index_file, &tidied.kept)?;
+    // Most often every entry is a file kept as the index recorded it (the job committed what
+    // it changed): then the index is already the entry's, and is not written again.
+    let whole = wanted.len() == entries && tidied.kept.len() == entries && tidied.exact;
+    if !whole {
+        write_index(&index_file, &tidied.kept)?;
+    }
     let bytes = entry.join("bytes");
     std::fs::write(&bytes, tidied.bytes.to_string()).map_err(|e| error::io("pool", &bytes, e))?;
     Ok(true)
@@ -379,9 +386,19 @@ impl Taken {
                 .cloned()
                 .collect();
             let written = checkout::write_entries(path, &missing)?;
+            // When the entry's index describes the kept files exactly, it becomes the
+            // worktree's: `write_index` then takes their stat data from it and needs only the
+            // files just written (adding every kept file's entry again cost as much as the
+            // walk that checked them).
+            let entries: Vec<IndexEntry> = if tidied.exact
+                && std::fs::rename(self.entry.join("index"), self.admin.join("index")).is_ok()
+            {
+                written
+            } else {
+                tidied.kept.into_iter().chain(written).collect()
+            };
             let wt = refs::open(path)?;
             let tree = wt.find_tree(self.tree).ctx("read tree")?;
-            let entries: Vec<IndexEntry> = tidied.kept.into_iter().chain(written).collect();
             checkout::write_index(&wt, &tree, &entries)?;
             worktree::finish_registration(&self.admin)
         });

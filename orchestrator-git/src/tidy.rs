@@ -40,6 +40,11 @@ pub(crate) struct Wanted {
 }
 
 impl Wanted {
+    /// How many files are wanted.
+    pub(crate) fn len(&self) -> usize {
+        self.files.len()
+    }
+
     /// Adds a file (its folders with it).
     pub(crate) fn insert(&mut self, path: Vec<u8>, want: Want) {
         let mut end = path.len();
@@ -58,6 +63,9 @@ impl Wanted {
 pub(crate) struct Tidied {
     pub(crate) kept: Vec<IndexEntry>,
     pub(crate) bytes: u64,
+    /// Every kept file has the stat data its `seen` entry recorded: the index that recorded
+    /// them still describes them exactly.
+    pub(crate) exact: bool,
 }
 
 /// Brings the folder `root` down to the files of `wanted` it already holds (see the module
@@ -75,6 +83,7 @@ pub(crate) fn tidy(
         out: Tidied {
             kept: Vec::with_capacity(wanted.files.len()),
             bytes: 0,
+            exact: true,
         },
     };
     walk.folder(root, &mut Vec::new())?;
@@ -162,8 +171,12 @@ impl Walk<'_> {
             return Ok(false);
         }
         let entry = stat_entry(rel, want.id, mode as i32, &meta);
+        let unchanged = want
+            .seen
+            .as_ref()
+            .is_some_and(|seen| same_stat(seen, &entry));
         let same = match &want.seen {
-            Some(seen) if same_stat(seen, &entry) && !self.racy(seen) => true,
+            Some(seen) if unchanged && !self.racy(seen) => true,
             // A different size is a different content, unless the index smudged the entry
             // (size 0) as git does with racily clean ones.
             Some(seen) if seen.file_size != 0 && seen.file_size != entry.file_size => false,
@@ -171,6 +184,7 @@ impl Walk<'_> {
         };
         if same {
             self.out.bytes += disk_bytes_of(&meta);
+            self.out.exact &= unchanged;
             self.out.kept.push(entry);
         }
         Ok(same)
@@ -192,7 +206,8 @@ impl Walk<'_> {
 
 /// Whether the stat data of `seen` (recorded by an index) matches `now` (just read): the file
 /// has not been written, renamed over, or had its mode changed since. An index written without
-/// nanoseconds is compared by seconds.
+/// nanoseconds is compared by seconds, and one without the device (libgit2 records 0 for the
+/// files it stages; git does not compare it by default) without it.
 fn same_stat(seen: &IndexEntry, now: &IndexEntry) -> bool {
     let no_nanos = seen.mtime.nanoseconds() == 0 && seen.ctime.nanoseconds() == 0;
     let time = |a: IndexTime, b: IndexTime| {
@@ -201,7 +216,7 @@ fn same_stat(seen: &IndexEntry, now: &IndexEntry) -> bool {
     time(seen.mtime, now.mtime)
         && time(seen.ctime, now.ctime)
         && seen.ino == now.ino
-        && seen.dev == now.dev
+        && (seen.dev == 0 || seen.dev == now.dev)
         && seen.uid == now.uid
         && seen.gid == now.gid
         && seen.file_size == now.file_size
@@ -273,6 +288,61 @@ mod tests {
             outside.path().join("precious").exists(),
             "a link is never followed"
         );
+    }
+
+    #[test]
+    fn stat_data_without_a_device_is_trusted_and_reported_exact() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").expect("write");
+        let meta = std::fs::symlink_metadata(&file).expect("stat");
+        // The stat data libgit2 records for a file it stages has no device. Trusted, it keeps
+        // the file without reading it: here the blob differs, which only hashing would see.
+        let other = blob("y");
+        let seen = || {
+            let mut seen = stat_entry(b"f", other, 0o100644, &meta);
+            seen.dev = 0;
+            seen
+        };
+        let mut wanted = Wanted::default();
+        let with = |seen: IndexEntry| Want {
+            id: other,
+            mode: 0o100644,
+            seen: Some(seen),
+        };
+        wanted.insert(b"f".to_vec(), with(seen()));
+        let tidied = tidy(dir.path(), &wanted, None).expect("tidy");
+        assert_eq!(tidied.kept.len(), 1, "trusted by its stat data");
+        assert!(tidied.exact);
+
+        // Other stat data (a later write) is not trusted: the file is hashed, and goes.
+        let mut later = seen();
+        later.mtime = IndexTime::new(later.mtime.seconds() + 1, 0);
+        let mut wanted = Wanted::default();
+        wanted.insert(b"f".to_vec(), with(later));
+        let tidied = tidy(dir.path(), &wanted, None).expect("tidy");
+        assert!(tidied.kept.is_empty() && !file.exists());
+    }
+
+    #[test]
+    fn a_file_kept_by_its_content_is_not_exact() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("f"), "x").expect("write");
+        let meta = std::fs::symlink_metadata(dir.path().join("f")).expect("stat");
+        let mut seen = stat_entry(b"f", blob("x"), 0o100644, &meta);
+        seen.ino += 1; // recorded for another file: the content decides
+        let mut wanted = Wanted::default();
+        wanted.insert(
+            b"f".to_vec(),
+            Want {
+                id: blob("x"),
+                mode: 0o100644,
+                seen: Some(seen),
+            },
+        );
+        let tidied = tidy(dir.path(), &wanted, None).expect("tidy");
+        assert_eq!(tidied.kept.len(), 1);
+        assert!(!tidied.exact, "its index entry no longer matches");
     }
 
     #[test]
