@@ -1,8 +1,9 @@
 //! Bringing working folders to a tree: a fresh worktree, a worktree after a merge, the user's
 //! clean checkout after a merge into its branch; and telling whether a checkout is dirty.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use git2::build::CheckoutBuilder;
 use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Status, StatusOptions, Tree};
@@ -71,13 +72,58 @@ pub(crate) fn plain_config(repo: &Repository) -> Result<bool, GitError> {
 /// The tree's files when writing them byte for byte is exactly what git's checkout would do:
 /// a [`plain_config`], no `.gitattributes` in the tree, no submodules, and only ordinary path
 /// components. `None` otherwise.
-pub(crate) fn plain_entries(
-    repo: &Repository,
-    tree: &Tree<'_>,
-) -> Result<Option<Vec<PlainEntry>>, GitError> {
+pub(crate) fn plain_entries(repo: &Repository, tree: &Tree<'_>) -> Result<Files, GitError> {
     if !plain_config(repo)? {
         return Ok(None);
     }
+    LISTED.files(tree)
+}
+
+/// The files of the trees listed last, by tree id (see [`RecentTrees`]).
+static LISTED: RecentTrees = RecentTrees::new();
+
+/// A tree's files, or `None` when it is not plain (see [`plain_entries`]).
+type Files = Option<Arc<[PlainEntry]>>;
+
+/// The files of the [`RecentTrees::KEPT`] trees listed last, by tree id, the newest last: a
+/// tree never changes, and most jobs of a plan start from one of a few commits (its base, a
+/// merge of the same dependencies), whose tree each new worktree would otherwise walk again.
+pub(crate) struct RecentTrees(Mutex<VecDeque<(Oid, Files)>>);
+
+impl RecentTrees {
+    /// How many trees are kept (each ~100 bytes a file).
+    const KEPT: usize = 4;
+
+    pub(crate) const fn new() -> Self {
+        RecentTrees(Mutex::new(VecDeque::new()))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, VecDeque<(Oid, Files)>> {
+        // A panic while holding it leaves whole entries: pushes and pops only.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The files of `tree`, listed now or kept from before.
+    pub(crate) fn files(&self, tree: &Tree<'_>) -> Result<Files, GitError> {
+        let kept = self.lock().iter().find(|(id, _)| *id == tree.id()).cloned();
+        if let Some((_, files)) = kept {
+            return Ok(files);
+        }
+        // Walked without the lock: other threads list other trees meanwhile.
+        let files = tree_files(tree)?;
+        let mut recent = self.lock();
+        if !recent.iter().any(|(id, _)| *id == tree.id()) {
+            if recent.len() == Self::KEPT {
+                recent.pop_front();
+            }
+            recent.push_back((tree.id(), files.clone()));
+        }
+        Ok(files)
+    }
+}
+
+/// The files of `tree` if all its entries are ordinary (see [`plain_entries`]).
+fn tree_files(tree: &Tree<'_>) -> Result<Files, GitError> {
     let mut entries = Vec::new();
     let mut plain = true;
     tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
@@ -105,7 +151,7 @@ pub(crate) fn plain_entries(
     })
     .or_else(|e| if plain { Err(e) } else { Ok(()) })
     .ctx("read tree")?;
-    Ok(plain.then_some(entries))
+    Ok(plain.then(|| entries.into()))
 }
 
 /// Writes `entries` into the worktree's folder and its index, with the files' stat data so git
@@ -390,4 +436,54 @@ pub(crate) fn tree_of(repo: &Repository, commit: Oid) -> Result<Tree<'_>, GitErr
     repo.find_commit(commit)
         .and_then(|c| c.tree())
         .ctx("read commit")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository whose one commit holds `files` (path, content).
+    fn repo_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Repository, Oid) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let mut index = repo.index().expect("index");
+        for (path, content) in files {
+            let blob = repo.blob(content.as_bytes()).expect("blob");
+            let mut entry = stat_entry(
+                path.as_bytes(),
+                blob,
+                0o100644,
+                &dir.path().metadata().expect("stat"),
+            );
+            entry.mode = 0o100644;
+            index.add(&entry).expect("add");
+        }
+        let tree = index.write_tree().expect("tree");
+        (dir, repo, tree)
+    }
+
+    #[test]
+    fn a_trees_files_are_kept_by_its_id() {
+        let (_dir, repo, id) = repo_with(&[("a/b.txt", "b"), ("c.txt", "c")]);
+        let tree = repo.find_tree(id).expect("tree");
+        let first = plain_entries(&repo, &tree).expect("list").expect("plain");
+        let paths: Vec<&str> = first.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["a/b.txt", "c.txt"]);
+        // Kept by its id (a store of the test's own: tests run side by side).
+        let recent = RecentTrees::new();
+        let kept = recent.files(&tree).expect("list").expect("plain");
+        assert!(Arc::ptr_eq(
+            &kept,
+            &recent.files(&tree).expect("list").expect("plain")
+        ));
+        assert_eq!(kept.len(), first.len());
+
+        // A tree that is not plain is remembered as such.
+        let (_dir, repo, id) = repo_with(&[(".gitattributes", "* text"), ("d.txt", "d")]);
+        let tree = repo.find_tree(id).expect("tree");
+        assert!(plain_entries(&repo, &tree).expect("list").is_none());
+        assert!(recent.files(&tree).expect("list").is_none());
+        assert!(recent.files(&tree).expect("list").is_none());
+        assert_eq!(recent.lock().len(), 2);
+    }
 }

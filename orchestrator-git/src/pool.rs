@@ -31,6 +31,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
@@ -289,7 +290,7 @@ pub(crate) struct Taken {
     admin: PathBuf,
     tree: Oid,
     /// The commit's files.
-    target: Vec<PlainEntry>,
+    target: Arc<[PlainEntry]>,
     /// Those the entry's index says it holds as they are, with the index's stat data.
     wanted: Wanted,
     /// When that index was written.
@@ -308,7 +309,7 @@ fn claim(
     path: &Path,
     commit: Oid,
     tree: Oid,
-    target: Vec<PlainEntry>,
+    target: Arc<[PlainEntry]>,
 ) -> Result<Taken, GitError> {
     let Claimed(entry, busy) = claimed;
     let index_file = entry.join("index");
