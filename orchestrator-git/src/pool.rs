@@ -181,7 +181,7 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
     let index = Index::open(&index_file).ctx("read index")?;
     let mut wanted = Wanted::default();
     let mut entries = 0;
-    for e in index.iter() {
+    for mut e in index.iter() {
         entries += 1;
         let attributes = e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes");
         if attributes {
@@ -194,7 +194,8 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
         // Intent-to-add and skip-worktree entries say nothing about the file on disk.
         let unusual = e.flags_extended & (INTENT_TO_ADD | SKIP_WORKTREE) != 0;
         if stage == 0 && !assume_valid && !unusual && file {
-            let (path, id, mode) = (e.path.clone(), e.id, e.mode);
+            // The key is the path, moved out of the entry (see `Want::seen`).
+            let (path, id, mode) = (std::mem::take(&mut e.path), e.id, e.mode);
             let seen = Some(e);
             wanted.insert(path, Want { id, mode, seen });
         }
@@ -355,17 +356,20 @@ fn claim(
 /// mode, with the stat data it recorded.
 fn wanted(index_file: &Path, target: &[PlainEntry]) -> Result<Wanted, GitError> {
     let pooled = Index::open(index_file).ctx("read pooled index")?;
-    let mut pooled: HashMap<Vec<u8>, IndexEntry> =
-        pooled.iter().map(|e| (e.path.clone(), e)).collect();
+    // Keyed by the entry's own path, moved out of it (see `Want::seen`).
+    let mut pooled: HashMap<Vec<u8>, IndexEntry> = pooled
+        .iter()
+        .map(|mut e| (std::mem::take(&mut e.path), e))
+        .collect();
     let mut wanted = Wanted::default();
     for t in target {
-        let Some(seen) = pooled.remove(t.path.as_bytes()) else {
+        let Some((path, seen)) = pooled.remove_entry(t.path.as_bytes()) else {
             continue;
         };
         if seen.id == t.id && seen.mode == t.mode as u32 {
             let (id, mode) = (t.id, t.mode as u32);
             let seen = Some(seen);
-            wanted.insert(t.path.as_bytes().to_vec(), Want { id, mode, seen });
+            wanted.insert(path, Want { id, mode, seen });
         }
     }
     Ok(wanted)

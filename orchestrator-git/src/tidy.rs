@@ -28,7 +28,8 @@ pub(crate) struct Want {
     pub(crate) id: Oid,
     /// Its git mode (`0o100644`, `0o100755` or `0o120000`).
     pub(crate) mode: u32,
-    /// The stat data an index recorded when the file last held `id`, if any.
+    /// The stat data an index recorded when the file last held `id`, if any (its `path` is
+    /// not read: the file's path is the key it is wanted by).
     pub(crate) seen: Option<IndexEntry>,
 }
 
@@ -49,9 +50,10 @@ impl Wanted {
     pub(crate) fn insert(&mut self, path: Vec<u8>, want: Want) {
         let mut end = path.len();
         while let Some(slash) = path[..end].iter().rposition(|&b| b == b'/') {
-            if !self.dirs.insert(path[..slash].to_vec()) {
+            if self.dirs.contains(&path[..slash]) {
                 break; // its parents are in already
             }
+            self.dirs.insert(path[..slash].to_vec());
             end = slash;
         }
         self.files.insert(path, want);
