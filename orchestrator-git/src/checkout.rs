@@ -449,13 +449,8 @@ mod tests {
         let mut index = repo.index().expect("index");
         for (path, content) in files {
             let blob = repo.blob(content.as_bytes()).expect("blob");
-            let mut entry = stat_entry(
-                path.as_bytes(),
-                blob,
-                0o100644,
-                &dir.path().metadata().expect("stat"),
-            );
-            entry.mode = 0o100644;
+            let meta = dir.path().metadata().expect("stat");
+            let entry = stat_entry(path.as_bytes(), blob, 0o100644, &meta);
             index.add(&entry).expect("add");
         }
         let tree = index.write_tree().expect("tree");

@@ -195,10 +195,10 @@ impl Git2Operations {
                     worktree::start(repo, &target, commit, &pool, settling)
                 })
                 .await?;
-            if let worktree::Creation::AwaitPool = creation {
+            let Some(creation) = creation else {
                 self.inner.settles.wait(repo, deadline).await;
                 continue;
-            }
+            };
             return self.run("create worktree", |_| creation.finish()).await;
         }
     }
@@ -409,7 +409,11 @@ impl GitOperations for Git2Operations {
     async fn remove_worktree(&self, repo: &Path, path: &Path) -> Result<(), GitError> {
         // Counted from the call (before the worktree is parked, under the lock) until it is
         // settled, so that a creation that starts meanwhile knows an entry is coming.
-        let _settling = self.inner.settles.begin(repo);
+        let _settling = self
+            .inner
+            .pool
+            .enabled()
+            .then(|| self.inner.settles.begin(repo));
         loop {
             let path = path.to_path_buf();
             let removal = self

@@ -206,7 +206,8 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
     }
     // Most often every entry is a file kept as the index recorded it (the job committed what
     // it changed): then the index is already the entry's, and is not written again.
-    let whole = wanted.len() == entries && tidied.kept.len() == entries && tidied.exact;
+    // (The kept files are among the wanted, which are among the entries.)
+    let whole = tidied.kept.len() == entries && tidied.exact;
     if !whole {
         write_index(&index_file, &tidied.kept)?;
     }

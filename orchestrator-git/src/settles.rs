@@ -36,9 +36,9 @@ impl Settles {
         }
     }
 
-    /// Whether a settle into `repo`'s pool is under way.
+    /// Whether a settle into `repo`'s pool is under way (a count of 0 is removed).
     pub(crate) fn any(&self, repo: &Path) -> bool {
-        self.counts().get(repo).is_some_and(|&n| n > 0)
+        self.counts().contains_key(repo)
     }
 
     /// Waits until a settle into `repo`'s pool ends (any one), or until `deadline`; at once

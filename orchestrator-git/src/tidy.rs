@@ -41,11 +41,6 @@ pub(crate) struct Wanted {
 }
 
 impl Wanted {
-    /// How many files are wanted.
-    pub(crate) fn len(&self) -> usize {
-        self.files.len()
-    }
-
     /// Adds a file (its folders with it).
     pub(crate) fn insert(&mut self, path: Vec<u8>, want: Want) {
         let mut end = path.len();

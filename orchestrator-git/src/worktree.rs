@@ -139,23 +139,20 @@ pub(crate) enum Creation {
     },
     /// A pooled worktree is to be brought to the commit.
     Pooled(pool::Taken, Mark),
-    /// Nothing was done: the pool has no ready entry, and the caller, which knows one is being
-    /// settled, waits for it and starts again.
-    AwaitPool,
 }
 
 /// Starts creating a detached worktree of `repo` at `path` (physical, confined) checked out at
 /// `commit`, or keeps the valid one that is already there. A pooled worktree is used when
-/// there is one (within `pool`'s limits), else every file is written; unless `settling` (an
-/// entry is being settled into the pool) and the pool has no ready entry:
-/// [`Creation::AwaitPool`].
+/// there is one (within `pool`'s limits), else every file is written. `Ok(None)`: nothing was
+/// done because `settling` (an entry is being settled into the pool) and the pool has no ready
+/// entry; the caller waits for the settle and starts again.
 pub(crate) fn start(
     repo: &Repository,
     path: &Path,
     commit: Oid,
     pool: &PoolLimits,
     settling: bool,
-) -> Result<Creation, GitError> {
+) -> Result<Option<Creation>, GitError> {
     if is_creating(path) {
         return Err(GitError::other(
             "create worktree",
@@ -164,7 +161,7 @@ pub(crate) fn start(
     }
     if let Some(admin) = admin_of(repo, path) {
         if path.is_dir() && is_valid(&admin, path) {
-            return Ok(Creation::Done);
+            return Ok(Some(Creation::Done));
         }
         // An attempt that did not finish: start over.
         paths::remove_tree(path)?;
@@ -183,11 +180,11 @@ pub(crate) fn start(
     }
     checkout::tree_of(repo, commit)?; // a commit with a readable tree, before touching the disk
     if settling && pool.enabled() && !pool::has_ready(repo) {
-        return Ok(Creation::AwaitPool);
+        return Ok(None);
     }
     let creating = CREATING.mark(path);
     if let Some(taken) = pool::take(repo, path, commit, pool)? {
-        return Ok(Creation::Pooled(taken, creating));
+        return Ok(Some(Creation::Pooled(taken, creating)));
     }
     std::fs::create_dir_all(path).map_err(|e| error::io("create worktree", path, e))?;
     let admin = claim_admin_dir(repo, path)?;
@@ -196,12 +193,12 @@ pub(crate) fn start(
         let _ = paths::remove_tree(&admin);
         return Err(e);
     }
-    Ok(Creation::Fresh {
+    Ok(Some(Creation::Fresh {
         path: path.to_path_buf(),
         admin,
         commit,
         _creating: creating,
-    })
+    }))
 }
 
 impl Creation {
@@ -209,8 +206,7 @@ impl Creation {
     /// worktree turned out unusable and is gone; the caller starts again without the pool.
     pub(crate) fn finish(self) -> Result<bool, GitError> {
         match self {
-            // `create_once` starts again instead of finishing it: there is nothing to finish.
-            Creation::Done | Creation::AwaitPool => Ok(true),
+            Creation::Done => Ok(true),
             Creation::Pooled(taken, _creating) => taken.fill(),
             Creation::Fresh {
                 path,

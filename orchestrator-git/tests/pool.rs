@@ -192,6 +192,15 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
+/// A runtime of `threads` workers, for operations that must overlap.
+fn threaded_runtime(threads: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 /// What a job does to its worktree.
 #[derive(Debug, Clone)]
 enum Change {
@@ -430,11 +439,7 @@ fn a_creation_waits_for_the_worktree_being_settled_rather_than_check_out_afresh(
     let fx = Fixture::new();
     let ops = Git2Operations::new();
     // Several threads: the settle runs on the blocking pool while the creation waits.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = threaded_runtime(2);
     let head = fx.head();
     let (a, b) = (fx.wt("a"), fx.wt("b"));
     rt.block_on(ops.create_worktree(&fx.repo, &a, &head))
@@ -516,11 +521,7 @@ fn the_byte_bound_counts_what_a_job_left() {
 fn concurrent_creates_never_share_a_pooled_worktree() {
     let fx = Fixture::new();
     let head = fx.head();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = threaded_runtime(4);
     for round in 0..6 {
         // Separate instances share no lock: only the pool's renames keep them apart.
         let (a, b) = (Git2Operations::new(), Git2Operations::new());
@@ -563,11 +564,7 @@ fn a_removal_racing_the_creation_of_its_worktree_finds_it_whole_or_absent() {
     let fx = Fixture::new();
     let head = fx.head();
     let ops = Git2Operations::new();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = threaded_runtime(4);
     for round in 0..10u64 {
         if round % 2 == 1 {
             let seed = fx.wt(&format!("seed-{round}"));

@@ -7,6 +7,12 @@ use super::job::WorktreeStart;
 use super::*;
 use crate::git::CommitId;
 
+/// The tips of a plan's snapshot and target branches when its validation begins.
+struct SnapshotTips {
+    snapshot: CommitId,
+    target: CommitId,
+}
+
 /// Where the snapshot node's phases run.
 enum SnapshotStart {
     /// On a worktree of the snapshot, laid out as this says.
@@ -42,18 +48,18 @@ impl NodeRun {
             && self.spec.additional_symlink_dirs.is_empty();
         let start = self
             .phase(Phase::MergeFi, |log| async {
-                if bare {
-                    if let Some(tip) = self.unmoved_snapshot(&git, &snapshot, &target).await? {
-                        log.line(
-                            LogStream::System,
-                            &format!(
-                                "{target} has not moved and nothing runs on the snapshot: merging its tip {tip} without a worktree"
-                            ),
-                        );
-                        return Ok(SnapshotStart::Tip(tip));
-                    }
+                let tips = self.snapshot_tips(&git, &snapshot, &target).await?;
+                if bare && self.contains(&git, &tips.snapshot, &tips.target).await? {
+                    log.line(
+                        LogStream::System,
+                        &format!(
+                            "{target} has not moved and nothing runs on the snapshot: merging its tip {} without a worktree",
+                            tips.snapshot
+                        ),
+                    );
+                    return Ok(SnapshotStart::Tip(tips.snapshot));
                 }
-                self.snapshot_fi(&git, &snapshot, &target, &wt, log)
+                self.snapshot_fi(&git, &snapshot, &target, &tips, &wt, log)
                     .await
                     .map(SnapshotStart::Worktree)
             })
@@ -114,31 +120,49 @@ impl NodeRun {
         Ok(())
     }
 
-    /// The snapshot's tip, when the target's tip is already in it (the target has not moved
-    /// since the plan started, or its moves were merged in before).
-    async fn unmoved_snapshot(
+    /// The tips of the snapshot and target branches; a missing one fails the phase.
+    async fn snapshot_tips(
         &self,
         git: &Arc<dyn GitOperations>,
         snapshot: &str,
         target: &str,
-    ) -> PhaseResult<Option<CommitId>> {
+    ) -> PhaseResult<SnapshotTips> {
+        Ok(SnapshotTips {
+            snapshot: self.tip_of(git, "snapshot", snapshot).await?,
+            target: self.tip_of(git, "target", target).await?,
+        })
+    }
+
+    /// The tip of `branch` (the plan's `what` branch), which must exist.
+    async fn tip_of(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        what: &str,
+        branch: &str,
+    ) -> PhaseResult<CommitId> {
         let p = Phase::MergeFi;
-        let tips = (
-            git.branch_tip(&self.repo, snapshot).await,
-            git.branch_tip(&self.repo, target).await,
-        );
-        let (Some(tip), Some(target_tip)) = (
-            tips.0.map_err(|e| NodeFailure::git(p, e))?,
-            tips.1.map_err(|e| NodeFailure::git(p, e))?,
-        ) else {
-            // A missing branch is reported by the worktree path, as before.
-            return Ok(None);
-        };
-        let unmoved = git
-            .is_ancestor(&self.repo, &target_tip, &tip)
+        git.branch_tip(&self.repo, branch)
             .await
-            .map_err(|e| NodeFailure::git(p, e))?;
-        Ok(unmoved.then_some(tip))
+            .map_err(|e| NodeFailure::git(p, e))?
+            .ok_or_else(|| {
+                NodeFailure::new(
+                    p,
+                    FailureReason::PhaseFailed,
+                    format!("{what} branch `{branch}` is missing"),
+                )
+            })
+    }
+
+    /// Whether commit `tip` contains `other` (the target has not moved past the snapshot).
+    async fn contains(
+        &self,
+        git: &Arc<dyn GitOperations>,
+        tip: &str,
+        other: &str,
+    ) -> PhaseResult<bool> {
+        git.is_ancestor(&self.repo, other, tip)
+            .await
+            .map_err(|e| NodeFailure::git(Phase::MergeFi, e))
     }
 
     /// Commits what setup and `verifyRi` changed (if anything) on the snapshot worktree's
@@ -197,49 +221,29 @@ impl NodeRun {
         git: &Arc<dyn GitOperations>,
         snapshot: &str,
         target: &str,
+        tips: &SnapshotTips,
         wt: &Path,
         log: LogSink,
     ) -> PhaseResult<WorktreeStart> {
         let p = Phase::MergeFi;
-        let tip = git
-            .branch_tip(&self.repo, snapshot)
-            .await
-            .map_err(|e| NodeFailure::git(p, e))?
-            .ok_or_else(|| {
-                NodeFailure::new(
-                    p,
-                    FailureReason::PhaseFailed,
-                    format!("snapshot branch `{snapshot}` is missing"),
-                )
-            })?;
         // Validation that runs again starts from the snapshot as it was, not on what a
         // stopped run of setup or verifyRi left.
-        let laid_out = self.lay_out_worktree(git, wt, &tip, false, &log).await?;
-        let target_tip = git
-            .branch_tip(&self.repo, target)
-            .await
-            .map_err(|e| NodeFailure::git(p, e))?
-            .ok_or_else(|| {
-                NodeFailure::new(
-                    p,
-                    FailureReason::PhaseFailed,
-                    format!("target branch `{target}` is missing"),
-                )
-            })?;
+        let laid_out = self
+            .lay_out_worktree(git, wt, &tips.snapshot, false, &log)
+            .await?;
         let head = git.head(wt).await.map_err(|e| NodeFailure::git(p, e))?;
-        if !git
-            .is_ancestor(&self.repo, &target_tip, &head)
-            .await
-            .map_err(|e| NodeFailure::git(p, e))?
-        {
+        if !self.contains(git, &head, &tips.target).await? {
             log.line(
                 LogStream::System,
-                &format!("{target} moved to {target_tip}; bringing the snapshot up to date"),
+                &format!(
+                    "{target} moved to {}; bringing the snapshot up to date",
+                    tips.target
+                ),
             );
             let merged = git
                 .merge_into_worktree(
                     wt,
-                    std::slice::from_ref(&target_tip),
+                    std::slice::from_ref(&tips.target),
                     &format!(
                         "{} update snapshot from target",
                         self.ctx.options.commit_prefix
@@ -248,7 +252,7 @@ impl NodeRun {
                 )
                 .await
                 .map_err(|e| NodeFailure::git(p, e))?;
-            git.update_branch(&self.repo, snapshot, &merged, Some(&tip))
+            git.update_branch(&self.repo, snapshot, &merged, Some(&tips.snapshot))
                 .await
                 .map_err(|e| NodeFailure::git(p, e))?;
         }
