@@ -473,6 +473,11 @@ pub fn check_own_ref(name: &str) -> Result<(), GitError> {
 /// ```
 pub fn resolve_physical(path: &Path) -> Result<PathBuf, (PathBuf, std::io::Error)> {
     let mut resolved = PathBuf::new();
+    // Once `resolved` is canonical, a component that exists and is not a symbolic link keeps
+    // it so: only the first existing component and each link need `canonicalize`, which reads
+    // every component of the path again (canonicalizing each prefix cost a path of k
+    // components k² reads, for every worktree path the git layer checks).
+    let mut canonical = false;
     for component in path.components() {
         match component {
             std::path::Component::ParentDir => {
@@ -481,8 +486,14 @@ pub fn resolve_physical(path: &Path) -> Result<PathBuf, (PathBuf, std::io::Error
             std::path::Component::CurDir => {}
             other => {
                 resolved.push(other);
-                if std::fs::symlink_metadata(&resolved).is_ok() {
-                    resolved = std::fs::canonicalize(&resolved).map_err(|e| (resolved, e))?;
+                match std::fs::symlink_metadata(&resolved) {
+                    Ok(meta) if canonical && !meta.file_type().is_symlink() => {}
+                    Ok(_) => {
+                        resolved = std::fs::canonicalize(&resolved).map_err(|e| (resolved, e))?;
+                        canonical = true;
+                    }
+                    // Missing: the tail is kept as written.
+                    Err(_) => {}
                 }
             }
         }
@@ -499,4 +510,49 @@ pub fn has_conflict_markers(content: &[u8]) -> bool {
             .any(|line| line.starts_with(marker))
     };
     has(b"<<<<<<<") && has(b">>>>>>>")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_physical;
+
+    #[test]
+    fn a_path_resolves_through_links_dots_and_a_missing_tail() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = std::fs::canonicalize(dir.path())?;
+        std::fs::create_dir_all(root.join("real/inner"))?;
+        std::fs::create_dir_all(root.join("other"))?;
+        std::os::unix::fs::symlink("real", root.join("link"))?;
+        // A link inside a resolved folder, relative to where it lies, leading out of it.
+        std::os::unix::fs::symlink("../../other", root.join("real/inner/up"))?;
+        // A chain: one link to another.
+        std::os::unix::fs::symlink("link", root.join("chain"))?;
+
+        let cases = [
+            ("link/inner", "real/inner"),
+            ("chain/inner/./up", "other"),
+            ("link/inner/up/../x/y", "x/y"),
+            ("link/missing/../inner", "real/inner"),
+            ("real/inner/nope/deeper", "real/inner/nope/deeper"),
+            ("other", "other"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(
+                resolve_physical(&root.join(given)).map_err(|(_, e)| e)?,
+                root.join(want),
+                "{given}"
+            );
+        }
+        // `..` after a link applies to where the link points, as the kernel's lookup does.
+        assert_eq!(
+            resolve_physical(&root.join("link/inner/up/..")).map_err(|(_, e)| e)?,
+            root
+        );
+        // A link to nothing is an error naming it.
+        std::os::unix::fs::symlink("gone", root.join("dangling"))?;
+        let (at, _) =
+            resolve_physical(&root.join("dangling/x")).expect_err("a dangling link is an error");
+        assert_eq!(at, root.join("dangling"));
+        Ok(())
+    }
 }
