@@ -58,6 +58,7 @@ mod paths;
 mod pool;
 mod refs;
 mod remote;
+mod repos;
 mod settles;
 mod tidy;
 mod tree_merge;

@@ -19,6 +19,7 @@ use crate::error::{self, Context};
 use crate::housekeeping::{exclude, stale_locks};
 use crate::landing::land;
 use crate::merge::{self, Step};
+use crate::repos::Repos;
 use crate::settles::{self, Settles};
 use crate::worktree::Removal;
 use crate::worktree_merge::{advance, Advance};
@@ -39,7 +40,9 @@ const CREATION_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 /// [`git2::opts::strict_object_creation`]): every tree, index entry and commit these
 /// operations write references objects they just read from the repository or wrote to it, and
 /// checking each again costs a file read per loose object (most of a job's commit on a
-/// repository of a thousand files). Repository damage is still found where objects are read.
+/// repository of a thousand files). It also turns off the hashing of every object read to
+/// check it against its name, as `git` does not hash on reads either: a damaged object still
+/// fails to inflate (each object, loose or packed, is a zlib stream with its own checksum).
 #[derive(Debug, Clone)]
 pub struct Git2Operations {
     inner: Arc<Inner>,
@@ -58,6 +61,8 @@ pub(crate) struct Inner {
     /// Worktrees being removed, and so maybe settled into a pool, by repository (as the
     /// caller names it: the engine passes a plan's repository path the same way each time).
     settles: Settles,
+    /// Repositories kept open for the operations that hold their lock (`repos.rs`).
+    repos: Repos,
 }
 
 impl Default for Git2Operations {
@@ -87,7 +92,10 @@ impl Git2Operations {
         pool: PoolLimits,
     ) -> Self {
         static TRUST_OWN_OBJECTS: std::sync::Once = std::sync::Once::new();
-        TRUST_OWN_OBJECTS.call_once(|| git2::opts::strict_object_creation(false));
+        TRUST_OWN_OBJECTS.call_once(|| {
+            git2::opts::strict_object_creation(false);
+            git2::opts::strict_hash_verification(false);
+        });
         Git2Operations {
             inner: Arc::new(Inner {
                 identity,
@@ -96,6 +104,7 @@ impl Git2Operations {
                 locks: Mutex::new(HashMap::new()),
                 pool,
                 settles: Settles::default(),
+                repos: Repos::default(),
             }),
         }
     }
@@ -156,15 +165,18 @@ impl Git2Operations {
             .await
     }
 
-    /// [`Self::on_repo`] while holding the repository's lock.
+    /// [`Self::on_repo`] while holding the repository's lock, on a repository kept open
+    /// between such operations (`repos.rs`).
     async fn locked_repo<T, F>(&self, repo: &Path, operation: &str, f: F) -> Result<T, GitError>
     where
         T: Send + 'static,
         F: FnOnce(&Inner, &Repository) -> Result<T, GitError> + Send + 'static,
     {
         let path = repo.to_path_buf();
-        self.locked(repo, operation, move |inner| f(inner, &refs::open(&path)?))
-            .await
+        self.locked(repo, operation, move |inner| {
+            inner.repos.with(&path, |r| f(inner, r))
+        })
+        .await
     }
 
     /// One attempt at creating a worktree (see `worktree::Creation`): the registration takes

@@ -1,0 +1,180 @@
+//! Repositories kept open between the operations that hold a repository's lock.
+//!
+//! Opening a repository reads its configuration (system, global, local, worktree), checks its
+//! ownership and finds its folders: about forty system calls, several times per job. And a
+//! repository opened afresh has an empty object cache, so each operation read the same
+//! commits and trees again (a merge's ancestry walk, the target's tree). A kept repository
+//! sees what others change as a fresh one would: libgit2 reads references from disk at each
+//! lookup, reloads a configuration file whose stamp changed, and looks for new packs when an
+//! object is missing; objects are named by their content, so a cached one never goes stale.
+//!
+//! A repository is taken out while an operation uses it, so no two threads share one (a
+//! `git2::Repository` is `Send`, not `Sync`). One replaced at the same path (deleted and
+//! created again) is told apart by the identity of its git folder and opened afresh.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use git2::Repository;
+use orchestrator_core::git::GitError;
+
+use crate::refs;
+
+/// How many repositories are kept open; beyond it, one is closed to make room (a process
+/// works on a few repositories at a time, and each keeps file descriptors and caches).
+const KEPT: usize = 8;
+
+/// Open repositories by the path they were opened at.
+#[derive(Default)]
+pub(crate) struct Repos {
+    idle: Mutex<HashMap<PathBuf, Kept>>,
+}
+
+struct Kept {
+    repo: Repository,
+    /// The repository's git folder when it was opened: see [`identity`].
+    id: Identity,
+}
+
+impl std::fmt::Debug for Repos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.idle.lock().map_or(0, |idle| idle.len());
+        f.debug_struct("Repos").field("kept", &kept).finish()
+    }
+}
+
+/// Device, inode and (where the file system records it) creation time of a git folder: a
+/// folder created again may get the inode of the one deleted.
+type Identity = (u64, u64, Option<std::time::SystemTime>);
+
+/// The [`Identity`] of `git_dir`, if it exists.
+fn identity(git_dir: &Path) -> Option<Identity> {
+    std::fs::metadata(git_dir)
+        .ok()
+        .map(|m| (m.dev(), m.ino(), m.created().ok()))
+}
+
+impl Repos {
+    /// Runs `f` on the repository at `path`: a kept one when it is still the repository there,
+    /// else one opened now. It is kept afterwards when `f` succeeded.
+    pub(crate) fn with<T>(
+        &self,
+        path: &Path,
+        f: impl FnOnce(&Repository) -> Result<T, GitError>,
+    ) -> Result<T, GitError> {
+        let kept = self.lock().remove(path);
+        let kept = match kept {
+            Some(k) if identity(k.repo.commondir()) == Some(k.id) => k,
+            _ => {
+                let repo = refs::open(path)?;
+                let Some(id) = identity(repo.commondir()) else {
+                    // Nothing to tell a replacement by: used once, not kept.
+                    return f(&repo);
+                };
+                Kept { repo, id }
+            }
+        };
+        let result = f(&kept.repo);
+        if result.is_ok() {
+            let mut idle = self.lock();
+            if idle.len() >= KEPT {
+                if let Some(other) = idle.keys().next().cloned() {
+                    idle.remove(&other);
+                }
+            }
+            idle.insert(path.to_path_buf(), kept);
+        }
+        result
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Kept>> {
+        // A panic mid-operation leaves the map whole (each change is one insert or remove).
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Context;
+    use git2::Oid;
+
+    type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+    fn init(path: &Path) -> Result<Repository> {
+        let repo = Repository::init(path)?;
+        let sig = git2::Signature::now("t", "t@example.invalid")?;
+        let tree = repo.treebuilder(None)?.write()?;
+        repo.commit(
+            Some("HEAD"),
+            &sig,
+            &sig,
+            "base",
+            &repo.find_tree(tree)?,
+            &[],
+        )?;
+        Ok(repo)
+    }
+
+    fn head(repo: &Repository) -> std::result::Result<Option<Oid>, GitError> {
+        Ok(repo.head().ctx("read HEAD")?.target())
+    }
+
+    #[test]
+    fn a_kept_repository_sees_new_refs_and_a_replaced_one_is_opened_again() -> Result {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("r");
+        let first = init(&path)?;
+        let repos = Repos::default();
+        assert_eq!(repos.with(&path, head)?, head(&first)?);
+
+        // A commit made through another handle is seen by the kept one.
+        let sig = git2::Signature::now("t", "t@example.invalid")?;
+        let parent = first.head()?.peel_to_commit()?;
+        let next = first.commit(
+            Some("HEAD"),
+            &sig,
+            &sig,
+            "next",
+            &parent.tree()?,
+            &[&parent],
+        )?;
+        drop(parent);
+        assert_eq!(repos.with(&path, head)?, Some(next));
+
+        // Deleted and created again at the same path: the new repository is read, not the
+        // kept handle's.
+        drop(first);
+        std::fs::remove_dir_all(&path)?;
+        let again = init(&path)?;
+        assert_eq!(repos.with(&path, head)?, head(&again)?);
+
+        // Gone: the error names it, and nothing is kept for it.
+        std::fs::remove_dir_all(&path)?;
+        let err = repos.with(&path, head).expect_err("no repository is there");
+        assert!(err.to_string().contains("git repository at"), "{err}");
+        assert!(repos.lock().is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn a_failed_operation_does_not_keep_its_repository_and_the_count_is_bounded() -> Result {
+        let dir = tempfile::tempdir()?;
+        let repos = Repos::default();
+        let path = dir.path().join("r");
+        init(&path)?;
+        let failed: std::result::Result<(), _> =
+            repos.with(&path, |_| Err(GitError::other("test", "failed on purpose")));
+        assert!(failed.is_err());
+        assert!(repos.lock().is_empty());
+        for i in 0..KEPT + 3 {
+            let p = dir.path().join(format!("r{i}"));
+            init(&p)?;
+            repos.with(&p, |_| Ok(()))?;
+        }
+        assert_eq!(repos.lock().len(), KEPT);
+        Ok(())
+    }
+}
