@@ -30,10 +30,14 @@ pub(crate) fn merge_step(
     signature: &Signature<'_>,
     message: &str,
 ) -> Result<Step, GitError> {
-    if ours == theirs || repo.graph_descendant_of(ours, theirs).ctx("merge")? {
+    // One walk of the history answers all three questions (libgit2's `graph_descendant_of`
+    // is a merge-base walk too): `theirs` is already in `ours` when it is their merge base,
+    // `ours` can move to `theirs` when `ours` is, and else the tree merge starts from it.
+    let bases = tree_merge::merge_bases(repo, ours, theirs).ctx("merge")?;
+    if ours == theirs || bases == [theirs] {
         return Ok(Step::Contained);
     }
-    if fast_forward && repo.graph_descendant_of(theirs, ours).ctx("merge")? {
+    if fast_forward && bases == [ours] {
         return Ok(Step::Moved(theirs));
     }
     let (o, t) = (
@@ -41,7 +45,7 @@ pub(crate) fn merge_step(
         repo.find_commit(theirs).ctx("merge")?,
     );
     // Most merges are decided by the trees alone (see `tree_merge`); the rest by libgit2.
-    let tree_id = match tree_merge::merged_tree(repo, &o, &t).ctx("merge")? {
+    let tree_id = match tree_merge::merged_tree(repo, &o, &t, &bases).ctx("merge")? {
         Some(tree) => tree,
         None => {
             let mut index = repo.merge_commits(&o, &t, None).ctx("merge")?;

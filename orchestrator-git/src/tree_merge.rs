@@ -19,20 +19,26 @@ use git2::{Commit, ErrorCode, Oid, Repository, Tree, TreeEntry};
 /// Git's mode of a folder entry.
 const FOLDER: i32 = 0o040000;
 
-/// The tree of merging commit `theirs` into commit `ours`, when the trees alone decide it (see
-/// the module docs); `None` when libgit2 must merge.
+/// The merge bases of `a` and `b` (none for unrelated histories), redundant ones left out.
+pub(crate) fn merge_bases(repo: &Repository, a: Oid, b: Oid) -> Result<Vec<Oid>, git2::Error> {
+    match repo.merge_bases(a, b) {
+        Ok(bases) => Ok(bases.iter().copied().collect()),
+        Err(e) if e.code() == ErrorCode::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The tree of merging commit `theirs` into commit `ours`, whose merge bases are `bases` (see
+/// [`merge_bases`]), when the trees alone decide it (see the module docs); `None` when libgit2
+/// must merge.
 pub(crate) fn merged_tree(
     repo: &Repository,
     ours: &Commit<'_>,
     theirs: &Commit<'_>,
+    bases: &[Oid],
 ) -> Result<Option<Oid>, git2::Error> {
-    let bases = match repo.merge_bases(ours.id(), theirs.id()) {
-        Ok(bases) => bases,
-        // Unrelated histories: libgit2 merges them from an empty base.
-        Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let [base] = bases.iter().collect::<Vec<_>>()[..] else {
+    // No base (unrelated histories: libgit2 merges them from an empty base), or several.
+    let [base] = bases else {
         return Ok(None);
     };
     let base = repo.find_commit(*base)?.tree_id();
@@ -272,7 +278,8 @@ mod tests {
             repo.find_commit(ours).expect("ours"),
             repo.find_commit(theirs).expect("theirs"),
         );
-        let fast = merged_tree(&repo, &o, &t).expect("merge");
+        let bases = merge_bases(&repo, ours, theirs).expect("merge bases");
+        let fast = merged_tree(&repo, &o, &t, &bases).expect("merge");
         let (libgit2, cli) = reference(&repo, ours, theirs);
         if let Some(tree) = fast {
             assert_eq!(Some(tree), libgit2, "libgit2 merges to the same tree");
