@@ -250,9 +250,7 @@ fn write_files(
     for entry in entries {
         let file = root.join(&entry.path);
         let blob = odb.read(entry.id).ctx("read blob")?;
-        write_blob(&file, blob.data(), entry.mode)?;
-        let meta =
-            std::fs::symlink_metadata(&file).map_err(|e| error::io("check out", &file, e))?;
+        let meta = write_blob(&file, blob.data(), entry.mode)?;
         out.push(stat_entry(
             entry.path.as_bytes(),
             entry.id,
@@ -385,19 +383,21 @@ pub(crate) fn restore_path(
         std::fs::create_dir_all(parent).map_err(|e| error::io("restore", parent, e))?;
     }
     let blob = repo.find_blob(entry.id()).ctx("read blob")?;
-    write_blob(&file, blob.content(), entry.filemode())
+    write_blob(&file, blob.content(), entry.filemode()).map(|_| ())
 }
 
-/// Writes a blob as a file of git mode `mode` (regular, executable or symbolic link).
-fn write_blob(file: &Path, content: &[u8], mode: i32) -> Result<(), GitError> {
+/// Writes a blob as a file of git mode `mode` (regular, executable or symbolic link); returns
+/// the stat data of what it wrote.
+fn write_blob(file: &Path, content: &[u8], mode: i32) -> Result<std::fs::Metadata, GitError> {
+    let io = |e| error::io("write file", file, e);
     #[cfg(unix)]
     {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::PermissionsExt;
         if mode == i32::from(git2::FileMode::Link) {
             let target = std::ffi::OsStr::from_bytes(content);
-            return std::os::unix::fs::symlink(target, file)
-                .map_err(|e| error::io("write file", file, e));
+            std::os::unix::fs::symlink(target, file).map_err(io)?;
+            return std::fs::symlink_metadata(file).map_err(io);
         }
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
@@ -408,26 +408,25 @@ fn write_blob(file: &Path, content: &[u8], mode: i32) -> Result<(), GitError> {
             .truncate(true)
             .mode(if executable { 0o777 } else { 0o666 })
             .open(file)
-            .map_err(|e| error::io("write file", file, e))?;
-        out.write_all(content)
-            .map_err(|e| error::io("write file", file, e))?;
-        if executable {
-            // An existing file keeps its mode on open: set it explicitly.
-            let mode = std::fs::metadata(file)
-                .map_err(|e| error::io("write file", file, e))?
-                .permissions()
-                .mode();
-            if mode & 0o111 == 0 {
-                std::fs::set_permissions(file, std::fs::Permissions::from_mode(mode | 0o111))
-                    .map_err(|e| error::io("write file", file, e))?;
-            }
+            .map_err(io)?;
+        out.write_all(content).map_err(io)?;
+        // The stat data comes from the open file, not by looking the whole path up again.
+        let meta = out.metadata().map_err(io)?;
+        let mode = meta.permissions().mode();
+        if executable && mode & 0o111 == 0 {
+            // An existing file keeps its mode on open: set it explicitly (which changes
+            // its ctime, so the stat data is read again).
+            out.set_permissions(std::fs::Permissions::from_mode(mode | 0o111))
+                .map_err(io)?;
+            return out.metadata().map_err(io);
         }
-        Ok(())
+        Ok(meta)
     }
     #[cfg(not(unix))]
     {
         let _ = mode;
-        std::fs::write(file, content).map_err(|e| error::io("write file", file, e))
+        std::fs::write(file, content).map_err(io)?;
+        std::fs::symlink_metadata(file).map_err(io)
     }
 }
 
