@@ -98,6 +98,9 @@ impl Cluster {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        // A group of its own: a worker started through a wrapper (`faketime` forks it and
+        // waits) is stopped with the wrapper when the cluster is dropped.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let child = cmd.spawn().expect("spawn worker");
         let pid = child.id();
         self.workers.push(child);
@@ -169,6 +172,10 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         for w in &mut self.workers {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", w.id())])
+                .stderr(Stdio::null())
+                .status();
             let _ = w.kill();
             let _ = w.wait();
         }
