@@ -87,6 +87,8 @@ pub(crate) struct PlanActor {
     after_turn: Vec<AfterDurable>,
     /// Worktree removals in flight; awaited before the plan is recorded as ended.
     cleanups: tokio::task::JoinSet<()>,
+    /// Removals were spawned since nodes were last started (see the end of `turn`).
+    cleanups_new: bool,
     /// Time of the current turn: one clock read per turn, not per transition.
     clock: u64,
     /// Node re-indexings of reshapes that moved running nodes, oldest first: `remaps[g][n]` is
@@ -194,6 +196,7 @@ impl PlanActor {
             closing: None,
             after_turn: Vec::new(),
             cleanups: tokio::task::JoinSet::new(),
+            cleanups_new: false,
             clock: now_millis(),
             remaps: Vec::new(),
             usage,
@@ -436,6 +439,7 @@ impl PlanActor {
             if path.is_some() {
                 let _ = self.forget_worktree(n);
             }
+            self.cleanups_new = true;
             self.cleanups.spawn(
                 async move {
                     if let Some(path) = path {
@@ -475,6 +479,7 @@ impl PlanActor {
             let (git, repo) = (git.clone(), repo.clone());
             // Mark it gone now so it is not removed twice; the removal itself runs aside.
             let _ = self.forget_worktree(d);
+            self.cleanups_new = true;
             self.cleanups.spawn(
                 async move {
                     if let Err(e) = git.remove_worktree(&repo, &path).await {
@@ -518,6 +523,13 @@ impl PlanActor {
             }
         }
         self.flush();
+        // Removals spawned this turn begin before the nodes it starts: a removal announces
+        // at once that its worktree is coming to the pool, and a new job's worktree waits
+        // for that rather than check out afresh. Spawned last, a node's task would run first
+        // (the runtime runs the newest task next).
+        if std::mem::take(&mut self.cleanups_new) && !self.to_spawn.is_empty() {
+            tokio::task::yield_now().await;
+        }
         // Nodes start without waiting for the append: the journal stays a prefix of what
         // happened, and a node whose start is lost in a crash simply runs again.
         for run in self.to_spawn.drain(..) {
