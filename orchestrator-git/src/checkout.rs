@@ -160,7 +160,7 @@ fn write_plain(wt: &Repository, tree: &Tree<'_>, entries: &[PlainEntry]) -> Resu
     let root = wt
         .workdir()
         .ok_or_else(|| GitError::other("check out worktree", "no working folder"))?;
-    let written = write_entries(root, entries)?;
+    let written = write_entries(wt, root, entries)?;
     write_index(wt, tree, &written)
 }
 
@@ -195,9 +195,11 @@ pub(crate) fn add_in_order(index: &mut Index, entries: &[IndexEntry]) -> Result<
 }
 
 /// Writes `entries` (their folders may be missing; nothing else may be in their way) into the
-/// worktree at `root` and returns their index entries. Large sets are written by several
-/// threads (the cost is mostly the file system's, per file).
+/// worktree `wt` at `root` and returns their index entries. Large sets are written by several
+/// threads (the cost is mostly the file system's, per file), each with a repository handle of
+/// its own; a small set is read through `wt`, without opening the repository again.
 pub(crate) fn write_entries(
+    wt: &Repository,
     root: &Path,
     entries: &[PlainEntry],
 ) -> Result<Vec<IndexEntry>, GitError> {
@@ -213,10 +215,10 @@ pub(crate) fn write_entries(
         .map_or(1, |n| n.get())
         .clamp(1, WRITER_THREADS)
         .min(entries.len().div_ceil(FILES_PER_THREAD).max(1));
-    let open = || Repository::open(root).ctx("open worktree");
     if threads == 1 {
-        return write_files(&open()?, root, entries);
+        return write_files(wt, root, entries);
     }
+    let open = || Repository::open(root).ctx("open worktree");
     let chunk = entries.len().div_ceil(threads);
     let written: Vec<Result<Vec<IndexEntry>, GitError>> = std::thread::scope(|scope| {
         let workers: Vec<_> = entries

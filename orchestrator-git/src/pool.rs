@@ -391,7 +391,8 @@ impl Taken {
                 .filter(|t| !kept.contains(t.path.as_bytes()))
                 .cloned()
                 .collect();
-            let written = checkout::write_entries(path, &missing)?;
+            let wt = refs::open(path)?;
+            let written = checkout::write_entries(&wt, path, &missing)?;
             // When the entry's index describes the kept files exactly, it becomes the
             // worktree's: `write_index` then takes their stat data from it and needs only the
             // files just written (adding every kept file's entry again cost as much as the
@@ -403,7 +404,6 @@ impl Taken {
             } else {
                 tidied.kept.into_iter().chain(written).collect()
             };
-            let wt = refs::open(path)?;
             let tree = wt.find_tree(self.tree).ctx("read tree")?;
             checkout::write_index(&wt, &tree, &entries)?;
             worktree::finish_registration(&self.admin)
