@@ -62,7 +62,7 @@ pub(crate) struct Inner {
     /// caller names it: the engine passes a plan's repository path the same way each time).
     settles: Settles,
     /// Repositories kept open for the operations that hold their lock (`repos.rs`).
-    repos: Repos,
+    pub(crate) repos: Repos,
 }
 
 impl Default for Git2Operations {
@@ -211,7 +211,12 @@ impl Git2Operations {
                 self.inner.settles.wait(repo, deadline).await;
                 continue;
             };
-            return self.run("create worktree", |_| creation.finish()).await;
+            let repo = repo.to_path_buf();
+            return self
+                .run("create worktree", move |inner| {
+                    creation.finish(&inner.repos, &repo)
+                })
+                .await;
         }
     }
 }
@@ -496,13 +501,17 @@ impl GitOperations for Git2Operations {
         worktree: &Path,
     ) -> Result<Option<JobBranch>, GitError> {
         let path = worktree.to_path_buf();
-        // The common case, a detached HEAD, is answered from the worktree alone, without the
-        // repository lock that merges take.
+        // The common case, a detached HEAD, is answered from the worktree's HEAD file alone,
+        // without opening the repository or taking the lock that merges take.
         let probe = path.clone();
         let attached = self
-            .run("release job branch", move |_| {
-                Ok(!open_worktree(&probe)?.head_detached().ctx("read HEAD")?)
-            })
+            .run(
+                "release job branch",
+                move |_| match worktree::head_names_branch(&probe) {
+                    Some(attached) => Ok(attached),
+                    None => Ok(!open_worktree(&probe)?.head_detached().ctx("read HEAD")?),
+                },
+            )
             .await?;
         if !attached {
             return Ok(None);

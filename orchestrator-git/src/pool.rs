@@ -41,6 +41,7 @@ use crate::builder::PoolLimits;
 use crate::checkout::{self, PlainEntry};
 use crate::error::{self, Context};
 use crate::paths::{Mark, Marks};
+use crate::repos::Repos;
 use crate::tidy::{tidy, Want, Wanted};
 use crate::{paths, refs, worktree};
 
@@ -380,8 +381,9 @@ impl Taken {
     /// Brings the files to the commit's: deletes what the entry's index does not vouch for
     /// (checked against the files' stat data, see `tidy.rs`), writes the missing files and
     /// the index, and ends the registration. `Ok(false)` when that failed: the worktree and
-    /// its registration are deleted, and the caller makes a fresh checkout.
-    pub(crate) fn fill(self) -> Result<bool, GitError> {
+    /// its registration are deleted, and the caller makes a fresh checkout. `repo` is the
+    /// repository as the operations name it, to read objects through its kept handle.
+    pub(crate) fn fill(self, repos: &Repos, repo: &Path) -> Result<bool, GitError> {
         let path = &self.path;
         let filled = tidy(path, &self.wanted, self.racy_from).and_then(|tidied| {
             let kept: HashSet<&[u8]> = tidied.kept.iter().map(|e| e.path.as_slice()).collect();
@@ -404,8 +406,13 @@ impl Taken {
             } else {
                 tidied.kept.into_iter().chain(written).collect()
             };
-            let tree = wt.find_tree(self.tree).ctx("read tree")?;
-            checkout::write_index(&wt, &tree, &entries)?;
+            // The tree is read through the repository kept open for merges (`repos.rs`),
+            // whose object cache holds the target's folders from earlier jobs; the
+            // worktree's own handle, opened just now, would read each of them from disk.
+            repos.with(repo, |main| {
+                let tree = main.find_tree(self.tree).ctx("read tree")?;
+                checkout::write_index(&wt, &tree, &entries)
+            })?;
             worktree::finish_registration(&self.admin)
         });
         paths::remove_tree(&self.entry)?;

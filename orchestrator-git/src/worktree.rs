@@ -27,6 +27,7 @@ use crate::error::{self, Context};
 use crate::paths::{self, Mark, Marks};
 use crate::pool;
 use crate::refs;
+use crate::repos::Repos;
 
 /// Content of the `locked` marker while a worktree is being created.
 const INITIALIZING: &str = "initializing";
@@ -55,6 +56,22 @@ pub(crate) fn linked_admin(path: &Path) -> Option<PathBuf> {
         .trim_end()
         .strip_prefix("gitdir: ")
         .map(PathBuf::from)
+}
+
+/// Whether the HEAD of the linked worktree at `path` names a branch (`ref: ...`) rather than
+/// holding a commit id (detached), read from its HEAD file; `None` when the files are not of
+/// that plain form (libgit2 is asked then).
+pub(crate) fn head_names_branch(path: &Path) -> Option<bool> {
+    let admin = path.join(linked_admin(path)?);
+    let head = std::fs::read_to_string(admin.join("HEAD")).ok()?;
+    let head = head.trim_end();
+    if head.starts_with("ref: ") {
+        Some(true)
+    } else if matches!(head.len(), 40 | 64) && head.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 /// Whether `path/.git` points into this repository's worktree administration (a worktree of
@@ -204,10 +221,11 @@ pub(crate) fn start(
 impl Creation {
     /// Writes the worktree's files and index and ends its registration. `Ok(false)`: a pooled
     /// worktree turned out unusable and is gone; the caller starts again without the pool.
-    pub(crate) fn finish(self) -> Result<bool, GitError> {
+    /// (`repos` and `repo`: see [`pool::Taken::fill`].)
+    pub(crate) fn finish(self, repos: &Repos, repo: &Path) -> Result<bool, GitError> {
         match self {
             Creation::Done => Ok(true),
-            Creation::Pooled(taken, _creating) => taken.fill(),
+            Creation::Pooled(taken, _creating) => taken.fill(repos, repo),
             Creation::Fresh {
                 path,
                 admin,
@@ -464,4 +482,32 @@ pub(crate) fn remove_orphans(
     }
     prune(repo)?;
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::head_names_branch;
+
+    #[test]
+    fn a_head_file_tells_a_branch_from_a_commit_and_anything_else_is_left_to_libgit2(
+    ) -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (wt, admin) = (dir.path().join("wt"), dir.path().join("admin"));
+        std::fs::create_dir_all(&wt)?;
+        std::fs::create_dir_all(&admin)?;
+        assert_eq!(head_names_branch(&wt), None, "no .git file");
+        // A relative gitdir, as `worktree.useRelativePaths` writes it.
+        std::fs::write(wt.join(".git"), "gitdir: ../admin\n")?;
+        let cases = [
+            ("ref: refs/heads/topic\n", Some(true)),
+            ("0123456789abcdef0123456789abcdef01234567\n", Some(false)),
+            ("0123456789abcdef\n", None),
+            ("not a head\n", None),
+        ];
+        for (head, want) in cases {
+            std::fs::write(admin.join("HEAD"), head)?;
+            assert_eq!(head_names_branch(&wt), want, "{head:?}");
+        }
+        Ok(())
+    }
 }
