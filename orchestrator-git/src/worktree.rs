@@ -62,8 +62,13 @@ pub(crate) fn linked_admin(path: &Path) -> Option<PathBuf> {
 /// holding a commit id (detached), read from its HEAD file; `None` when the files are not of
 /// that plain form (libgit2 is asked then).
 pub(crate) fn head_names_branch(path: &Path) -> Option<bool> {
-    let admin = path.join(linked_admin(path)?);
-    let head = std::fs::read_to_string(admin.join("HEAD")).ok()?;
+    let head = path.join(linked_admin(path)?).join("HEAD");
+    // A HEAD that is a symbolic link (git before 1.5 wrote one) names a branch by pointing at
+    // it, and reading through it would show the branch's commit id: left to libgit2.
+    if !std::fs::symlink_metadata(&head).ok()?.is_file() {
+        return None;
+    }
+    let head = std::fs::read_to_string(head).ok()?;
     let head = head.trim_end();
     if head.starts_with("ref: ") {
         Some(true)
@@ -508,6 +513,14 @@ mod tests {
             std::fs::write(admin.join("HEAD"), head)?;
             assert_eq!(head_names_branch(&wt), want, "{head:?}");
         }
+        // A HEAD linked to a branch's file holds that branch's commit id when read through.
+        std::fs::remove_file(admin.join("HEAD"))?;
+        std::fs::write(
+            admin.join("topic"),
+            "0123456789abcdef0123456789abcdef01234567\n",
+        )?;
+        std::os::unix::fs::symlink("topic", admin.join("HEAD"))?;
+        assert_eq!(head_names_branch(&wt), None, "a linked HEAD");
         Ok(())
     }
 }
