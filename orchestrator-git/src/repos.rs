@@ -79,7 +79,8 @@ impl Repos {
         let result = f(&kept.repo);
         if result.is_ok() {
             let mut idle = self.lock();
-            if idle.len() >= KEPT {
+            // Full, and not replacing a handle opened for the same path meanwhile: one goes.
+            if idle.len() >= KEPT && !idle.contains_key(path) {
                 if let Some(other) = idle.keys().next().cloned() {
                     idle.remove(&other);
                 }
@@ -175,6 +176,18 @@ mod tests {
             repos.with(&p, |_| Ok(()))?;
         }
         assert_eq!(repos.lock().len(), KEPT);
+
+        // A handle put back where one for the same path was kept meanwhile (an operation on
+        // another thread) replaces it; no other repository is closed for it.
+        let kept: Vec<PathBuf> = repos.lock().keys().cloned().collect();
+        for path in &kept {
+            repos.with(path, |_| repos.with(path, |_| Ok(())))?;
+        }
+        let mut now: Vec<PathBuf> = repos.lock().keys().cloned().collect();
+        now.sort();
+        let mut before = kept;
+        before.sort();
+        assert_eq!(now, before);
         Ok(())
     }
 }
