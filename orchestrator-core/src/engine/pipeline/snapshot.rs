@@ -42,10 +42,8 @@ impl NodeRun {
         // (a conflict goes to the resolver there). Without them the snapshot's tip is the
         // result, and a checkout of the whole tree (then its removal) would only add to the
         // plan's last, serial step. A worktree an earlier run laid out is used again.
-        let bare = self.worktree.is_none()
-            && self.spec.verify_ri.is_none()
-            && self.spec.worktree_init.is_empty()
-            && self.spec.additional_symlink_dirs.is_empty();
+        let bare =
+            self.worktree.is_none() && self.spec.verify_ri.is_none() && !self.snapshot_setup();
         let start = self
             .phase(Phase::MergeFi, |log| async {
                 let tips = self.snapshot_tips(&git, &snapshot, &target).await?;
@@ -105,10 +103,7 @@ impl NodeRun {
         } else {
             self.resume_from
         };
-        if from <= Phase::Setup
-            && (!self.spec.worktree_init.is_empty()
-                || !self.spec.additional_symlink_dirs.is_empty())
-        {
+        if from <= Phase::Setup && self.snapshot_setup() {
             self.phase(Phase::Setup, |log| self.setup(wt, log)).await?;
         }
         if let Some(verify) = self.spec.verify_ri.as_ref().filter(|_| from <= Phase::Work) {
@@ -118,6 +113,11 @@ impl NodeRun {
             .await?;
         }
         Ok(())
+    }
+
+    /// Whether the snapshot has a setup to run (`worktreeInit` or `additionalSymlinkDirs`).
+    fn snapshot_setup(&self) -> bool {
+        !self.spec.worktree_init.is_empty() || !self.spec.additional_symlink_dirs.is_empty()
     }
 
     /// The tips of the snapshot and target branches; a missing one fails the phase.
