@@ -114,10 +114,10 @@ fn main() {
             spec = spec.job(JobSpec::new(
                 format!("agent-{i}"),
                 "wait, then finish",
-                WorkSpec::Agent(AgentSpec {
+                WorkSpec::Agent(Box::new(AgentSpec {
                     instructions: Some("wait, then finish".into()),
                     ..AgentSpec::default()
-                }),
+                })),
             ));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

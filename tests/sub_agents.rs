@@ -180,7 +180,7 @@ fn agent_job(id: &str) -> JobSpec {
         instructions: Some("lead the work".into()),
         ..AgentSpec::default()
     };
-    JobSpec::new(id, "Lead the work", WorkSpec::Agent(agent))
+    JobSpec::new(id, "Lead the work", WorkSpec::Agent(Box::new(agent)))
 }
 
 async fn run(script: &Arc<Script>, target: &str) -> (TempRepo, Orchestrator, PlanStatus, PlanId) {

@@ -93,11 +93,11 @@ impl RunnerFixture for Agent {
     }
 
     fn spec(&self, script: &Script) -> WorkSpec {
-        WorkSpec::Agent(AgentSpec {
+        WorkSpec::Agent(Box::new(AgentSpec {
             instructions: Some(script.sh()),
             agent: Some("stand-in".into()),
             ..AgentSpec::default()
-        })
+        }))
     }
 }
 

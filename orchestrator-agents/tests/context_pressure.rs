@@ -150,9 +150,9 @@ async fn a_full_context_splits_the_job_into_sub_jobs_whose_commits_reach_the_tar
         .job(JobSpec::new(
             "big",
             "Build the whole feature",
-            WorkSpec::Agent(agent_spec(
+            WorkSpec::Agent(Box::new(agent_spec(
                 "Create part-one.txt to part-four.txt, containing `one` to `four`.",
-            )),
+            ))),
         ));
     let id = o.run(plan, &repo.dir).await.expect("run");
     let status = tokio::time::timeout(PLAN_TIMEOUT, o.wait(&id)).await;
@@ -293,7 +293,7 @@ async fn run_once(
     let mut ctx = common::ctx(dir.path());
     ctx.producer_id = job.into();
     ctx.may_split = may_split;
-    let spec = WorkSpec::Agent(agent_spec(instructions));
+    let spec = WorkSpec::Agent(Box::new(agent_spec(instructions)));
     let out = runner.run(&spec, &ctx).await;
     let log = ctx.log.take();
     let out = out.unwrap_or_else(|e| panic!("{e}\n{log}"));
@@ -382,7 +382,7 @@ async fn asked_for_a_checkpoint(cli: &str) {
         ..AgentSpec::default()
     };
     spec.env.insert(THRESHOLD_VAR.into(), "0.08".into());
-    let out = runner.run(&WorkSpec::Agent(spec), &ctx).await;
+    let out = runner.run(&WorkSpec::Agent(Box::new(spec)), &ctx).await;
     let log = ctx.log.take();
     let out = out.unwrap_or_else(|e| panic!("{cli}: {e}\n{log}"));
     assert!(

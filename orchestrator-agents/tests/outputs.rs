@@ -19,11 +19,11 @@ fn shell(command: &str) -> WorkSpec {
 }
 
 fn process(executable: &str, args: &[&str]) -> WorkSpec {
-    WorkSpec::Process(ProcessSpec {
+    WorkSpec::Process(Box::new(ProcessSpec {
         executable: executable.into(),
         args: args.iter().map(|a| a.to_string()).collect(),
         ..ProcessSpec::default()
-    })
+    }))
 }
 
 /// The two runners under test, by name.

@@ -176,12 +176,12 @@ async fn run_in(
         .default_agent(cli)
         .retry(RetryPolicy::new(1, Duration::from_millis(500)));
     std::fs::write(dir.path().join("keep.txt"), "keep\n").expect("keep.txt");
-    let spec = WorkSpec::Agent(AgentSpec {
+    let spec = WorkSpec::Agent(Box::new(AgentSpec {
         agent: Some(cli.into()),
         instructions: Some("Do what the scripted model does.".into()),
         timeout: Some(AGENT_TIMEOUT_MS),
         ..AgentSpec::default()
-    });
+    }));
     let ctx = common::ctx(dir.path());
     let result = agents.run(&spec, &ctx).await;
     let log = ctx.log.take();

@@ -375,11 +375,11 @@ async fn a_job_naming_a_plugin_agent_gets_its_prompt_skills_model_tools_and_serv
         .plugins(Arc::new(plugins));
     let work = root.path().join("work");
     std::fs::create_dir_all(&work).expect("mkdir");
-    let spec = WorkSpec::Agent(AgentSpec {
+    let spec = WorkSpec::Agent(Box::new(AgentSpec {
         agent: Some("reviewer".into()),
         instructions: Some("JOB-TEXT: review the change".into()),
         ..AgentSpec::default()
-    });
+    }));
     let ctx = common::ctx(&work);
     let out = runner.run(&spec, &ctx).await;
     let log = ctx.log.take();
@@ -435,23 +435,23 @@ async fn a_job_naming_a_plugin_agent_gets_its_prompt_skills_model_tools_and_serv
     );
 
     // The spec's own model wins; an unknown agent names the plugin agents.
-    let spec = WorkSpec::Agent(AgentSpec {
+    let spec = WorkSpec::Agent(Box::new(AgentSpec {
         agent: Some("reviewer".into()),
         model: Some("spec-model".into()),
         instructions: Some("again".into()),
         ..AgentSpec::default()
-    });
+    }));
     runner
         .run(&spec, &common::ctx(&work))
         .await
         .expect("second run");
     let args = std::fs::read_to_string(record.join("args.txt")).expect("recorded");
     assert!(args.contains("--model\nspec-model\n"), "{args}");
-    let unknown = WorkSpec::Agent(AgentSpec {
+    let unknown = WorkSpec::Agent(Box::new(AgentSpec {
         agent: Some("nobody".into()),
         instructions: Some("x".into()),
         ..AgentSpec::default()
-    });
+    }));
     let failure = runner
         .run(&unknown, &common::ctx(&work))
         .await

@@ -85,12 +85,12 @@ async fn run_once_with(
     ctx.task = "Create the notes".into();
     ctx.log = LogSink::new(PlanId::from("replies"), 0, Phase::Work, 1, bus);
     ctx.inputs = inputs;
-    let spec = WorkSpec::Agent(AgentSpec {
+    let spec = WorkSpec::Agent(Box::new(AgentSpec {
         agent: Some(cli.into()),
         instructions: Some("Create notes.txt containing the line `hello`.".into()),
         timeout: Some(AGENT_TIMEOUT_MS),
         ..AgentSpec::default()
-    });
+    }));
     let result = agents.run(&spec, &ctx).await;
     let log = ctx.log.take();
     let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(|e| e.into_inner()));

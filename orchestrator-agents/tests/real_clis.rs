@@ -53,7 +53,7 @@ fn agent_job(id: &str, task: &str, cli: &str, instructions: &str) -> JobSpec {
         timeout: Some(AGENT_TIMEOUT_MS),
         ..AgentSpec::default()
     };
-    JobSpec::new(id, task, WorkSpec::Agent(spec))
+    JobSpec::new(id, task, WorkSpec::Agent(Box::new(spec)))
 }
 
 fn orchestrator(agents: AgentWorkRunner) -> Orchestrator {
@@ -121,7 +121,7 @@ fn assert_usage(cli: &str, n: &NodeState) -> Value {
             "{key} > 0: {metrics}"
         );
     }
-    metrics
+    *metrics
 }
 
 /// Two chained agent jobs of `cli` in worktrees: the first creates `notes.txt` with the CLI's
@@ -266,12 +266,12 @@ async fn resumes_its_session(cli: &str) {
     .expect("model server");
     let runner = agents(cli, runner_for(cli, &program, &server));
     let dir = tempfile::tempdir().expect("tempdir");
-    let spec = WorkSpec::Agent(AgentSpec {
+    let spec = WorkSpec::Agent(Box::new(AgentSpec {
         agent: Some(cli.into()),
         instructions: Some("Create notes.txt, then append to it when asked.".into()),
         timeout: Some(AGENT_TIMEOUT_MS),
         ..AgentSpec::default()
-    });
+    }));
     let mut ctx = common::ctx(dir.path());
     ctx.task = "Create the notes".into();
     let first = runner.run(&spec, &ctx).await;
@@ -347,12 +347,12 @@ async fn a_server_error_is_retried_by_the_runner(cli: &str) {
         .expect("model server");
     let runner = agents(cli, runner_for(cli, &program, &server));
     let dir = tempfile::tempdir().expect("tempdir");
-    let spec = WorkSpec::Agent(AgentSpec {
+    let spec = WorkSpec::Agent(Box::new(AgentSpec {
         agent: Some(cli.into()),
         instructions: Some("Create notes.txt.".into()),
         timeout: Some(AGENT_TIMEOUT_MS),
         ..AgentSpec::default()
-    });
+    }));
     let ctx = common::ctx(dir.path());
     let failure = runner.run(&spec, &ctx).await.expect_err("the API fails");
     let log = ctx.log.take();
@@ -434,7 +434,7 @@ async fn a_retried_job_resumes_the_failed_runs_claude_session() {
             ..AgentSpec::default()
         };
         spec.env.insert("ANTHROPIC_BASE_URL".into(), url);
-        WorkSpec::Agent(spec)
+        WorkSpec::Agent(Box::new(spec))
     };
     let repo = TempRepo::new();
     let plan = PlanSpec::new("resume claude")

@@ -91,7 +91,7 @@ async fn a_long_wait_parks_and_resumes(cli: &str) {
         .job(JobSpec::new(
             "agent",
             "TOOLS-WAIT: wait for CI",
-            WorkSpec::Agent(spec),
+            WorkSpec::Agent(Box::new(spec)),
         ));
     plan.wait_threshold = Some(1);
     let mut events = o.subscribe();
@@ -205,7 +205,7 @@ async fn a_sub_agent_works_for_its_parent(cli: &str) {
         .job(JobSpec::new(
             "lead",
             "SUB-LEAD: delegate",
-            WorkSpec::Agent(spec),
+            WorkSpec::Agent(Box::new(spec)),
         ));
     let id = o.create_plan(plan, &repo.dir).await.expect("create");
     o.start(&id).await.expect("start");

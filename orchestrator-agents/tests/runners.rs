@@ -105,7 +105,7 @@ async fn a_spec_path_finds_its_tools_and_arguments_stay_literal() {
     let mut spec = process_spec("hello-tool-4711", &["$HOME", "a b", "*", "; rm -rf /", ""]);
     spec.env = env(&[("PATH", &format!("{}:$PATH", bin.display()))]);
     ProcessRunner::new()
-        .run(&WorkSpec::Process(spec), &c)
+        .run(&WorkSpec::Process(Box::new(spec)), &c)
         .await
         .expect("runs");
     assert_eq!(c.log.take(), "[$HOME]\n[a b]\n[*]\n[; rm -rf /]\n[]\n");
@@ -128,7 +128,7 @@ async fn cwd_inside_the_job_directory() {
     let mut spec = process_spec("pwd", &["-P"]);
     spec.cwd = Some("sub/deeper".into());
     ProcessRunner::new()
-        .run(&WorkSpec::Process(spec), &c)
+        .run(&WorkSpec::Process(Box::new(spec)), &c)
         .await
         .expect("runs");
     assert_eq!(
@@ -168,7 +168,7 @@ async fn cwd_escaping_the_job_directory_is_refused() {
         let mut spec = process_spec("touch", &["escaped"]);
         spec.cwd = Some(cwd.into());
         let f = ProcessRunner::new()
-            .run(&WorkSpec::Process(spec), &c)
+            .run(&WorkSpec::Process(Box::new(spec)), &c)
             .await
             .expect_err("fails");
         assert!(f.message.contains(&format!("cwd `{cwd}`")), "{f:?}");
@@ -399,7 +399,7 @@ async fn plain_commands_run_without_the_shell_exactly_as_the_shell_runs_them() {
         let direct = outcome(&ShellRunner::new(), WorkSpec::shell(command), dir.path()).await;
         let through_sh = outcome(
             &ProcessRunner::new(),
-            WorkSpec::Process(process_spec("sh", &["-c", command])),
+            WorkSpec::Process(Box::new(process_spec("sh", &["-c", command]))),
             dir.path(),
         )
         .await;

@@ -142,7 +142,7 @@ fn node_json(node: &NodeState) -> Value {
     let usage: Vec<&Value> = node
         .attempts
         .iter()
-        .filter_map(|a| a.metrics.as_ref())
+        .filter_map(|a| a.metrics.as_deref())
         .collect();
     let mut doc = json!({
         "jobId": node.id,
@@ -167,7 +167,7 @@ fn node_json(node: &NodeState) -> Value {
         doc["usageByAttempt"] = json!(node
             .attempts
             .iter()
-            .map(|a| a.metrics.clone().unwrap_or(Value::Null))
+            .map(|a| a.metrics.as_deref().cloned().unwrap_or(Value::Null))
             .collect::<Vec<_>>());
     }
     doc

@@ -118,7 +118,11 @@ fn plan() -> PlanSpec {
     };
     PlanSpec::new("parked")
         .isolation(Isolation::None)
-        .job(JobSpec::new("agent", "The agent", WorkSpec::Agent(agent)))
+        .job(JobSpec::new(
+            "agent",
+            "The agent",
+            WorkSpec::Agent(Box::new(agent)),
+        ))
         .job(JobSpec::new("after", "After", WorkSpec::shell("after")).depends_on(["agent"]))
 }
 

@@ -96,10 +96,10 @@ fn seen(f: &Fixture) -> Vec<(bool, String)> {
 #[tokio::test]
 async fn an_agent_resuming_its_session_keeps_its_files_and_is_told() {
     let f = fixture();
-    let work = WorkSpec::Agent(AgentSpec {
+    let work = WorkSpec::Agent(Box::new(AgentSpec {
         instructions: Some("append".into()),
         ..AgentSpec::default()
-    });
+    }));
     assert_eq!(run_then_retry(&f, work).await, "hello\nappended\n");
     assert_eq!(
         seen(&f),
@@ -114,11 +114,11 @@ async fn an_agent_resuming_its_session_keeps_its_files_and_is_told() {
 #[tokio::test]
 async fn an_agent_that_starts_a_new_session_starts_from_clean_files() {
     let f = fixture();
-    let work = WorkSpec::Agent(AgentSpec {
+    let work = WorkSpec::Agent(Box::new(AgentSpec {
         instructions: Some("append".into()),
         resume_session: Some(false),
         ..AgentSpec::default()
-    });
+    }));
     assert_eq!(run_then_retry(&f, work).await, "hello\nappended\n");
     assert_eq!(
         seen(&f),

@@ -118,7 +118,7 @@ impl Healer for AgentHealer {
         if spec.timeout.is_none() {
             spec.timeout = Some(spec_timeout(&request.spec).unwrap_or(HEAL_TIMEOUT_MS));
         }
-        self.runner.run(&WorkSpec::Agent(spec), ctx).await
+        self.runner.run(&WorkSpec::Agent(Box::new(spec)), ctx).await
     }
 }
 

@@ -89,7 +89,7 @@ pub fn agent_spec(agent: &str, f: impl FnOnce(&mut AgentSpec)) -> WorkSpec {
         ..AgentSpec::default()
     };
     f(&mut spec);
-    WorkSpec::Agent(spec)
+    WorkSpec::Agent(Box::new(spec))
 }
 
 pub fn usage(out: &WorkOutput) -> AgentUsage {

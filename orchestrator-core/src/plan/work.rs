@@ -16,10 +16,11 @@ use super::Env;
 pub enum WorkSpec {
     /// A command run by a shell.
     Shell(ShellSpec),
-    /// An executable with arguments, no shell involved.
-    Process(ProcessSpec),
-    /// An AI agent CLI.
-    Agent(AgentSpec),
+    /// An executable with arguments, no shell involved. Boxed, as `Agent`.
+    Process(Box<ProcessSpec>),
+    /// An AI agent CLI. Boxed: the largest of the common specs should not size every job
+    /// (and every check) of a plan; a shell job's spec is half its size.
+    Agent(Box<AgentSpec>),
     /// A wait until a wall-clock deadline, holding nothing (jobs only, not checks).
     Timer(TimerSpec),
     /// A multi-agent team run as sub-jobs by the `team` controller (jobs only). Boxed, like
@@ -45,19 +46,19 @@ impl WorkSpec {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        WorkSpec::Process(ProcessSpec {
+        WorkSpec::Process(Box::new(ProcessSpec {
             executable: executable.into(),
             args: args.into_iter().map(Into::into).collect(),
             ..ProcessSpec::default()
-        })
+        }))
     }
 
     /// Agent work with these instructions.
     pub fn agent(instructions: impl Into<String>) -> Self {
-        WorkSpec::Agent(AgentSpec {
+        WorkSpec::Agent(Box::new(AgentSpec {
             instructions: Some(instructions.into()),
             ..AgentSpec::default()
-        })
+        }))
     }
 
     /// Timer work: the job waits `seconds` from the moment it would start.

@@ -28,7 +28,7 @@ fn agent(edit: impl FnOnce(&mut AgentSpec)) -> WorkSpec {
         ..AgentSpec::default()
     };
     edit(&mut spec);
-    WorkSpec::Agent(spec)
+    WorkSpec::Agent(Box::new(spec))
 }
 
 fn shell(edit: impl FnOnce(&mut ShellSpec)) -> WorkSpec {
@@ -46,7 +46,7 @@ fn process(edit: impl FnOnce(&mut ProcessSpec)) -> WorkSpec {
         ..ProcessSpec::default()
     };
     edit(&mut spec);
-    WorkSpec::Process(spec)
+    WorkSpec::Process(Box::new(spec))
 }
 
 fn problems_in(plan: &PlanSpec, repo: Option<&Path>) -> Vec<ValidationError> {

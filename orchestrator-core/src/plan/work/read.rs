@@ -236,7 +236,7 @@ impl RawWork {
                 timeout: self.timeout,
                 on_failure: self.on_failure,
             }),
-            WorkType::Process => WorkSpec::Process(ProcessSpec {
+            WorkType::Process => WorkSpec::Process(Box::new(ProcessSpec {
                 executable: self
                     .executable
                     .ok_or_else(|| E::missing_field("executable"))?,
@@ -245,8 +245,8 @@ impl RawWork {
                 cwd: self.cwd,
                 timeout: self.timeout,
                 on_failure: self.on_failure,
-            }),
-            WorkType::Agent => WorkSpec::Agent(AgentSpec {
+            })),
+            WorkType::Agent => WorkSpec::Agent(Box::new(AgentSpec {
                 instructions: self.instructions,
                 instructions_file: self.instructions_file,
                 agent: self.agent,
@@ -260,7 +260,7 @@ impl RawWork {
                 env: self.env.unwrap_or_default(),
                 timeout: self.timeout,
                 on_failure: self.on_failure,
-            }),
+            })),
             WorkType::Timer => WorkSpec::Timer(TimerSpec {
                 seconds: self.seconds,
                 until: self.until,

@@ -271,9 +271,10 @@ pub struct Attempt {
     /// Phase that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_phase: Option<Phase>,
-    /// Runner-reported metrics (agent usage, ...), free-form JSON.
+    /// Runner-reported metrics (agent usage, ...), free-form JSON. Boxed: only agents report
+    /// them, and every attempt of a plan carries the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics: Option<serde_json::Value>,
+    pub metrics: Option<Box<serde_json::Value>>,
     /// What the attempt's work produced (SPEC §12: an agent's final reply, a shell or process
     /// job's stdout), at most [`crate::runner::MAX_OUTPUT_BYTES`]; `None` before its work
     /// ended or when it reported none.

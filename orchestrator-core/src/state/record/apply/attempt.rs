@@ -251,10 +251,10 @@ impl PlanState {
         metrics: &serde_json::Value,
     ) -> Result<(), ApplyError> {
         let a = running_attempt(node_mut(self, node)?, node, "metrics")?;
-        a.metrics = Some(match a.metrics.take() {
-            Some(old) => accumulate(old, metrics),
+        a.metrics = Some(Box::new(match a.metrics.take() {
+            Some(old) => accumulate(*old, metrics),
             None => metrics.clone(),
-        });
+        }));
         Ok(())
     }
 }
