@@ -17,12 +17,14 @@
 //! left by a crash: [`sweep`] deletes it.
 //!
 //! - [`park`] (worktree removal) moves the worktree in, drops its registration (the index is
-//!   kept), and brings `files/` down to the index entries whose file still holds the indexed
-//!   content (see `tidy.rs`): symbolic links are unlinked, untracked, ignored and modified
-//!   files deleted, so the entry holds exactly what its index says.
+//!   kept), and brings `files/` down to the index entries whose path still holds a file of the
+//!   indexed kind (see `tidy.rs`, `tidy_names`): untracked and ignored files and folders are
+//!   deleted, symbolic links only unlinked, so the entry holds only what its index names. Its
+//!   files' content is not read here: the take checks it.
 //! - [`take`] (worktree creation) claims the newest entry, moves `files/` to the new path,
 //!   registers it as a fresh `git worktree add --detach` would, deletes the files whose path,
-//!   mode or content differ from the commit's tree and writes the missing ones. Only the
+//!   mode or content differ from the commit's tree (content known from the stat data the
+//!   entry's index recorded, or by hashing) and writes the missing ones. Only the
 //!   claim and the registration hold the repository's lock; the files are brought to the
 //!   commit without it ([`Taken::fill`]). Any failure deletes the entry, and the caller makes
 //!   a fresh checkout.
@@ -42,7 +44,7 @@ use crate::checkout::{self, PlainEntry};
 use crate::error::{self, Context};
 use crate::paths::{Mark, Marks};
 use crate::repos::Repos;
-use crate::tidy::{tidy, Want, Wanted};
+use crate::tidy::{tidy, tidy_names, Want, Wanted};
 use crate::{paths, refs, worktree};
 
 /// The entries this process is changing right now (their marker paths), so that a sweep in
@@ -170,8 +172,8 @@ impl Parked {
     }
 }
 
-/// Brings a parked entry's files down to what its index says (see the module docs) and writes
-/// its new index and size. `Ok(false)` when the entry is not worth keeping.
+/// Brings a parked entry's files down to what its index names (see the module docs) and
+/// writes its new index and size. `Ok(false)` when the entry is not worth keeping.
 fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
     let files = entry.join("files");
     paths::remove_tree(&files.join(".git"))?;
@@ -201,16 +203,29 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
             wanted.insert(path, Want { id, mode, seen });
         }
     }
-    let tidied = tidy(&files, &wanted, modified(&index_file))?;
+    // By path and kind alone: the take that reuses the entry checks each kept file's stat
+    // data (or content) against the index right before use, which also covers whatever
+    // happened to the files in between.
+    let tidied = tidy_names(&files, &wanted)?;
     if tidied.bytes > limits.bytes {
         return Ok(false);
     }
-    // Most often every entry is a file kept as the index recorded it (the job committed what
-    // it changed): then the index is already the entry's, and is not written again.
-    // (The kept files are among the wanted, which are among the entries.)
-    let whole = tidied.kept.len() == entries && tidied.exact;
-    if !whole {
+    // Most often every entry is still there (the job committed what it changed): then the
+    // index is already the entry's, and is not written again. (The kept files are among the
+    // wanted, which are among the entries.)
+    if tidied.kept.len() != entries {
+        // The new index keeps the old one's time: the take tells racily clean entries by it
+        // (stat data recorded as late as the index was written is not trusted), and the
+        // entries' stat data is the old index's.
+        let written = std::fs::metadata(&index_file).and_then(|m| m.modified());
         write_index(&index_file, &tidied.kept)?;
+        if let Ok(time) = written {
+            std::fs::File::options()
+                .write(true)
+                .open(&index_file)
+                .and_then(|f| f.set_modified(time))
+                .map_err(|e| error::io("pool", &index_file, e))?;
+        }
     }
     let bytes = entry.join("bytes");
     std::fs::write(&bytes, tidied.bytes.to_string()).map_err(|e| error::io("pool", &bytes, e))?;

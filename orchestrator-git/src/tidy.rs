@@ -7,6 +7,11 @@
 //! hashing it. Everything else is deleted: other files, symbolic links (only unlinked), folders
 //! no wanted file lies in, and folders left empty. Afterwards the folder holds the kept files
 //! and their folders, nothing more.
+//!
+//! [`tidy_names`] is the same walk without reading any file's stat data: a file stays when its
+//! path is wanted and its kind (file or symbolic link) is the wanted one. The pool settles a
+//! parked worktree with it, since the take that reuses the worktree checks every kept file
+//! with [`tidy`] anyway, right before use (a check at parking time would be repeated there).
 
 #![cfg(unix)]
 
@@ -74,26 +79,50 @@ pub(crate) fn tidy(
     wanted: &Wanted,
     racy_from: Option<IndexTime>,
 ) -> Result<Tidied, GitError> {
-    let mut walk = Walk {
-        wanted,
-        racy_from,
-        out: Tidied {
-            kept: Vec::with_capacity(wanted.files.len()),
-            bytes: 0,
-            exact: true,
-        },
-    };
-    walk.folder(root, &mut Vec::new())?;
-    Ok(walk.out)
+    Walk::new(wanted, Check::Content { racy_from }).run(root)
+}
+
+/// Brings the folder `root` down to the files of `wanted` whose path and kind it holds,
+/// without reading any file's stat data (see the module docs). The kept entries are the
+/// wanted ones' `seen` entries, as recorded (a file wanted without one is not kept), and
+/// `bytes` counts each kept file as its recorded size rounded up to 4 KiB blocks.
+pub(crate) fn tidy_names(root: &Path, wanted: &Wanted) -> Result<Tidied, GitError> {
+    Walk::new(wanted, Check::Names).run(root)
+}
+
+/// What vouches for a wanted file's content.
+#[derive(Clone, Copy)]
+enum Check {
+    /// Its path and kind alone: the content is checked later.
+    Names,
+    /// Its stat data as an index recorded it, or else its hash (see [`tidy`]).
+    Content { racy_from: Option<IndexTime> },
 }
 
 struct Walk<'a> {
     wanted: &'a Wanted,
-    racy_from: Option<IndexTime>,
+    check: Check,
     out: Tidied,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    fn new(wanted: &'a Wanted, check: Check) -> Self {
+        Walk {
+            wanted,
+            check,
+            out: Tidied {
+                kept: Vec::with_capacity(wanted.files.len()),
+                bytes: 0,
+                exact: true,
+            },
+        }
+    }
+
+    fn run(mut self, root: &Path) -> Result<Tidied, GitError> {
+        self.folder(root, &mut Vec::new())?;
+        Ok(self.out)
+    }
+
     /// Tidies the folder `dir` (relative path `rel`); returns whether anything is left in it.
     fn folder(&mut self, dir: &Path, rel: &mut Vec<u8>) -> Result<bool, GitError> {
         let io = |path: &Path, e| error::io("tidy worktree", path, e);
@@ -152,6 +181,10 @@ impl Walk<'_> {
         let Some(want) = self.wanted.files.get(rel) else {
             return Ok(false);
         };
+        let racy_from = match self.check {
+            Check::Names => return Ok(self.keep_by_name(entry, rel, want)),
+            Check::Content { racy_from } => racy_from,
+        };
         let meta = entry
             .metadata()
             .map_err(|e| error::io("tidy worktree", path, e))?;
@@ -173,7 +206,7 @@ impl Walk<'_> {
             .as_ref()
             .is_some_and(|seen| same_stat(seen, &entry));
         let same = match &want.seen {
-            Some(seen) if unchanged && !self.racy(seen) => true,
+            Some(seen) if unchanged && !racy(seen, racy_from) => true,
             // A different size is a different content, unless the index smudged the entry
             // (size 0) as git does with racily clean ones.
             Some(seen) if seen.file_size != 0 && seen.file_size != entry.file_size => false,
@@ -187,17 +220,41 @@ impl Walk<'_> {
         Ok(same)
     }
 
-    /// Whether `seen` was recorded too close to its index's writing to be trusted.
-    fn racy(&self, seen: &IndexEntry) -> bool {
-        let Some(from) = self.racy_from else {
+    /// [`keep`](Self::keep) by path and kind alone ([`Check::Names`]). The kind comes from the
+    /// folder entry (no stat where the file system reports it).
+    fn keep_by_name(&mut self, entry: &std::fs::DirEntry, rel: &[u8], want: &Want) -> bool {
+        let (Some(seen), Ok(kind)) = (&want.seen, entry.file_type()) else {
             return false;
         };
-        let no_nanos = seen.mtime.nanoseconds() == 0 && seen.ctime.nanoseconds() == 0;
-        if no_nanos {
-            seen.mtime.seconds() >= from.seconds()
-        } else {
-            (seen.mtime.seconds(), seen.mtime.nanoseconds()) >= (from.seconds(), from.nanoseconds())
+        let link = want.mode == 0o120000;
+        if !(link && kind.is_symlink() || !link && kind.is_file()) {
+            return false;
         }
+        if !link {
+            self.out.bytes = self
+                .out
+                .bytes
+                .saturating_add(u64::from(seen.file_size).div_ceil(4096) * 4096);
+        }
+        // (`IndexEntry` is not `Clone`.)
+        self.out.kept.push(IndexEntry {
+            path: rel.to_vec(),
+            ..*seen
+        });
+        true
+    }
+}
+
+/// Whether `seen` was recorded too close to its index's writing (at `from`) to be trusted.
+fn racy(seen: &IndexEntry, from: Option<IndexTime>) -> bool {
+    let Some(from) = from else {
+        return false;
+    };
+    let no_nanos = seen.mtime.nanoseconds() == 0 && seen.ctime.nanoseconds() == 0;
+    if no_nanos {
+        seen.mtime.seconds() >= from.seconds()
+    } else {
+        (seen.mtime.seconds(), seen.mtime.nanoseconds()) >= (from.seconds(), from.nanoseconds())
     }
 }
 
@@ -356,5 +413,62 @@ mod tests {
             .kept
             .is_empty());
         assert!(!file.exists());
+    }
+
+    #[test]
+    fn by_name_a_file_of_the_wanted_kind_stays_as_recorded_and_the_rest_goes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("d")).expect("mkdir");
+        for (path, text) in [("d/edited", "not what was recorded"), ("plain", "p")] {
+            std::fs::write(root.join(path), text).expect("write");
+        }
+        std::fs::write(root.join("untracked"), "u").expect("write");
+        std::fs::write(root.join("no-record"), "n").expect("write");
+        std::os::unix::fs::symlink("plain", root.join("link")).expect("link");
+        std::os::unix::fs::symlink("plain", root.join("was-a-file")).expect("link");
+        // Recorded stat data that matches nothing on disk: by name, it is not read.
+        let meta = std::fs::symlink_metadata(root.join("plain")).expect("stat");
+        let recorded = |size: u32| {
+            let mut seen = stat_entry(b"", blob("recorded"), 0o100644, &meta);
+            seen.ino = 7;
+            seen.file_size = size;
+            Some(seen)
+        };
+        let mut wanted = Wanted::default();
+        let mut add = |path: &str, mode: u32, seen: Option<IndexEntry>| {
+            let id = blob("recorded");
+            wanted.insert(path.as_bytes().to_vec(), Want { id, mode, seen });
+        };
+        add("d/edited", 0o100644, recorded(5000));
+        add("plain", 0o100755, recorded(1));
+        add("link", 0o120000, recorded(5));
+        add("was-a-file", 0o100644, recorded(1));
+        add("no-record", 0o100644, None);
+        let tidied = tidy_names(root, &wanted).expect("tidy");
+
+        let mut kept: Vec<&[u8]> = tidied.kept.iter().map(|e| e.path.as_slice()).collect();
+        kept.sort();
+        assert_eq!(kept, [&b"d/edited"[..], b"link", b"plain"]);
+        assert!(
+            tidied.kept.iter().all(|e| e.ino == 7),
+            "the recorded stat data"
+        );
+        assert!(tidied.exact);
+        for gone in ["untracked", "no-record", "was-a-file"] {
+            assert!(
+                std::fs::symlink_metadata(root.join(gone)).is_err(),
+                "{gone}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("d/edited")).expect("read"),
+            "not what was recorded",
+            "kept unread: the take checks it"
+        );
+        // Files count as their recorded size in 4 KiB blocks, links as nothing, folders as
+        // they take.
+        let folder = std::fs::metadata(root.join("d")).expect("stat");
+        assert_eq!(tidied.bytes, 8192 + 4096 + disk_bytes_of(&folder));
     }
 }

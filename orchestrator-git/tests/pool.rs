@@ -435,6 +435,47 @@ fn a_removed_worktree_is_pooled_and_reused_unlisted() {
 }
 
 #[test]
+fn an_index_the_pool_rewrites_keeps_its_time_and_a_left_edit_is_undone_on_reuse() {
+    let fx = Fixture::new();
+    let ops = Git2Operations::new();
+    let rt = runtime();
+    let head = fx.head();
+    let wt = fx.wt("a");
+    rt.block_on(ops.create_worktree(&fx.repo, &wt, &head))
+        .expect("create");
+    // Left uncommitted: a deleted file (the pool then writes the entry's index anew) and an
+    // edit of the same size (kept when parked, found when the entry is taken).
+    std::fs::remove_file(wt.join("README.md")).expect("delete");
+    std::fs::write(wt.join("docs/guide.md"), "GUIDE\n").expect("edit");
+    let index = PathBuf::from(git(
+        &wt,
+        &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+    ));
+    let written = std::fs::metadata(&index)
+        .and_then(|m| m.modified())
+        .expect("index time");
+    rt.block_on(ops.remove_worktree(&fx.repo, &wt))
+        .expect("remove");
+    let pooled = fx.pooled();
+    assert_eq!(pooled.len(), 1);
+    let entry_index = fx.pool().join(&pooled[0]).join("index");
+    // Stat data recorded as late as the index was written is not trusted (racily clean):
+    // the rewritten index must not look written later than the stat data it holds.
+    assert_eq!(
+        std::fs::metadata(&entry_index)
+            .and_then(|m| m.modified())
+            .expect("pooled time"),
+        written
+    );
+    let again = fx.wt("b");
+    rt.block_on(ops.create_worktree(&fx.repo, &again, &head))
+        .expect("create");
+    assert!(fx.pooled().is_empty(), "the entry was taken");
+    fx.assert_fresh(&again, &head, "reused after an uncommitted edit");
+    fixtures::assert_git_healthy(&fx.repo);
+}
+
+#[test]
 fn a_creation_waits_for_the_worktree_being_settled_rather_than_check_out_afresh() {
     let fx = Fixture::new();
     let ops = Git2Operations::new();
