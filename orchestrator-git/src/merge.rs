@@ -85,8 +85,15 @@ fn conflict_paths(index: &Index) -> Result<Vec<String>, GitError> {
 
 /// Stages everything in the worktree (respecting `.gitignore`) and commits it on its detached
 /// HEAD. `None` when the tree did not change.
+///
+/// The tree is written through `objects`, a handle on the same object database (the main
+/// repository's, kept open): after writing it libgit2 reads the whole tree back to rebuild the
+/// index's tree cache, and a kept handle's object cache already holds the folders that did
+/// not change, where the worktree's own handle, opened for this commit, would read each of
+/// them from disk.
 pub(crate) fn commit_all(
     wt: &Repository,
+    objects: &Repository,
     signature: &Signature<'_>,
     message: &str,
 ) -> Result<Option<Oid>, GitError> {
@@ -113,7 +120,7 @@ pub(crate) fn commit_all(
     for folder in &nested {
         crate::nested::stage_plain(wt, &mut index, &root, folder)?;
     }
-    let tree_id = index.write_tree().ctx("write tree")?;
+    let tree_id = index.write_tree_to(objects).ctx("write tree")?;
     index.write().ctx("write index")?;
     let head = wt
         .head()

@@ -596,7 +596,10 @@ impl GitOperations for Git2Operations {
         self.run("commit", move |inner| {
             let wt = open_worktree(&path)?;
             let signature = inner.signature(&wt)?;
-            Ok(merge::commit_all(&wt, &signature, &message)?.map(|id| id.to_string()))
+            let commit = inner.repos.with(wt.commondir(), |main| {
+                merge::commit_all(&wt, main, &signature, &message)
+            })?;
+            Ok(commit.map(|id| id.to_string()))
         })
         .await
     }
