@@ -59,6 +59,7 @@ mod pool;
 mod refs;
 mod remote;
 mod repos;
+mod settled;
 mod settles;
 mod tidy;
 mod tree_merge;

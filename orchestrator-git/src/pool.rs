@@ -44,12 +44,16 @@ use crate::checkout::{self, PlainEntry};
 use crate::error::{self, Context};
 use crate::paths::{Mark, Marks};
 use crate::repos::Repos;
+use crate::settled::Settled;
 use crate::tidy::{tidy, tidy_names, Want, Wanted};
 use crate::{paths, refs, worktree};
 
 /// The entries this process is changing right now (their marker paths), so that a sweep in
 /// this process tells them from a crash's leftovers.
 static BUSY: Marks = Marks::new();
+
+/// The index entries of the entries this process settled, for the take (`settled.rs`).
+static SETTLED: Settled = Settled::new();
 
 /// A marker older than this whose owner's liveness cannot be checked is taken for a crash's.
 const UNKNOWN_OWNER_AGE: Duration = Duration::from_secs(24 * 3600);
@@ -154,15 +158,18 @@ impl Parked {
     /// is not worth keeping), then trims the pool to its limits.
     pub(crate) fn settle(self) -> Result<(), GitError> {
         match settle(&self.parking, &self.limits) {
-            Ok(true) => match std::fs::rename(&self.parking, self.dir.join(&self.id)) {
-                Ok(()) => {
-                    if let Err(e) = trim(&self.dir, &self.limits) {
-                        tracing::warn!(error = %e, "could not trim the worktree pool");
+            Ok(Some(entries)) => {
+                SETTLED.put(&self.id, &self.parking.join("index"), entries);
+                match std::fs::rename(&self.parking, self.dir.join(&self.id)) {
+                    Ok(()) => {
+                        if let Err(e) = trim(&self.dir, &self.limits) {
+                            tracing::warn!(error = %e, "could not trim the worktree pool");
+                        }
                     }
+                    Err(_) => paths::remove_tree(&self.parking)?,
                 }
-                Err(_) => paths::remove_tree(&self.parking)?,
-            },
-            Ok(false) => paths::remove_tree(&self.parking)?,
+            }
+            Ok(None) => paths::remove_tree(&self.parking)?,
             Err(e) => {
                 tracing::warn!(entry = %self.parking.display(), error = %e, "could not pool a worktree; deleting it");
                 paths::remove_tree(&self.parking)?;
@@ -173,13 +180,14 @@ impl Parked {
 }
 
 /// Brings a parked entry's files down to what its index names (see the module docs) and
-/// writes its new index and size. `Ok(false)` when the entry is not worth keeping.
-fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
+/// writes its new index and size; returns the index's entries. `Ok(None)` when the entry is
+/// not worth keeping.
+fn settle(entry: &Path, limits: &PoolLimits) -> Result<Option<Vec<IndexEntry>>, GitError> {
     let files = entry.join("files");
     paths::remove_tree(&files.join(".git"))?;
     let index_file = entry.join("index");
     if !index_file.exists() {
-        return Ok(false);
+        return Ok(None);
     }
     let index = Index::open(&index_file).ctx("read index")?;
     let mut wanted = Wanted::default();
@@ -189,7 +197,7 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
         let attributes = e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes");
         if attributes {
             // Its blobs may not be its files' bytes (filters): nothing in it can be trusted.
-            return Ok(false);
+            return Ok(None);
         }
         let stage = (e.flags >> 12) & 3;
         let assume_valid = e.flags & 0x8000 != 0;
@@ -208,7 +216,7 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
     // happened to the files in between.
     let tidied = tidy_names(&files, &wanted)?;
     if tidied.bytes > limits.bytes {
-        return Ok(false);
+        return Ok(None);
     }
     // Most often every entry is still there (the job committed what it changed): then the
     // index is already the entry's, and is not written again. (The kept files are among the
@@ -229,7 +237,7 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<bool, GitError> {
     }
     let bytes = entry.join("bytes");
     std::fs::write(&bytes, tidied.bytes.to_string()).map_err(|e| error::io("pool", &bytes, e))?;
-    Ok(true)
+    Ok(Some(tidied.kept))
 }
 
 /// Replaces the index file `file` by one of `entries`.
@@ -282,16 +290,23 @@ pub(crate) fn take(
         return Ok(None);
     }
     // The newest first; one another process renamed first is gone, the next one is tried.
-    let Some((taking, busy)) = candidates.iter().rev().find_map(|id| {
+    let Some((id, taking, busy)) = candidates.iter().rev().find_map(|id| {
         let taking = marker(&dir, id, "taking");
         let busy = BUSY.mark(&taking);
         std::fs::rename(dir.join(id), &taking)
             .is_ok()
-            .then_some((taking, busy))
+            .then_some((id, taking, busy))
     }) else {
         return Ok(None);
     };
-    match claim(repo, Claimed(taking, busy), path, commit, tree.id(), target) {
+    match claim(
+        repo,
+        Claimed(id, taking, busy),
+        path,
+        commit,
+        tree.id(),
+        target,
+    ) {
         Ok(taken) => Ok(Some(taken)),
         Err(e) => {
             unusable(path, &e)?;
@@ -316,23 +331,23 @@ pub(crate) struct Taken {
     _busy: Mark,
 }
 
-/// A pool entry this process renamed to its `taking` marker.
-struct Claimed(PathBuf, Mark);
+/// A pool entry (its id) this process renamed to its `taking` marker.
+struct Claimed<'a>(&'a str, PathBuf, Mark);
 
 /// Registers the worktree and moves the claimed entry's files to `path`. On failure the entry
 /// and the registration are deleted; the caller deletes `path`.
 fn claim(
     repo: &Repository,
-    claimed: Claimed,
+    claimed: Claimed<'_>,
     path: &Path,
     commit: Oid,
     tree: Oid,
     target: Arc<[PlainEntry]>,
 ) -> Result<Taken, GitError> {
-    let Claimed(entry, busy) = claimed;
+    let Claimed(id, entry, busy) = claimed;
     let index_file = entry.join("index");
     let racy_from = modified(&index_file);
-    let registered = wanted(&index_file, &target).and_then(|wanted| {
+    let registered = wanted(id, &index_file, &target).and_then(|wanted| {
         if path.exists() {
             std::fs::remove_dir(path).map_err(|e| error::io("create worktree", path, e))?;
         }
@@ -369,13 +384,19 @@ fn claim(
     }
 }
 
-/// The files of `target` that the pool index `index_file` records with the same content and
-/// mode, with the stat data it recorded.
-fn wanted(index_file: &Path, target: &[PlainEntry]) -> Result<Wanted, GitError> {
-    let pooled = Index::open(index_file).ctx("read pooled index")?;
+/// The files of `target` that the index `index_file` of the pool entry `id` records with the
+/// same content and mode, with the stat data it recorded.
+fn wanted(id: &str, index_file: &Path, target: &[PlainEntry]) -> Result<Wanted, GitError> {
+    let pooled = match SETTLED.take(id, index_file) {
+        Some(entries) => entries,
+        None => Index::open(index_file)
+            .ctx("read pooled index")?
+            .iter()
+            .collect(),
+    };
     // Keyed by the entry's own path, moved out of it (see `Want::seen`).
     let mut pooled: HashMap<Vec<u8>, IndexEntry> = pooled
-        .iter()
+        .into_iter()
         .map(|mut e| (std::mem::take(&mut e.path), e))
         .collect();
     let mut wanted = Wanted::default();
