@@ -63,6 +63,8 @@ pub(crate) struct Inner {
     settles: Settles,
     /// Repositories kept open for the operations that hold their lock (`repos.rs`).
     pub(crate) repos: Repos,
+    /// Worktrees kept open from their creation to their job's commit (`repos.rs`).
+    pub(crate) worktrees: Repos,
 }
 
 impl Default for Git2Operations {
@@ -105,6 +107,7 @@ impl Git2Operations {
                 pool,
                 settles: Settles::default(),
                 repos: Repos::default(),
+                worktrees: Repos::default(),
             }),
         }
     }
@@ -214,7 +217,7 @@ impl Git2Operations {
             let repo = repo.to_path_buf();
             return self
                 .run("create worktree", move |inner| {
-                    creation.finish(&inner.repos, &repo)
+                    creation.finish(&inner.repos, &inner.worktrees, &repo)
                 })
                 .await;
         }
@@ -262,11 +265,15 @@ impl Inner {
 pub(crate) fn open_worktree(path: &Path) -> Result<Repository, GitError> {
     let wt = refs::open(path)?;
     if !wt.is_worktree() {
-        return Err(GitError::NotFound {
-            what: format!("linked worktree at {}", path.display()),
-        });
+        return Err(not_a_worktree(path));
     }
     Ok(wt)
+}
+
+fn not_a_worktree(path: &Path) -> GitError {
+    GitError::NotFound {
+        what: format!("linked worktree at {}", path.display()),
+    }
 }
 
 fn head_of(repo: &Repository) -> Result<Oid, GitError> {
@@ -594,10 +601,15 @@ impl GitOperations for Git2Operations {
     ) -> Result<Option<CommitId>, GitError> {
         let (path, message) = (worktree.to_path_buf(), message.to_string());
         self.run("commit", move |inner| {
-            let wt = open_worktree(&path)?;
-            let signature = inner.signature(&wt)?;
-            let commit = inner.repos.with(wt.commondir(), |main| {
-                merge::commit_all(&wt, main, &signature, &message)
+            // The handle the creation opened, when it is still the worktree there.
+            let commit = inner.worktrees.with(&path, |wt| {
+                if !wt.is_worktree() {
+                    return Err(not_a_worktree(&path));
+                }
+                let signature = inner.signature(wt)?;
+                inner.repos.with(wt.commondir(), |main| {
+                    merge::commit_all(wt, main, &signature, &message)
+                })
             })?;
             Ok(commit.map(|id| id.to_string()))
         })

@@ -46,7 +46,7 @@ use crate::paths::{Mark, Marks};
 use crate::repos::Repos;
 use crate::settled::Settled;
 use crate::tidy::{tidy, tidy_names, Want, Wanted};
-use crate::{paths, refs, worktree};
+use crate::{paths, worktree};
 
 /// The entries this process is changing right now (their marker paths), so that a sweep in
 /// this process tells them from a crash's leftovers.
@@ -418,8 +418,14 @@ impl Taken {
     /// (checked against the files' stat data, see `tidy.rs`), writes the missing files and
     /// the index, and ends the registration. `Ok(false)` when that failed: the worktree and
     /// its registration are deleted, and the caller makes a fresh checkout. `repo` is the
-    /// repository as the operations name it, to read objects through its kept handle.
-    pub(crate) fn fill(self, repos: &Repos, repo: &Path) -> Result<bool, GitError> {
+    /// repository as the operations name it, to read objects through its kept handle; the
+    /// worktree's handle is kept in `worktrees` for the job's commit.
+    pub(crate) fn fill(
+        self,
+        repos: &Repos,
+        worktrees: &Repos,
+        repo: &Path,
+    ) -> Result<bool, GitError> {
         let path = &self.path;
         let filled = tidy(path, &self.wanted, self.racy_from).and_then(|tidied| {
             let kept: HashSet<&[u8]> = tidied.kept.iter().map(|e| e.path.as_slice()).collect();
@@ -429,25 +435,26 @@ impl Taken {
                 .filter(|t| !kept.contains(t.path.as_bytes()))
                 .cloned()
                 .collect();
-            let wt = refs::open(path)?;
-            let written = checkout::write_entries(&wt, path, &missing)?;
-            // When the entry's index describes the kept files exactly, it becomes the
-            // worktree's: `write_index` then takes their stat data from it and needs only the
-            // files just written (adding every kept file's entry again cost as much as the
-            // walk that checked them).
-            let entries: Vec<IndexEntry> = if tidied.exact
-                && std::fs::rename(self.entry.join("index"), self.admin.join("index")).is_ok()
-            {
-                written
-            } else {
-                tidied.kept.into_iter().chain(written).collect()
-            };
-            // The tree is read through the repository kept open for merges (`repos.rs`),
-            // whose object cache holds the target's folders from earlier jobs; the
-            // worktree's own handle, opened just now, would read each of them from disk.
-            repos.with(repo, |main| {
-                let tree = main.find_tree(self.tree).ctx("read tree")?;
-                checkout::write_index(&wt, &tree, &entries)
+            worktrees.with(path, |wt| {
+                let written = checkout::write_entries(wt, path, &missing)?;
+                // When the entry's index describes the kept files exactly, it becomes the
+                // worktree's: `write_index` then takes their stat data from it and needs only
+                // the files just written (adding every kept file's entry again cost as much
+                // as the walk that checked them).
+                let entries: Vec<IndexEntry> = if tidied.exact
+                    && std::fs::rename(self.entry.join("index"), self.admin.join("index")).is_ok()
+                {
+                    written
+                } else {
+                    tidied.kept.into_iter().chain(written).collect()
+                };
+                // The tree is read through the repository kept open for merges (`repos.rs`),
+                // whose object cache holds the target's folders from earlier jobs; the
+                // worktree's own handle, opened just now, would read each of them from disk.
+                repos.with(repo, |main| {
+                    let tree = main.find_tree(self.tree).ctx("read tree")?;
+                    checkout::write_index(wt, &tree, &entries)
+                })
             })?;
             worktree::finish_registration(&self.admin)
         });

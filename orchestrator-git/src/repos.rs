@@ -11,6 +11,13 @@
 //! A repository is taken out while an operation uses it, so no two threads share one (a
 //! `git2::Repository` is `Send`, not `Sync`). One replaced at the same path (deleted and
 //! created again) is told apart by the identity of its git folder and opened afresh.
+//!
+//! Linked worktrees are kept the same way (a [`Repos`] of their own, from a creation to the
+//! job's commit). A worktree's git folder is its administrative folder, and its `.git` file
+//! counts too: a job that deletes or rewrites that file gets, as with a fresh handle, the
+//! repository the file now names or none. The index of a kept handle is libgit2's loaded
+//! one: an operation that reads it calls `Index::read(false)` first, which reloads it when
+//! the file changed.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -45,15 +52,27 @@ impl std::fmt::Debug for Repos {
     }
 }
 
-/// Device, inode and (where the file system records it) creation time of a git folder: a
-/// folder created again may get the inode of the one deleted.
-type Identity = (u64, u64, Option<std::time::SystemTime>);
+/// Device, inode and (where the file system records it) creation time of a git folder (a
+/// folder created again may get the inode of the one deleted); and of the working folder's
+/// `.git`, its device, inode, size and modification time (a worktree's is a file a job may
+/// rewrite in place).
+type Identity = (Stamp, Option<Stamp>);
+type Stamp = (u64, u64, Option<std::time::SystemTime>, u64);
 
-/// The [`Identity`] of `git_dir`, if it exists.
-fn identity(git_dir: &Path) -> Option<Identity> {
-    std::fs::metadata(git_dir)
-        .ok()
-        .map(|m| (m.dev(), m.ino(), m.created().ok()))
+/// The [`Identity`] of `repo`, if its git folder exists.
+fn identity(repo: &Repository) -> Option<Identity> {
+    let git_dir = std::fs::metadata(repo.path()).ok()?;
+    let dot_git = repo
+        .workdir()
+        .and_then(|w| std::fs::symlink_metadata(w.join(".git")).ok())
+        // A folder (a main repository's) is the git folder itself, whose time changes with
+        // every lock file.
+        .filter(|m| !m.is_dir())
+        .map(|m| (m.dev(), m.ino(), m.modified().ok(), m.len()));
+    Some((
+        (git_dir.dev(), git_dir.ino(), git_dir.created().ok(), 0),
+        dot_git,
+    ))
 }
 
 impl Repos {
@@ -66,10 +85,10 @@ impl Repos {
     ) -> Result<T, GitError> {
         let kept = self.lock().remove(path);
         let kept = match kept {
-            Some(k) if identity(k.repo.commondir()) == Some(k.id) => k,
+            Some(k) if identity(&k.repo) == Some(k.id) => k,
             _ => {
                 let repo = refs::open(path)?;
-                let Some(id) = identity(repo.commondir()) else {
+                let Some(id) = identity(&repo) else {
                     // Nothing to tell a replacement by: used once, not kept.
                     return f(&repo);
                 };
@@ -188,6 +207,29 @@ mod tests {
         let mut before = kept;
         before.sort();
         assert_eq!(now, before);
+        Ok(())
+    }
+
+    #[test]
+    fn a_kept_worktree_whose_git_file_is_rewritten_or_deleted_is_opened_again() -> Result {
+        let dir = tempfile::tempdir()?;
+        let main = init(&dir.path().join("main"))?;
+        let wt_path = dir.path().join("wt");
+        main.worktree("wt", &wt_path, None)?;
+        let repos = Repos::default();
+        let admin = |r: &Repository| Ok(r.path().to_path_buf());
+        let first = repos.with(&wt_path, admin)?;
+        assert_eq!(repos.with(&wt_path, admin)?, first, "kept");
+
+        // Pointed elsewhere in place (same inode): the kept handle is not used.
+        let dot_git = wt_path.join(".git");
+        std::fs::write(&dot_git, "gitdir: /nonexistent/elsewhere/and/longer\n")?;
+        let err = repos.with(&wt_path, admin).expect_err("points nowhere");
+        assert!(err.to_string().contains("repository"), "{err}");
+        // Deleted: nor is it.
+        std::fs::remove_file(&dot_git)?;
+        assert!(repos.with(&wt_path, admin).is_err());
+        assert!(repos.lock().is_empty());
         Ok(())
     }
 }

@@ -226,20 +226,25 @@ pub(crate) fn start(
 impl Creation {
     /// Writes the worktree's files and index and ends its registration. `Ok(false)`: a pooled
     /// worktree turned out unusable and is gone; the caller starts again without the pool.
-    /// (`repos` and `repo`: see [`pool::Taken::fill`].)
-    pub(crate) fn finish(self, repos: &Repos, repo: &Path) -> Result<bool, GitError> {
+    /// (`repos`, `worktrees` and `repo`: see [`pool::Taken::fill`].)
+    pub(crate) fn finish(
+        self,
+        repos: &Repos,
+        worktrees: &Repos,
+        repo: &Path,
+    ) -> Result<bool, GitError> {
         match self {
             Creation::Done => Ok(true),
-            Creation::Pooled(taken, _creating) => taken.fill(repos, repo),
+            Creation::Pooled(taken, _creating) => taken.fill(repos, worktrees, repo),
             Creation::Fresh {
                 path,
                 admin,
                 commit,
                 ..
             } => {
-                let written = crate::refs::open(&path).and_then(|wt| {
-                    let tree = checkout::tree_of(&wt, commit)?;
-                    checkout::populate(&wt, &tree)
+                let written = worktrees.with(&path, |wt| {
+                    let tree = checkout::tree_of(wt, commit)?;
+                    checkout::populate(wt, &tree)
                 });
                 match written {
                     Ok(()) => finish_registration(&admin).map(|()| true),
