@@ -112,9 +112,9 @@ impl WorkSpec {
     /// The `onFailure` settings of this spec.
     pub fn on_failure(&self) -> Option<&OnFailure> {
         match self {
-            WorkSpec::Shell(s) => s.on_failure.as_ref(),
-            WorkSpec::Process(p) => p.on_failure.as_ref(),
-            WorkSpec::Agent(a) => a.on_failure.as_ref(),
+            WorkSpec::Shell(s) => s.on_failure.as_deref(),
+            WorkSpec::Process(p) => p.on_failure.as_deref(),
+            WorkSpec::Agent(a) => a.on_failure.as_deref(),
             WorkSpec::Timer(_) | WorkSpec::Team(_) | WorkSpec::Pipeline(_) => None,
         }
     }
@@ -240,9 +240,9 @@ pub struct ShellSpec {
     /// Timeout in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
-    /// What to do when it fails.
+    /// What to do when it fails (boxed: rarely set, and every job's spec carries the field).
     #[serde(default, alias = "on_failure", skip_serializing_if = "Option::is_none")]
-    pub on_failure: Option<OnFailure>,
+    pub on_failure: Option<Box<OnFailure>>,
 }
 
 /// The shells a [`ShellSpec`] may name.
@@ -280,9 +280,9 @@ pub struct ProcessSpec {
     /// Timeout in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
-    /// What to do when it fails.
+    /// What to do when it fails (boxed: rarely set, and every job's spec carries the field).
     #[serde(default, alias = "on_failure", skip_serializing_if = "Option::is_none")]
-    pub on_failure: Option<OnFailure>,
+    pub on_failure: Option<Box<OnFailure>>,
 }
 
 /// `{"type":"agent", ...}`.
@@ -337,9 +337,9 @@ pub struct AgentSpec {
     /// Timeout in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
-    /// What to do when it fails.
+    /// What to do when it fails (boxed: rarely set, and every job's spec carries the field).
     #[serde(default, alias = "on_failure", skip_serializing_if = "Option::is_none")]
-    pub on_failure: Option<OnFailure>,
+    pub on_failure: Option<Box<OnFailure>>,
 }
 
 /// Model tiers.

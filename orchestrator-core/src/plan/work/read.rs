@@ -234,7 +234,7 @@ impl RawWork {
                 env: self.env.unwrap_or_default(),
                 cwd: self.cwd,
                 timeout: self.timeout,
-                on_failure: self.on_failure,
+                on_failure: self.on_failure.map(Box::new),
             }),
             WorkType::Process => WorkSpec::Process(Box::new(ProcessSpec {
                 executable: self
@@ -244,7 +244,7 @@ impl RawWork {
                 env: self.env.unwrap_or_default(),
                 cwd: self.cwd,
                 timeout: self.timeout,
-                on_failure: self.on_failure,
+                on_failure: self.on_failure.map(Box::new),
             })),
             WorkType::Agent => WorkSpec::Agent(Box::new(AgentSpec {
                 instructions: self.instructions,
@@ -259,7 +259,7 @@ impl RawWork {
                 allowed_urls: self.allowed_urls.unwrap_or_default(),
                 env: self.env.unwrap_or_default(),
                 timeout: self.timeout,
-                on_failure: self.on_failure,
+                on_failure: self.on_failure.map(Box::new),
             })),
             WorkType::Timer => WorkSpec::Timer(TimerSpec {
                 seconds: self.seconds,

@@ -368,7 +368,7 @@ fn accepted_edge_cases() {
         shell(|s| {
             s.cwd = Some("sub/dir/..".into());
             s.timeout = Some(60_000);
-            s.on_failure = Some(on_failure.clone());
+            s.on_failure = Some(Box::new(on_failure.clone()));
             s.env.insert("RUST_LOG".into(), "debug".into());
         }),
     );
