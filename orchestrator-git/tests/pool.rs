@@ -14,6 +14,7 @@ use orchestrator_core::git::GitOperations;
 use orchestrator_git::Git2Operations;
 use orchestrator_testkit::fixtures::{self, cli_linked_worktrees, git, init_repo};
 use proptest::prelude::*;
+use tokio::runtime::Runtime;
 
 /// What a folder holds, by relative path (the top-level `.git` left out).
 #[derive(Debug, PartialEq, Eq)]
@@ -105,6 +106,22 @@ impl Fixture {
 
     fn pool(&self) -> PathBuf {
         self.repo.join(".git/orchestrator/worktree-pool")
+    }
+
+    /// Creates the worktree `name` at `commit`.
+    fn create(&self, rt: &Runtime, ops: &Git2Operations, name: &str, commit: &str) -> PathBuf {
+        let wt = self.wt(name);
+        rt.block_on(ops.create_worktree(&self.repo, &wt, commit))
+            .expect("create");
+        wt
+    }
+
+    /// Creates the worktree `name` at `commit` from the pool's only entry, and checks it.
+    fn create_from_pool(&self, rt: &Runtime, ops: &Git2Operations, name: &str, commit: &str) {
+        let wt = self.create(rt, ops, name, commit);
+        assert!(self.pooled().is_empty(), "the entry was taken");
+        self.assert_fresh(&wt, commit, &format!("{name} reused"));
+        fixtures::assert_git_healthy(&self.repo);
     }
 
     /// The ready entries of the pool.
@@ -411,9 +428,7 @@ fn a_removed_worktree_is_pooled_and_reused_unlisted() {
     let ops = Git2Operations::new();
     let rt = runtime();
     let head = fx.head();
-    let wt = fx.wt("a");
-    rt.block_on(ops.create_worktree(&fx.repo, &wt, &head))
-        .expect("create");
+    let wt = fx.create(&rt, &ops, "a", &head);
     let inode =
         |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).expect("stat"));
     let before = inode(&wt.join("docs/guide.md"));
@@ -425,13 +440,12 @@ fn a_removed_worktree_is_pooled_and_reused_unlisted() {
         .expect("list")
         .is_empty());
     assert!(cli_linked_worktrees(&fx.repo).is_empty());
-    let again = fx.wt("b");
-    rt.block_on(ops.create_worktree(&fx.repo, &again, &head))
-        .expect("create");
-    assert!(fx.pooled().is_empty(), "the entry was taken");
-    assert_eq!(inode(&again.join("docs/guide.md")), before, "not rewritten");
-    fx.assert_fresh(&again, &head, "reused");
-    fixtures::assert_git_healthy(&fx.repo);
+    fx.create_from_pool(&rt, &ops, "b", &head);
+    assert_eq!(
+        inode(&fx.wt("b").join("docs/guide.md")),
+        before,
+        "not rewritten"
+    );
 }
 
 #[test]
@@ -440,9 +454,7 @@ fn an_index_the_pool_rewrites_keeps_its_time_and_a_left_edit_is_undone_on_reuse(
     let ops = Git2Operations::new();
     let rt = runtime();
     let head = fx.head();
-    let wt = fx.wt("a");
-    rt.block_on(ops.create_worktree(&fx.repo, &wt, &head))
-        .expect("create");
+    let wt = fx.create(&rt, &ops, "a", &head);
     // Left uncommitted: a deleted file (the pool then writes the entry's index anew) and an
     // edit of the same size (kept when parked, found when the entry is taken).
     std::fs::remove_file(wt.join("README.md")).expect("delete");
@@ -467,12 +479,7 @@ fn an_index_the_pool_rewrites_keeps_its_time_and_a_left_edit_is_undone_on_reuse(
             .expect("pooled time"),
         written
     );
-    let again = fx.wt("b");
-    rt.block_on(ops.create_worktree(&fx.repo, &again, &head))
-        .expect("create");
-    assert!(fx.pooled().is_empty(), "the entry was taken");
-    fx.assert_fresh(&again, &head, "reused after an uncommitted edit");
-    fixtures::assert_git_healthy(&fx.repo);
+    fx.create_from_pool(&rt, &ops, "b", &head);
 }
 
 #[test]
