@@ -175,9 +175,7 @@ pub(crate) fn write_index(
     tree: &Tree<'_>,
     entries: &[IndexEntry],
 ) -> Result<(), GitError> {
-    let mut index = wt.index().ctx("read index")?;
-    // A kept handle's index is the one it loaded (`repos.rs`).
-    index.read(false).ctx("read index")?;
+    let mut index = crate::repos::current_index(wt)?;
     add_in_order(&mut index, entries)?;
     index.read_tree(tree).ctx("write index")?;
     index.write().ctx("write index")

@@ -97,10 +97,7 @@ pub(crate) fn commit_all(
     signature: &Signature<'_>,
     message: &str,
 ) -> Result<Option<Oid>, GitError> {
-    let mut index = wt.index().ctx("read index")?;
-    // A kept handle's index is the one it loaded (`repos.rs`): reloaded if the file changed
-    // since (the job ran `git add`, say).
-    index.read(false).ctx("read index")?;
+    let mut index = crate::repos::current_index(wt)?;
     let root = workdir(wt)?.to_path_buf();
     // Nested repositories are skipped by `add_all` (which would fail on them or store a
     // gitlink) and staged as plain files afterwards; see `nested`.

@@ -9,6 +9,39 @@ use orchestrator_core::git::GitError;
 
 use crate::error;
 
+/// What tells that a file changed without reading it: its device, inode and size, and its
+/// modification and change times to the nanosecond (git's own stat check). A file replaced by
+/// a rename has another inode; one written in place, another time (or size).
+#[cfg(unix)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+#[cfg(unix)]
+impl FileStamp {
+    /// The stamp of the file `meta` describes.
+    pub(crate) fn of(meta: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// The stamp of the file at `path` (a symbolic link's own), if there is one.
+    pub(crate) fn at(path: &Path) -> Option<FileStamp> {
+        std::fs::symlink_metadata(path).ok().map(|m| Self::of(&m))
+    }
+}
+
 /// Paths this process is working on: each is in the set while the [`Mark`] made for it lives,
 /// so that other work in this process (a sweep, a removal) can tell it from a leftover.
 pub(crate) struct Marks(Mutex<BTreeSet<PathBuf>>);

@@ -225,28 +225,35 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<Option<Vec<IndexEntry>>, 
         // The new index keeps the old one's time: the take tells racily clean entries by it
         // (stat data recorded as late as the index was written is not trusted), and the
         // entries' stat data is the old index's.
-        let written = std::fs::metadata(&index_file).and_then(|m| m.modified());
-        write_index(&index_file, &tidied.kept)?;
-        if let Ok(time) = written {
-            std::fs::File::options()
-                .write(true)
-                .open(&index_file)
-                .and_then(|f| f.set_modified(time))
-                .map_err(|e| error::io("pool", &index_file, e))?;
-        }
+        let written = std::fs::metadata(&index_file)
+            .and_then(|m| m.modified())
+            .ok();
+        write_index(&index_file, &tidied.kept, written)?;
     }
     let bytes = entry.join("bytes");
     std::fs::write(&bytes, tidied.bytes.to_string()).map_err(|e| error::io("pool", &bytes, e))?;
     Ok(Some(tidied.kept))
 }
 
-/// Replaces the index file `file` by one of `entries`.
-fn write_index(file: &Path, entries: &[IndexEntry]) -> Result<(), GitError> {
+/// Replaces the index file `file` by one of `entries`, modified at `time` when given (set
+/// before it takes `file`'s place, so that no crash leaves it there with a later time).
+fn write_index(
+    file: &Path,
+    entries: &[IndexEntry],
+    time: Option<SystemTime>,
+) -> Result<(), GitError> {
     let fresh = file.with_extension("new");
     let _ = std::fs::remove_file(&fresh);
     let mut index = Index::open(&fresh).ctx("write index")?;
     checkout::add_in_order(&mut index, entries)?;
     index.write().ctx("write index")?;
+    if let Some(time) = time {
+        std::fs::File::options()
+            .write(true)
+            .open(&fresh)
+            .and_then(|f| f.set_modified(time))
+            .map_err(|e| error::io("pool", &fresh, e))?;
+    }
     std::fs::rename(&fresh, file).map_err(|e| error::io("pool", file, e))
 }
 

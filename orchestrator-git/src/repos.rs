@@ -16,17 +16,19 @@
 //! job's commit). A worktree's git folder is its administrative folder, and its `.git` file
 //! counts too: a job that deletes or rewrites that file gets, as with a fresh handle, the
 //! repository the file now names or none. The index of a kept handle is libgit2's loaded
-//! one: an operation that reads it calls `Index::read(false)` first, which reloads it when
-//! the file changed.
+//! one: an operation reads it through [`current_index`], which reloads it when the file
+//! changed.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use git2::Repository;
+use git2::{Index, Repository};
 use orchestrator_core::git::GitError;
 
+use crate::error::Context;
+use crate::paths::FileStamp;
 use crate::refs;
 
 /// How many repositories are kept open; beyond it, one is closed to make room (a process
@@ -52,12 +54,17 @@ impl std::fmt::Debug for Repos {
     }
 }
 
-/// Device, inode and (where the file system records it) creation time of a git folder (a
-/// folder created again may get the inode of the one deleted); and of the working folder's
-/// `.git`, its device, inode, size and modification time (a worktree's is a file a job may
-/// rewrite in place).
-type Identity = (Stamp, Option<Stamp>);
-type Stamp = (u64, u64, Option<std::time::SystemTime>, u64);
+/// What tells the repository a handle was opened on from one at the same path since.
+#[derive(PartialEq)]
+struct Identity {
+    /// Device, inode and (where the file system records it) creation time of the git folder:
+    /// a folder created again may get the inode of the one deleted.
+    git_dir: (u64, u64, Option<std::time::SystemTime>),
+    /// The working folder's `.git` when it is a file (a linked worktree's), which a job may
+    /// rewrite in place. (A main repository's is the git folder itself, whose times change
+    /// with every lock file.)
+    dot_git: Option<FileStamp>,
+}
 
 /// The [`Identity`] of `repo`, if its git folder exists.
 fn identity(repo: &Repository) -> Option<Identity> {
@@ -65,14 +72,21 @@ fn identity(repo: &Repository) -> Option<Identity> {
     let dot_git = repo
         .workdir()
         .and_then(|w| std::fs::symlink_metadata(w.join(".git")).ok())
-        // A folder (a main repository's) is the git folder itself, whose time changes with
-        // every lock file.
         .filter(|m| !m.is_dir())
-        .map(|m| (m.dev(), m.ino(), m.modified().ok(), m.len()));
-    Some((
-        (git_dir.dev(), git_dir.ino(), git_dir.created().ok(), 0),
+        .map(|m| FileStamp::of(&m));
+    Some(Identity {
+        git_dir: (git_dir.dev(), git_dir.ino(), git_dir.created().ok()),
         dot_git,
-    ))
+    })
+}
+
+/// The index of `repo`, as its file is now: a kept handle's is the one it loaded, which
+/// `Index::read(false)` reloads when the file changed (a job ran `git add`, say) and leaves
+/// as it is otherwise.
+pub(crate) fn current_index(repo: &Repository) -> Result<Index, GitError> {
+    let mut index = repo.index().ctx("read index")?;
+    index.read(false).ctx("read index")?;
+    Ok(index)
 }
 
 impl Repos {
@@ -85,7 +99,7 @@ impl Repos {
     ) -> Result<T, GitError> {
         let kept = self.lock().remove(path);
         let kept = match kept {
-            Some(k) if identity(&k.repo) == Some(k.id) => k,
+            Some(k) if identity(&k.repo).as_ref() == Some(&k.id) => k,
             _ => {
                 let repo = refs::open(path)?;
                 let Some(id) = identity(&repo) else {

@@ -10,11 +10,12 @@
 #![cfg(unix)]
 
 use std::collections::VecDeque;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use git2::IndexEntry;
+
+use crate::paths::FileStamp;
 
 /// How many memos are kept: the default pool holds 8 entries.
 const KEPT: usize = 8;
@@ -26,24 +27,8 @@ pub(crate) struct Settled {
 
 struct Memo {
     id: String,
-    stamp: Stamp,
+    stamp: FileStamp,
     entries: Vec<IndexEntry>,
-}
-
-/// Device, inode, size, modification and change times (seconds and nanoseconds).
-type Stamp = (u64, u64, u64, i64, i64, i64, i64);
-
-fn stamp(file: &Path) -> Option<Stamp> {
-    let m = std::fs::symlink_metadata(file).ok()?;
-    Some((
-        m.dev(),
-        m.ino(),
-        m.len(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec(),
-    ))
 }
 
 impl Settled {
@@ -61,7 +46,7 @@ impl Settled {
     /// Remembers that the index file `index` of the pool entry `id` holds `entries` (in any
     /// order), as its stat data is now.
     pub(crate) fn put(&self, id: &str, index: &Path, entries: Vec<IndexEntry>) {
-        let Some(stamp) = stamp(index) else {
+        let Some(stamp) = FileStamp::at(index) else {
             return;
         };
         let mut memos = self.lock();
@@ -84,7 +69,7 @@ impl Settled {
             let at = memos.iter().position(|m| m.id == id)?;
             memos.remove(at)?
         };
-        (stamp(index) == Some(memo.stamp)).then_some(memo.entries)
+        (FileStamp::at(index) == Some(memo.stamp)).then_some(memo.entries)
     }
 }
 
