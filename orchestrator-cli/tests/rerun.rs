@@ -270,7 +270,8 @@ fn kill_9_at_random_moments_of_appending_jobs_gives_the_uninterrupted_tree() {
         let resume = repo.run(&["resume", &id, "--json", "-q"]);
         resume.expect_code(0);
         assert_eq!(tree(&repo), reference, "{label}: the tree differs");
-        assert!(repo.extra_worktrees().is_empty(), "{label}: worktrees left");
+        let left = repo.extra_worktrees();
+        assert!(left.is_empty(), "{label}: worktrees left: {left:?}");
         true
     };
     let resumed = std::thread::scope(|s| {

@@ -293,6 +293,19 @@ fn sweep_pool(repo: &Repository, limits: &PoolLimits) {
     }
 }
 
+/// Crash repair of the registrations: forgets those whose folder is gone (`git worktree
+/// prune`). A kill between moving or deleting a finished job's folder and deleting its
+/// registration leaves one, and when no worktree is left under the plan's root the orphan
+/// sweep, which prunes too, has nothing to look at. A failure is logged: a dangling
+/// registration blocks nothing of ours.
+fn forget_gone_worktrees(repo: &Repository) {
+    match worktree::prune(repo) {
+        Ok(names) if names.is_empty() => {}
+        Ok(names) => tracing::debug!(?names, "forgot worktrees whose folder a crash removed"),
+        Err(e) => tracing::warn!(error = %e, "could not prune worktree registrations"),
+    }
+}
+
 pub(crate) fn short(id: Oid) -> String {
     id.to_string().chars().take(12).collect()
 }
@@ -759,6 +772,7 @@ impl GitOperations for Git2Operations {
         let (worktrees, branches) = (worktrees.to_vec(), branches.to_vec());
         self.locked_repo(repo, "remove stale locks", move |inner, repo| {
             sweep_pool(repo, &inner.pool);
+            forget_gone_worktrees(repo);
             Ok(stale_locks(repo, &worktrees, &branches)
                 .into_iter()
                 .filter(|p| std::fs::remove_file(p).is_ok())

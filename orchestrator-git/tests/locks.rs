@@ -69,3 +69,51 @@ async fn stale_locks_of_the_plans_worktrees_and_branches_are_removed() {
     let fsck = git_output(&repo, &["fsck", "--full"]);
     assert!(fsck.status.success());
 }
+
+#[tokio::test]
+async fn registrations_whose_folder_a_crash_removed_are_forgotten() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = fixture_repo(tmp.path());
+    let ops = Git2Operations::new();
+    let base = ops.resolve(&repo, "HEAD").await.expect("head");
+    let root = repo.join(".worktrees");
+    let (gone, locked, live) = (root.join("gone"), root.join("locked"), root.join("live"));
+    for wt in [&gone, &locked, &live] {
+        ops.create_worktree(&repo, wt, &base)
+            .await
+            .expect("worktree");
+    }
+    git(&repo, &["worktree", "lock", "--reason", "mine", "locked"]);
+    // What a kill between deleting (or pooling) a finished job's folder and deleting its
+    // registration leaves; the root is otherwise empty, so the orphan sweep sees nothing.
+    std::fs::remove_dir_all(&gone).expect("delete");
+    std::fs::remove_dir_all(&locked).expect("delete");
+    let listed = |repo: &std::path::Path| {
+        git(repo, &["worktree", "list", "--porcelain"])
+            .lines()
+            .filter_map(|l| l.strip_prefix("worktree "))
+            .map(std::path::PathBuf::from)
+            .skip(1)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(listed(&repo).len(), 3, "git still lists the dangling ones");
+    let removed = ops
+        .remove_stale_locks(&repo, &[], &[])
+        .await
+        .expect("repair");
+    assert!(removed.is_empty(), "no lock files: {removed:?}");
+    let mut left: Vec<String> = listed(&repo)
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        vec!["live".to_owned(), "locked".to_owned()],
+        "a registration whose folder is gone is forgotten unless it is locked, as git does"
+    );
+    assert!(
+        live.join("README.md").exists(),
+        "a live worktree is untouched"
+    );
+}

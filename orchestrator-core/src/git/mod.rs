@@ -409,8 +409,10 @@ pub trait GitOperations: Send + Sync + Debug + 'static {
     /// administrative folders (`HEAD.lock`, `index.lock`) and on these branches' refs; they
     /// would make every later commit or merge there fail. The engine calls it only while it
     /// holds the plan's lease, for the plan's own worktrees and branches, so nobody else is
-    /// writing there. Returns the files removed. The default does nothing (stores without lock
-    /// files).
+    /// writing there. Returns the files removed. An implementation also repairs here what a
+    /// killed process leaves that is nobody's (the registrations of worktrees whose folder is
+    /// gone, as `git worktree prune` does; a worktree pool's half-moved entries). The default
+    /// does nothing (stores without lock files).
     async fn remove_stale_locks(
         &self,
         repo: &Path,
