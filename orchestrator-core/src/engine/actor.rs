@@ -558,7 +558,9 @@ impl PlanActor {
             return;
         }
         while self.active < self.max_parallel {
-            let Some(n) = self.queue.pop() else { break };
+            let Some(n) = self.queue.pop(self.machine.graph()) else {
+                break;
+            };
             match self.machine.status_of(n) {
                 NodeStatus::Ready => {}
                 NodeStatus::CompletedSplit

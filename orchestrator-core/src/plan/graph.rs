@@ -26,6 +26,10 @@ pub struct PlanGraph {
     snapshot: Option<NodeIndex>,
     order: Vec<NodeIndex>,
     priority: Vec<Priority>,
+    /// Each node's place in the scheduling order (0 runs first, see [`PlanGraph::rank`]).
+    rank: Vec<u32>,
+    /// The nodes in that order.
+    by_rank: Vec<u32>,
     topo_pos: Vec<u32>,
     /// Adjacency in compressed rows, built once: the scheduler walks dependents on every
     /// completion, and contiguous rows beat chasing petgraph's edge lists on large plans.
@@ -154,12 +158,19 @@ impl PlanGraph {
             snapshot,
             order,
             priority: Vec::new(),
+            rank: Vec::new(),
+            by_rank: Vec::new(),
             topo_pos: Vec::new(),
             dependents,
             dependencies,
             by_producer,
         };
         g.priority = g.compute_priorities();
+        g.by_rank = g.scheduling_order();
+        g.rank = vec![0; g.node_count()];
+        for (r, &n) in g.by_rank.iter().enumerate() {
+            g.rank[n as usize] = r as u32;
+        }
         g.topo_pos = vec![0; g.node_count()];
         for (i, &n) in g.order.iter().enumerate() {
             g.topo_pos[n] = i as u32;
@@ -182,6 +193,24 @@ impl PlanGraph {
             };
         }
         prio
+    }
+
+    /// The nodes by priority, highest first, then in plan order: sorted once here, so that
+    /// the ready queue orders nodes by their place in it (see `engine/queue.rs`).
+    fn scheduling_order(&self) -> Vec<u32> {
+        // Packed keys, one integer compare per step: critical path (high 32 bits), dependents,
+        // then the complement of the node index (earlier nodes first).
+        let mut keys: Vec<u128> = (self.priority.iter().enumerate())
+            .map(|(n, p)| {
+                (u128::from(p.critical_path) << 96)
+                    | (u128::from(p.dependents) << 64)
+                    | u128::from(u64::MAX - n as u64)
+            })
+            .collect();
+        keys.sort_unstable_by(|a, b| b.cmp(a));
+        keys.into_iter()
+            .map(|key| (u64::MAX - key as u64) as u32)
+            .collect()
     }
 
     /// Number of nodes (jobs plus the snapshot node, if any).
@@ -278,6 +307,17 @@ impl PlanGraph {
     /// Scheduling priority of `n`.
     pub fn priority(&self, n: NodeIndex) -> Priority {
         self.priority.get(n).copied().unwrap_or_default()
+    }
+
+    /// The place of `n` in the scheduling order: by [`PlanGraph::priority`], highest first,
+    /// then plan order; 0 runs first.
+    pub(crate) fn rank(&self, n: NodeIndex) -> Option<usize> {
+        self.rank.get(n).map(|&r| r as usize)
+    }
+
+    /// The node at place `rank` of the scheduling order.
+    pub(crate) fn node_at_rank(&self, rank: usize) -> Option<NodeIndex> {
+        self.by_rank.get(rank).map(|&n| n as NodeIndex)
     }
 
     /// Node index of a producerId.
