@@ -6,9 +6,9 @@ use crate::plan::PlanGraph;
 /// The ready nodes as a set of their places in the graph's scheduling order
 /// ([`PlanGraph::rank`], sorted once when the graph is built), so that the first ready node is
 /// the lowest set bit: a bitmap with a summary bitmap per level above it, each bit of which
-/// says whether a word below it is not zero. Push and pop touch one word per level (three
-/// levels for a million nodes, 128 KiB in all), where a heap of a hundred thousand ready
-/// nodes missed the cache at every step of every pop.
+/// says whether a word below it is not zero. Push and pop touch one word per level (four
+/// levels for a million nodes, 125 KiB in all), where a binary heap of a hundred thousand
+/// ready nodes missed the cache at every step of every pop.
 #[derive(Debug, Default)]
 pub(crate) struct ReadyQueue {
     /// `levels[0]` has a bit per rank; the last level is one word.
