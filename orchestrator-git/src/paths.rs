@@ -42,6 +42,16 @@ impl FileStamp {
     }
 }
 
+/// Whether the file or folder at `path` (a symbolic link's own) was last modified more than
+/// `age` ago; `false` when that cannot be told (it is gone, or its time is in the future).
+pub(crate) fn older_than(path: &Path, age: std::time::Duration) -> bool {
+    std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|elapsed| elapsed > age)
+}
+
 /// Paths this process is working on: each is in the set while the [`Mark`] made for it lives,
 /// so that other work in this process (a sweep, a removal) can tell it from a leftover.
 pub(crate) struct Marks(Mutex<BTreeSet<PathBuf>>);

@@ -525,11 +525,7 @@ fn owner_gone(pid: u32, path: &Path) -> bool {
     if Path::new("/proc/self").exists() {
         return !Path::new("/proc").join(pid.to_string()).exists();
     }
-    std::fs::symlink_metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|age| age > UNKNOWN_OWNER_AGE)
+    paths::older_than(path, UNKNOWN_OWNER_AGE)
 }
 
 /// Deletes the oldest ready entries until the pool is within `limits`; an entry whose size is

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use git2::{Oid, Repository};
 use orchestrator_core::git::{GitError, JobBranch};
@@ -436,8 +437,14 @@ pub(crate) fn list(repo: &Repository) -> Result<Vec<PathBuf>, GitError> {
     Ok(found.into_iter().collect())
 }
 
+/// How long an unfinished creation's registration is taken for one under way. A creation
+/// holds its registration without its folder's `.git` file for a few system calls only (the
+/// repository's lock covers that in this process, not in another).
+const CREATION_GRACE: Duration = Duration::from_secs(60);
+
 /// Forgets registrations whose folder is gone (as `git worktree prune`), keeping locked ones
-/// unless the lock is an unfinished creation of ours. Returns the names pruned.
+/// unless the lock is an unfinished creation of ours older than [`CREATION_GRACE`] (a younger
+/// one may be another process's, under way). Returns the names pruned.
 pub(crate) fn prune(repo: &Repository) -> Result<Vec<String>, GitError> {
     let dir = repo.commondir().join("worktrees");
     let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -447,8 +454,14 @@ pub(crate) fn prune(repo: &Repository) -> Result<Vec<String>, GitError> {
     for admin in entries.flatten().map(|e| e.path()) {
         let alive = registered_path(&admin).is_some_and(|p| p.join(".git").exists());
         let lock = std::fs::read_to_string(admin.join("locked")).ok();
-        let locked = lock.is_some_and(|reason| reason.trim() != INITIALIZING);
-        if !alive && !locked {
+        // A folder without `gitdir` or `locked` is a creation's first moment, or a crash's.
+        let unfinished = match &lock {
+            Some(reason) => reason.trim() == INITIALIZING,
+            None => !admin.join("gitdir").exists(),
+        };
+        let locked = lock.is_some() && !unfinished;
+        let under_way = unfinished && !paths::older_than(&admin, CREATION_GRACE);
+        if !alive && !locked && !under_way {
             paths::remove_tree(&admin)?;
             pruned.push(
                 admin

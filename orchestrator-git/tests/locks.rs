@@ -117,3 +117,43 @@ async fn registrations_whose_folder_a_crash_removed_are_forgotten() {
         "a live worktree is untouched"
     );
 }
+
+#[tokio::test]
+async fn an_unfinished_creation_is_taken_for_one_under_way_until_it_is_old() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = fixture_repo(tmp.path());
+    let ops = Git2Operations::new();
+    let admins = repo.join(".git/worktrees");
+    // What another process's creation looks like for a moment (and a crash's for ever): a
+    // registration marked as being created whose folder has no `.git` file yet, and a
+    // registration folder with nothing in it yet.
+    let creating = admins.join("creating");
+    std::fs::create_dir_all(&creating).expect("mkdir");
+    std::fs::write(creating.join("locked"), "initializing\n").expect("lock");
+    let missing = repo.join(".worktrees/creating/.git");
+    std::fs::write(creating.join("gitdir"), format!("{}\n", missing.display())).expect("gitdir");
+    let empty = admins.join("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    ops.remove_stale_locks(&repo, &[], &[])
+        .await
+        .expect("repair");
+    assert!(
+        creating.exists() && empty.exists(),
+        "a creation that may be under way is left alone"
+    );
+    // Old enough to be a crash's.
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for admin in [&creating, &empty] {
+        std::fs::File::open(admin)
+            .and_then(|f| f.set_modified(long_ago))
+            .expect("age");
+    }
+    ops.remove_stale_locks(&repo, &[], &[])
+        .await
+        .expect("repair");
+    assert!(
+        !creating.exists(),
+        "an old unfinished creation is forgotten"
+    );
+    assert!(!empty.exists(), "an old empty registration is forgotten");
+}
