@@ -5,6 +5,7 @@
 pub(crate) mod producers;
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, NodeIndex as PgIndex};
@@ -26,10 +27,9 @@ pub struct PlanGraph {
     snapshot: Option<NodeIndex>,
     order: Vec<NodeIndex>,
     priority: Vec<Priority>,
-    /// Each node's place in the scheduling order (0 runs first, see [`PlanGraph::rank`]).
-    rank: Vec<u32>,
-    /// The nodes in that order.
-    by_rank: Vec<u32>,
+    /// The scheduling order, sorted on first use: only a plan that runs needs it (a graph
+    /// built to validate a plan or to show it does not).
+    schedule: OnceLock<Schedule>,
     topo_pos: Vec<u32>,
     /// Adjacency in compressed rows, built once: the scheduler walks dependents on every
     /// completion, and contiguous rows beat chasing petgraph's edge lists on large plans.
@@ -42,6 +42,15 @@ pub struct PlanGraph {
     parents: Vec<NodeIndex>,
     /// Jobs that are sub-agents (SPEC §15), sorted; empty in most plans (as `parents`).
     sub_agents: Vec<NodeIndex>,
+}
+
+/// The nodes in the order the scheduler prefers them, and each node's place in it.
+#[derive(Debug, Clone)]
+struct Schedule {
+    /// Each node's place (0 runs first, see [`PlanGraph::rank`]).
+    rank: Vec<u32>,
+    /// The nodes in that order.
+    by_rank: Vec<u32>,
 }
 
 /// Scheduling priority of a node: longest remaining critical path, then most dependents.
@@ -158,19 +167,13 @@ impl PlanGraph {
             snapshot,
             order,
             priority: Vec::new(),
-            rank: Vec::new(),
-            by_rank: Vec::new(),
+            schedule: OnceLock::new(),
             topo_pos: Vec::new(),
             dependents,
             dependencies,
             by_producer,
         };
         g.priority = g.compute_priorities();
-        g.by_rank = g.scheduling_order();
-        g.rank = vec![0; g.node_count()];
-        for (r, &n) in g.by_rank.iter().enumerate() {
-            g.rank[n as usize] = r as u32;
-        }
         g.topo_pos = vec![0; g.node_count()];
         for (i, &n) in g.order.iter().enumerate() {
             g.topo_pos[n] = i as u32;
@@ -195,8 +198,19 @@ impl PlanGraph {
         prio
     }
 
-    /// The nodes by priority, highest first, then in plan order: sorted once here, so that
-    /// the ready queue orders nodes by their place in it (see `engine/queue.rs`).
+    /// The nodes by priority, highest first, then in plan order, sorted once so that the
+    /// ready queue orders nodes by their place in it (see `engine/queue.rs`).
+    fn schedule(&self) -> &Schedule {
+        self.schedule.get_or_init(|| {
+            let by_rank = self.scheduling_order();
+            let mut rank = vec![0; self.node_count()];
+            for (r, &n) in by_rank.iter().enumerate() {
+                rank[n as usize] = r as u32;
+            }
+            Schedule { rank, by_rank }
+        })
+    }
+
     fn scheduling_order(&self) -> Vec<u32> {
         // Packed keys, one integer compare per step: critical path (high 32 bits), dependents,
         // then the complement of the node index (earlier nodes first).
@@ -312,12 +326,12 @@ impl PlanGraph {
     /// The place of `n` in the scheduling order: by [`PlanGraph::priority`], highest first,
     /// then plan order; 0 runs first.
     pub(crate) fn rank(&self, n: NodeIndex) -> Option<usize> {
-        self.rank.get(n).map(|&r| r as usize)
+        self.schedule().rank.get(n).map(|&r| r as usize)
     }
 
     /// The node at place `rank` of the scheduling order.
     pub(crate) fn node_at_rank(&self, rank: usize) -> Option<NodeIndex> {
-        self.by_rank.get(rank).map(|&n| n as NodeIndex)
+        self.schedule().by_rank.get(rank).map(|&n| n as NodeIndex)
     }
 
     /// Node index of a producerId.
