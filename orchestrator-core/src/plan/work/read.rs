@@ -80,7 +80,7 @@ struct RawWork {
     cwd: Option<String>,
     timeout: Option<u64>,
     #[serde(alias = "on_failure")]
-    on_failure: Option<OnFailure>,
+    on_failure: Option<Box<OnFailure>>,
     seconds: Option<f64>,
     until: Option<String>,
     // Team work (SPEC §13).
@@ -234,7 +234,7 @@ impl RawWork {
                 env: self.env.unwrap_or_default(),
                 cwd: self.cwd,
                 timeout: self.timeout,
-                on_failure: self.on_failure.map(Box::new),
+                on_failure: self.on_failure,
             }),
             WorkType::Process => WorkSpec::Process(Box::new(ProcessSpec {
                 executable: self
@@ -244,7 +244,7 @@ impl RawWork {
                 env: self.env.unwrap_or_default(),
                 cwd: self.cwd,
                 timeout: self.timeout,
-                on_failure: self.on_failure.map(Box::new),
+                on_failure: self.on_failure,
             })),
             WorkType::Agent => WorkSpec::Agent(Box::new(AgentSpec {
                 instructions: self.instructions,
@@ -259,7 +259,7 @@ impl RawWork {
                 allowed_urls: self.allowed_urls.unwrap_or_default(),
                 env: self.env.unwrap_or_default(),
                 timeout: self.timeout,
-                on_failure: self.on_failure.map(Box::new),
+                on_failure: self.on_failure,
             })),
             WorkType::Timer => WorkSpec::Timer(TimerSpec {
                 seconds: self.seconds,
