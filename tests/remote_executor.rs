@@ -304,7 +304,7 @@ async fn a_job_failing_on_the_worker_fails_with_the_workers_phase_and_output() {
 async fn an_approval_after_job_run_remotely_waits_before_its_commit_merges() {
     let s = setup(0);
     let mut gated = JobSpec::new("gated", "Gated", WorkSpec::shell("echo g > g.txt"));
-    gated.approval = Some(Approval::After);
+    gated.extra.approval = Some(Approval::After);
     let spec = PlanSpec::new("gated").target_branch("result").job(gated);
     let (id, status) = run(&s.coordinator, spec, &s.repo.dir).await;
     assert_eq!(status, PlanStatus::Waiting, "waits for its approval");

@@ -271,7 +271,7 @@ async fn two_children_work_apart_and_their_files_reach_the_parent_and_the_target
         .map(|j| j.producer_id.as_str())
         .collect();
     assert_eq!(ids, ["lead", "lead/agent-1", "lead/agent-2"]);
-    assert!(record.spec.jobs[1].sub_agent.is_some());
+    assert!(record.spec.jobs[1].extra.sub_agent.is_some());
     assert_eq!(
         record.state.nodes[0].attempts.len(),
         1,

@@ -96,10 +96,10 @@ impl WorkRunner for ShellRunner {
         let WorkSpec::Shell(shell) = spec else {
             return Err(wrong_kind("shell", spec));
         };
-        let (program, flags) = shell_program(shell.shell)?;
+        let (program, flags) = shell_program(shell.extra.shell)?;
         let shell_invocation = prepare(program, spec, ctx)?;
         // A plain simple command runs without the shell (see `direct`): sh would exec it as is.
-        let words = matches!(shell.shell, None | Some(ShellKind::Sh))
+        let words = matches!(shell.extra.shell, None | Some(ShellKind::Sh))
             .then(|| direct::plain_words(&shell.command))
             .flatten();
         let direct = words.and_then(|words| {

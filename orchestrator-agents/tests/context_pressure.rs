@@ -215,7 +215,7 @@ async fn a_full_context_splits_the_job_into_sub_jobs_whose_commits_reach_the_tar
         ["big", "big/part-two", "big/part-three", "big/part-four"]
     );
     let four = &record.spec.jobs[3];
-    assert_eq!(four.parent.as_deref(), Some("big"));
+    assert_eq!(four.extra.parent.as_deref(), Some("big"));
     assert_eq!(four.dependencies, ["big/part-two", "big/part-three"]);
     for producer in ids {
         assert_eq!(

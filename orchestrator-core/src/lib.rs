@@ -18,6 +18,7 @@ pub mod conformance;
 pub mod engine;
 mod error;
 pub mod events;
+pub mod extra;
 pub mod git;
 pub mod ids;
 pub mod inputs;

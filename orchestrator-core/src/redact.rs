@@ -339,10 +339,10 @@ pub(crate) fn job_redactor(
     spec.worktree_init.iter().for_each(|w| add(w.env()));
     spec.verify_ri.iter().for_each(|w| add(w.env()));
     if let Some(job) = job {
-        add(&job.env);
+        add(&job.extra.env);
         add(job.work.env());
-        job.prechecks.iter().for_each(|w| add(w.env()));
-        job.postchecks.iter().for_each(|w| add(w.env()));
+        job.extra.prechecks.iter().for_each(|w| add(w.env()));
+        job.extra.postchecks.iter().for_each(|w| add(w.env()));
     }
     (!secrets.is_empty()).then(|| base.clone().with_values(secrets))
 }
@@ -469,7 +469,9 @@ mod tests {
         let mut job =
             JobSpec::new("job", "t", WorkSpec::shell("true")).env("JOB_KEY", "job-secret");
         if let WorkSpec::Shell(s) = &mut job.work {
-            s.env.insert("DEPLOY_HOOK".into(), "hook-secret".into());
+            s.extra
+                .env
+                .insert("DEPLOY_HOOK".into(), "hook-secret".into());
         }
         let names = SecretNames::new().with("DEPLOY_HOOK");
         let r = job_redactor(&Redactor::new(), &spec, Some(&job), &names).expect("job secrets");

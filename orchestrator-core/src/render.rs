@@ -185,7 +185,7 @@ impl<'a> GroupTree<'a> {
                 .spec
                 .jobs
                 .get(n)
-                .and_then(|j| j.group.as_deref())
+                .and_then(|j| j.extra.group.as_deref())
                 .filter(|g| !g.is_empty())
         };
         let mut top = GroupTree::default();
@@ -280,7 +280,7 @@ mod tests {
     fn record(top_group: Option<&str>) -> (PlanRecord, PlanGraph) {
         let job = |id: &str| JobSpec::new(id, id, WorkSpec::shell("true"));
         let mut top = job("top");
-        top.group = top_group.map(str::to_owned);
+        top.extra.group = top_group.map(str::to_owned);
         let mut spec = PlanSpec::new("p")
             .isolation(Isolation::None)
             .job(top)

@@ -72,7 +72,7 @@ fn groups_json(record: &PlanRecord) -> Value {
             .nodes
             .get(n)
             .map_or(NodeStatus::Pending, |s| s.status);
-        (job.group.as_deref(), status)
+        (job.extra.group.as_deref(), status)
     });
     let groups: Vec<Value> = crate::plan::group_statuses(jobs)
         .into_iter()
@@ -118,11 +118,11 @@ fn job_doc(record: &PlanRecord, n: usize, blockers: &[String]) -> Value {
             doc["name"] = json!(job.display_name());
             doc["task"] = json!(job.task);
             doc["dependencies"] = json!(job.dependencies);
-            if let Some(group) = &job.group {
+            if let Some(group) = &job.extra.group {
                 doc["group"] = json!(group);
             }
             // A sub-job (SPEC §12) names the composite job it belongs to.
-            if let Some(parent) = &job.parent {
+            if let Some(parent) = &job.extra.parent {
                 doc["parent"] = json!(parent);
             }
             if !blockers.is_empty() {

@@ -713,7 +713,7 @@ async fn auto_heal_respects_opt_outs_and_budget() {
         .build()
         .expect("build");
     let mut spec = plan(&[("aaa", "make", &[]), ("bbb", "make", &[])]);
-    spec.jobs[0].auto_heal = Some(false);
+    spec.jobs[0].extra.auto_heal = Some(false);
     let id = o.run(spec, dir.path()).await.expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     assert_eq!(

@@ -203,15 +203,15 @@ fn every_field_parses_in_json_camel_case() {
     assert_eq!(plan.env.get("CI").map(String::as_str), Some("1"));
 
     let build = &plan.jobs[0];
-    assert!(build.expects_no_changes);
-    assert_eq!(build.auto_heal, Some(false));
-    assert_eq!(build.group.as_deref(), Some("backend/api"));
+    assert!(build.extra.expects_no_changes);
+    assert_eq!(build.extra.auto_heal, Some(false));
+    assert_eq!(build.extra.group.as_deref(), Some("backend/api"));
     assert_eq!(build.display_name(), "Build it");
     match &build.work {
         WorkSpec::Shell(s) => {
-            assert_eq!(s.shell, Some(ShellKind::Bash));
-            assert_eq!(s.timeout, Some(60_000));
-            assert_eq!(s.cwd.as_deref(), Some("src"));
+            assert_eq!(s.extra.shell, Some(ShellKind::Bash));
+            assert_eq!(s.extra.timeout, Some(60_000));
+            assert_eq!(s.extra.cwd.as_deref(), Some("src"));
         }
         other => panic!("expected shell work, got {other:?}"),
     }
@@ -220,10 +220,10 @@ fn every_field_parses_in_json_camel_case() {
     assert_eq!(on_failure.message.as_deref(), Some("see log"));
     assert_eq!(on_failure.resume_from_phase, Some(Phase::Work));
     assert!(
-        matches!(build.prechecks.as_deref(), Some(WorkSpec::Process(p)) if p.args == ["--version"])
+        matches!(build.extra.prechecks.as_deref(), Some(WorkSpec::Process(p)) if p.args == ["--version"])
     );
     assert_eq!(
-        build.postchecks.as_deref(),
+        build.extra.postchecks.as_deref(),
         Some(&WorkSpec::shell("make test"))
     );
 
@@ -262,7 +262,7 @@ fn snake_case_aliases_work_in_json_too() {
                     "on_failure":{"resume_from_phase":"merge-fi","no_auto_heal":true}}}]}"#,
     );
     assert_eq!(plan.max_parallel, Some(2));
-    assert!(plan.jobs[0].expects_no_changes);
+    assert!(plan.jobs[0].extra.expects_no_changes);
     let a = agent_of(&plan.jobs[0].work);
     assert_eq!(a.instructions_file.as_deref(), Some("p.md"));
     assert_eq!(a.max_turns, Some(3));
@@ -351,7 +351,7 @@ fn every_work_type_parses() {
         let plan = parse_json(&json_with_work(&format!(
             r#"{{"type":"shell","command":"ls","shell":"{shell}"}}"#
         )));
-        assert!(matches!(&plan.jobs[0].work, WorkSpec::Shell(s) if s.shell.is_some()));
+        assert!(matches!(&plan.jobs[0].work, WorkSpec::Shell(s) if s.extra.shell.is_some()));
     }
 }
 
@@ -375,8 +375,8 @@ fn on_failure_is_accepted_on_every_work_type_and_location() {
             plan.verify_ri.as_ref(),
             plan.worktree_init.first(),
             Some(&job.work),
-            job.prechecks.as_deref(),
-            job.postchecks.as_deref(),
+            job.extra.prechecks.as_deref(),
+            job.extra.postchecks.as_deref(),
         ];
         for work in all {
             let f = work.and_then(WorkSpec::on_failure);

@@ -23,7 +23,9 @@ const SHAPED: &str = "sk-abcdefghijklmnopqrstuvwxyz012345";
 fn spec() -> PlanSpec {
     let mut work = WorkSpec::shell("print");
     if let WorkSpec::Shell(s) = &mut work {
-        s.env.insert("DB_PASSWORD".into(), SPEC_PASSWORD.into());
+        s.extra
+            .env
+            .insert("DB_PASSWORD".into(), SPEC_PASSWORD.into());
     }
     let mut spec = PlanSpec::new("secrets")
         .isolation(Isolation::None)
@@ -44,7 +46,7 @@ fn runner(seen: Arc<Mutex<Vec<String>>>) -> FnRunner {
             return Err(WorkFailure::new("not shell"));
         };
         let mut env = ctx.env.clone();
-        env.extend(s.env.clone());
+        env.extend(s.extra.env.clone());
         let all: Vec<String> = env.values().cloned().collect();
         seen.lock().expect("seen").extend(all.iter().cloned());
         for value in &all {

@@ -73,7 +73,7 @@ fn shell(ran: &Ran, manifest: &'static str, block: bool) -> FnRunner {
 
 fn plan() -> PlanSpec {
     let mut big = JobSpec::new("big", "Do it all", WorkSpec::shell("big"));
-    big.split = Some(SplitPolicy::Allow);
+    big.extra.split = Some(SplitPolicy::Allow);
     PlanSpec::new("growing")
         .isolation(Isolation::None)
         .job(big)
@@ -124,7 +124,7 @@ async fn a_split_job_runs_its_items_as_sub_jobs_then_succeeds() {
         Some("split into 3 sub-jobs: big/one, big/two, big/three")
     );
     let two = &record.spec.jobs[3];
-    assert_eq!(two.parent.as_deref(), Some("big"));
+    assert_eq!(two.extra.parent.as_deref(), Some("big"));
     assert_eq!(two.dependencies, ["big/one"]);
     assert_eq!(two.task, "Second part");
     for n in &record.state.nodes[2..5] {

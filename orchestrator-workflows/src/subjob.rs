@@ -53,10 +53,10 @@ impl SubJob<'_> {
         }
         let mut job = JobSpec::new(format!("{parent}/{}", self.name), self.task, work)
             .depends_on(self.after.iter().map(|d| format!("{parent}/{d}")));
-        job.parent = Some(parent.clone());
-        job.base_branch = facts.commit.map(str::to_owned);
-        job.env = facts.job.env.clone();
-        job.expects_no_changes = self.reads_only;
+        job.extra.parent = Some(parent.clone());
+        job.extra.base_branch = facts.commit.map(str::to_owned);
+        job.extra.env = facts.job.extra.env.clone();
+        job.extra.expects_no_changes = self.reads_only;
         job
     }
 }

@@ -102,7 +102,7 @@ pub(crate) fn drive(
         match controller.decide(&facts_of(&plan, &job, &done)) {
             Decision::Spawn(jobs) => {
                 for j in &jobs {
-                    assert_eq!(j.parent.as_deref(), Some("team"), "{}", j.producer_id);
+                    assert_eq!(j.extra.parent.as_deref(), Some("team"), "{}", j.producer_id);
                     let (status, out) = run(controller, &job, j, &mut answer);
                     done.push((j.producer_id.clone(), status, out, 1));
                 }

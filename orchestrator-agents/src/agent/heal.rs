@@ -128,7 +128,7 @@ pub const HEAL_TIMEOUT_MS: u64 = 30 * 60 * 1000;
 /// The timeout (ms) a shell or process spec sets.
 fn spec_timeout(spec: &WorkSpec) -> Option<u64> {
     match spec {
-        WorkSpec::Shell(s) => s.timeout,
+        WorkSpec::Shell(s) => s.extra.timeout,
         WorkSpec::Process(p) => p.timeout,
         WorkSpec::Agent(a) => a.timeout,
         _ => None,

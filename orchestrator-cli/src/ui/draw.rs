@@ -124,7 +124,7 @@ pub fn dag(view: &PlanView, href: impl Fn(usize) -> String) -> String {
             .spec
             .jobs
             .get(v)
-            .and_then(|j| j.parent.as_deref())
+            .and_then(|j| j.extra.parent.as_deref())
             .map_or(String::new(), |p| format!(" (sub-job of {p})"));
         let status = node.status.as_str();
         let short: String = if label.chars().count() > 24 {

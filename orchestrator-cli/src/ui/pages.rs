@@ -163,7 +163,7 @@ fn jobs(ui: &Ui, view: &PlanView) -> String {
     let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut top = Vec::new();
     for (n, job) in view.spec.jobs.iter().enumerate() {
-        match job.parent.as_deref() {
+        match job.extra.parent.as_deref() {
             Some(p) if view.spec.jobs.iter().any(|j| j.producer_id == p) => {
                 children.entry(p).or_default().push(n)
             }
@@ -199,7 +199,7 @@ fn jobs(ui: &Ui, view: &PlanView) -> String {
             .spec
             .jobs
             .get(n)
-            .and_then(|j| j.group.as_deref())
+            .and_then(|j| j.extra.group.as_deref())
             .unwrap_or("");
         let _ = write!(
             out,
@@ -275,7 +275,12 @@ pub async fn job(ui: &Ui, id: &PlanId, n: usize) -> CliResult<Option<String>> {
     if let Some(w) = &node.waiting {
         out.push_str(&controls(id, label, w.waiting_for));
     }
-    if let Some(parent) = view.spec.jobs.get(n).and_then(|j| j.parent.as_deref()) {
+    if let Some(parent) = view
+        .spec
+        .jobs
+        .get(n)
+        .and_then(|j| j.extra.parent.as_deref())
+    {
         let _ = write!(out, "<p>Sub-job of <b>{}</b></p>", esc(parent));
     }
     out.push_str(

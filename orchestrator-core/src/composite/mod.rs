@@ -274,18 +274,18 @@ pub(crate) fn is_sub_job_name(rest: &str) -> bool {
 /// Whether `job` may split (SPEC §12): its `split`, else the plan's, else `allow` for agent
 /// work and `never` for the rest; never at [`MAX_DEPTH`].
 pub(crate) fn may_split(plan: &PlanSpec, job: &JobSpec) -> bool {
-    let policy = job.split.or(plan.split);
+    let policy = job.extra.split.or(plan.split);
     let allowed = match policy {
         Some(p) => p == SplitPolicy::Allow,
         None => matches!(job.work, WorkSpec::Agent(_)),
     };
-    allowed && (job.parent.is_none() || depth_of(plan, job) < MAX_DEPTH)
+    allowed && (job.extra.parent.is_none() || depth_of(plan, job) < MAX_DEPTH)
 }
 
 /// How deep `job` is nested: the length of its chain of parents in `plan`.
 pub(crate) fn depth_of(plan: &PlanSpec, job: &JobSpec) -> usize {
     let mut depth = 0;
-    let mut parent = job.parent.as_deref();
+    let mut parent = job.extra.parent.as_deref();
     while let Some(p) = parent {
         depth += 1;
         if depth > MAX_DEPTH + 1 {
@@ -295,7 +295,7 @@ pub(crate) fn depth_of(plan: &PlanSpec, job: &JobSpec) -> usize {
             .jobs
             .iter()
             .find(|j| j.producer_id == p)
-            .and_then(|j| j.parent.as_deref());
+            .and_then(|j| j.extra.parent.as_deref());
     }
     depth
 }

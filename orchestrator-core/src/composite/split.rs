@@ -208,12 +208,12 @@ impl Controller for SplitController {
                 };
                 let mut job = JobSpec::new(format!("{parent}/{}", item.name), item.task, work)
                     .depends_on(item.depends_on.iter().map(|d| format!("{parent}/{d}")));
-                job.parent = Some(parent.clone());
-                job.base_branch = facts.commit.map(str::to_owned);
-                job.env = facts.job.env.clone();
-                job.group = facts.job.group.clone();
-                job.split = facts.job.split;
-                job.auto_heal = facts.job.auto_heal;
+                job.extra.parent = Some(parent.clone());
+                job.extra.base_branch = facts.commit.map(str::to_owned);
+                job.extra.env = facts.job.extra.env.clone();
+                job.extra.group = facts.job.extra.group.clone();
+                job.extra.split = facts.job.extra.split;
+                job.extra.auto_heal = facts.job.extra.auto_heal;
                 job
             })
             .collect();
@@ -299,7 +299,7 @@ mod tests {
     fn items_become_sub_jobs_of_the_same_kind_of_work() {
         let plan = crate::plan::PlanSpec::new("p");
         let mut job = JobSpec::new("big", "Big", WorkSpec::agent("do it all"));
-        job.env.insert("K".into(), "v".into());
+        job.extra.env.insert("K".into(), "v".into());
         let facts = CompositeFacts {
             plan: &plan,
             job: &job,
@@ -316,9 +316,9 @@ mod tests {
         };
         assert_eq!(jobs[0].producer_id, "big/one");
         assert_eq!(jobs[1].dependencies, ["big/one"]);
-        assert_eq!(jobs[1].parent.as_deref(), Some("big"));
-        assert_eq!(jobs[0].base_branch.as_deref(), Some("abc"));
-        assert_eq!(jobs[0].env.get("K").map(String::as_str), Some("v"));
+        assert_eq!(jobs[1].extra.parent.as_deref(), Some("big"));
+        assert_eq!(jobs[0].extra.base_branch.as_deref(), Some("abc"));
+        assert_eq!(jobs[0].extra.env.get("K").map(String::as_str), Some("v"));
         let WorkSpec::Agent(a) = &jobs[1].work else {
             panic!("agent work")
         };

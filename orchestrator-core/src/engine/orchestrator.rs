@@ -152,7 +152,7 @@ impl Orchestrator {
         let job_bases = spec
             .jobs
             .iter()
-            .filter_map(|j| j.base_branch.as_ref().map(|rev| (Some(j), rev)));
+            .filter_map(|j| j.extra.base_branch.as_ref().map(|rev| (Some(j), rev)));
         // Each revision is resolved once, however many jobs name it.
         let mut missing: HashMap<&str, bool> = HashMap::new();
         let mut problems = Vec::new();

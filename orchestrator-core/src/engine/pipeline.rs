@@ -125,8 +125,12 @@ impl NodeRun {
         // A sub-agent's commit is merged into its parent's worktree when the parent's session
         // resumes (see `SubAgents`), not by merge-fi.
         let merged = |d: NodeIndex| match spec.jobs.get(d) {
-            Some(child) if child.sub_agent.is_some() && child.parent.as_deref() == parent => false,
-            Some(child) if parent.is_some() && child.parent.as_deref() == parent => {
+            Some(child)
+                if child.extra.sub_agent.is_some() && child.extra.parent.as_deref() == parent =>
+            {
+                false
+            }
+            Some(child) if parent.is_some() && child.extra.parent.as_deref() == parent => {
                 state.nodes[d].status == crate::state::NodeStatus::Succeeded
                     && merge_only.is_none_or(|only| only.contains(&child.producer_id))
             }
@@ -160,7 +164,7 @@ impl NodeRun {
         let composite = job.is_some_and(|j| {
             graph.has_sub_jobs(node)
                 && graph.dependencies(node).any(|d| {
-                    spec.jobs.get(d).and_then(|s| s.parent.as_deref())
+                    spec.jobs.get(d).and_then(|s| s.extra.parent.as_deref())
                         == Some(j.producer_id.as_str())
                         && !is_sub_agent_of(&spec, d, &j.producer_id)
                 })
@@ -186,7 +190,7 @@ impl NodeRun {
             worktree: ns.worktree.clone(),
             prev_commit: ns.commit.clone(),
             hold_after: !ns.approved
-                && job.is_some_and(|j| j.approval == Some(crate::plan::Approval::After)),
+                && job.is_some_and(|j| j.extra.approval == Some(crate::plan::Approval::After)),
             may_split,
             composite,
             session_id: ns.session_id.clone(),
@@ -325,8 +329,8 @@ impl NodeRun {
         let Some(job) = self.job() else { return };
         let specs = AttemptSpecs {
             work: Some(job.work.clone()),
-            prechecks: job.prechecks.as_deref().cloned(),
-            postchecks: job.postchecks.as_deref().cloned(),
+            prechecks: job.extra.prechecks.as_deref().cloned(),
+            postchecks: job.extra.postchecks.as_deref().cloned(),
         };
         if let Err(e) = self
             .ctx
@@ -445,7 +449,7 @@ impl NodeRun {
     fn env(&self) -> Env {
         let mut env = self.spec.env.clone();
         if let Some(job) = self.job() {
-            env.extend(job.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+            env.extend(job.extra.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
         env
     }
@@ -628,7 +632,7 @@ impl NodeRun {
     fn healer_for(&self, spec: &WorkSpec, phase: Phase) -> Option<&Arc<dyn Healer>> {
         let healer = self.ctx.healer.as_ref()?;
         let kind_ok = matches!(spec, WorkSpec::Shell(_) | WorkSpec::Process(_));
-        let job_ok = self.job().is_none_or(|j| j.auto_heal != Some(false));
+        let job_ok = self.job().is_none_or(|j| j.extra.auto_heal != Some(false));
         let spec_ok = spec.on_failure().and_then(|o| o.no_auto_heal) != Some(true);
         let phase_ok = matches!(
             phase,
@@ -722,7 +726,12 @@ impl NodeRun {
     /// Prechecks and work, from phase `from` on.
     async fn checks_and_work(&self, dir: &Path, from: Phase) -> PhaseResult {
         let Some(job) = self.job() else { return Ok(()) };
-        if let Some(pre) = job.prechecks.as_ref().filter(|_| from <= Phase::Prechecks) {
+        if let Some(pre) = job
+            .extra
+            .prechecks
+            .as_ref()
+            .filter(|_| from <= Phase::Prechecks)
+        {
             self.phase(Phase::Prechecks, |log| {
                 self.run_spec(Phase::Prechecks, pre, dir, log)
             })
@@ -754,7 +763,7 @@ impl NodeRun {
         }
         if let Some(post) = self
             .job()
-            .and_then(|j| j.postchecks.as_ref())
+            .and_then(|j| j.extra.postchecks.as_ref())
             .filter(|_| self.runs(Phase::Postchecks))
         {
             self.phase(Phase::Postchecks, |log| {

@@ -192,31 +192,31 @@ impl JobUpdate {
             job.work = v;
         }
         if u.prechecks.is_some() {
-            job.prechecks = u.prechecks.map(Box::new);
+            job.extra.prechecks = u.prechecks.map(Box::new);
         }
         if u.postchecks.is_some() {
-            job.postchecks = u.postchecks.map(Box::new);
+            job.extra.postchecks = u.postchecks.map(Box::new);
         }
         if u.instructions.is_some() {
-            job.instructions = u.instructions;
+            job.extra.instructions = u.instructions;
         }
         if let Some(v) = u.dependencies {
             job.dependencies = v;
         }
         if let Some(v) = u.env {
-            job.env = v;
+            job.extra.env = v;
         }
         if let Some(v) = u.expects_no_changes {
-            job.expects_no_changes = v;
+            job.extra.expects_no_changes = v;
         }
         if u.auto_heal.is_some() {
-            job.auto_heal = u.auto_heal;
+            job.extra.auto_heal = u.auto_heal;
         }
         if u.group.is_some() {
-            job.group = u.group;
+            job.extra.group = u.group;
         }
         if u.base_branch.is_some() {
-            job.base_branch = u.base_branch;
+            job.extra.base_branch = u.base_branch;
         }
     }
 }
@@ -446,7 +446,7 @@ pub fn apply_edits(
                 for job in jobs {
                     cx.adding(&out, &removed, job)?;
                     let mut job = job.clone();
-                    job.parent = Some(parent.clone());
+                    job.extra.parent = Some(parent.clone());
                     out.jobs[p].dependencies.push(job.producer_id.clone());
                     out.jobs.push(job);
                 }

@@ -150,13 +150,13 @@ impl PlanGraph {
         let mut parents: Vec<NodeIndex> = spec
             .jobs
             .iter()
-            .filter_map(|j| j.parent.as_deref())
+            .filter_map(|j| j.extra.parent.as_deref())
             .filter_map(|p| by_producer.get(p))
             .collect();
         parents.sort_unstable();
         parents.dedup();
         let sub_agents = (spec.jobs.iter().enumerate())
-            .filter(|(_, j)| j.sub_agent.is_some())
+            .filter(|(_, j)| j.extra.sub_agent.is_some())
             .map(|(i, _)| i)
             .collect();
         let mut g = PlanGraph {

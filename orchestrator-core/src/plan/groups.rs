@@ -114,7 +114,7 @@ pub(crate) fn flatten(spec: &mut PlanSpec) -> Flattened {
                 first_at.insert(id.clone(), n.at.clone());
             }
         }
-        if let Some(own) = n.job.group.as_deref().filter(|own| *own != group) {
+        if let Some(own) = n.job.extra.group.as_deref().filter(|own| *own != group) {
             found.report(
                 slot,
                 "group".to_owned(),
@@ -146,7 +146,7 @@ pub(crate) fn flatten(spec: &mut PlanSpec) -> Flattened {
             }
         }
         n.job.producer_id = id;
-        n.job.group = Some(group);
+        n.job.extra.group = Some(group);
         spec.jobs.push(n.job);
     }
     found
@@ -257,7 +257,7 @@ impl PlanSpec {
     /// plan.flatten_groups().unwrap();
     /// assert_eq!(plan.jobs[1].producer_id, "phase1/analysis/analyze");
     /// assert_eq!(plan.jobs[1].dependencies, ["phase1/collection/count-files"]);
-    /// assert_eq!(plan.jobs[1].group.as_deref(), Some("phase1/analysis"));
+    /// assert_eq!(plan.jobs[1].extra.group.as_deref(), Some("phase1/analysis"));
     ///
     /// let mut bad = PlanSpec::new("p")
     ///     .group(GroupSpec::new("phase1").job(job("analyze").depends_on(["nope/count"])));

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::WorkSpec;
+use crate::extra::{Empty, Extra};
+
+mod read;
 
 /// Environment variables, sorted so that stored specs are deterministic.
 pub type Env = BTreeMap<String, String>;
@@ -249,11 +252,14 @@ impl Isolation {
 }
 
 /// One job (a node of the DAG).
+///
+/// The fields most jobs leave unset are in [`JobExtra`], behind one pointer (`extra`): a plan of
+/// a million jobs holds a million of these. The plan format is flat (`"group": ...` sits next to
+/// `"task"`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", from = "read::RawJob")]
 pub struct JobSpec {
     /// Stable id other jobs depend on: `^[a-z0-9-]{3,64}$`, unique in the plan.
-    #[serde(alias = "producer_id")]
     pub producer_id: String,
     /// Short description; also the commit message (`[Plan] <task>`).
     pub task: String,
@@ -262,55 +268,76 @@ pub struct JobSpec {
     /// producerIds this job depends on (may be empty).
     pub dependencies: Vec<String>,
     /// Display name (default: the producerId).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Everything else: checks, environment, group, approval, ...
+    #[serde(flatten)]
+    pub extra: Extra<JobExtra>,
+}
+
+/// The fields of a [`JobSpec`] most jobs leave unset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobExtra {
     /// Checks run before the work (boxed: most jobs have none, and a plan holds every job).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prechecks: Option<Box<WorkSpec>>,
     /// Checks run after the commit (boxed, as `prechecks`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub postchecks: Option<Box<WorkSpec>>,
     /// Extra instructions for agent work.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     /// Base revision for a root job (overrides the plan's).
-    #[serde(
-        default,
-        alias = "base_branch",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base_branch: Option<String>,
     /// The job is expected to change nothing: an empty commit phase is a success.
-    #[serde(
-        default,
-        alias = "expects_no_changes",
-        skip_serializing_if = "is_false"
-    )]
+    #[serde(skip_serializing_if = "is_false")]
     pub expects_no_changes: bool,
     /// Let an agent heal failed shell/process phases (default `true`).
-    #[serde(default, alias = "auto_heal", skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_heal: Option<bool>,
     /// Visual grouping path such as `backend/api`; no effect on order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     /// Environment for this job.
-    #[serde(default, skip_serializing_if = "Env::is_empty")]
+    #[serde(skip_serializing_if = "Env::is_empty")]
     pub env: Env,
     /// Hold the job for a person's approval (SPEC §12): `before` it starts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
     /// Whether the job may split into sub-jobs (SPEC §12): by default agent work may (when
     /// its context fills), shell and process work only with `allow`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub split: Option<SplitPolicy>,
     /// The composite job this one is a sub-job of (its producerId is `<parent>/<name>`). Set
     /// by the engine when the composite job expands; a plan file does not set it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
     /// Set on a sub-agent, a child job an agent spawned (SPEC §15), with the contract its
     /// outcome is checked against. Set by the engine; a plan file does not set it.
-    #[serde(default, alias = "sub_agent", skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sub_agent: Option<Box<crate::tools::SubAgentSpec>>,
+}
+
+impl Empty for JobExtra {
+    fn empty() -> &'static Self {
+        static EMPTY: JobExtra = JobExtra {
+            prechecks: None,
+            postchecks: None,
+            instructions: None,
+            base_branch: None,
+            expects_no_changes: false,
+            auto_heal: None,
+            group: None,
+            env: Env::new(),
+            approval: None,
+            split: None,
+            parent: None,
+            sub_agent: None,
+        };
+        &EMPTY
+    }
 }
 
 /// Whether a job may split into sub-jobs (`"split"`, SPEC §12).
@@ -345,18 +372,7 @@ impl JobSpec {
             work,
             dependencies: Vec::new(),
             name: None,
-            prechecks: None,
-            postchecks: None,
-            instructions: None,
-            base_branch: None,
-            expects_no_changes: false,
-            auto_heal: None,
-            group: None,
-            env: Env::new(),
-            approval: None,
-            split: None,
-            parent: None,
-            sub_agent: None,
+            extra: Extra::default(),
         }
     }
 
@@ -366,10 +382,10 @@ impl JobSpec {
     /// use orchestrator_core::plan::{Approval, JobSpec, WorkSpec};
     /// let job = JobSpec::new("deploy", "Deploy", WorkSpec::shell("make deploy"))
     ///     .approval(Approval::Before);
-    /// assert_eq!(job.approval, Some(Approval::Before));
+    /// assert_eq!(job.extra.approval, Some(Approval::Before));
     /// ```
     pub fn approval(mut self, approval: Approval) -> Self {
-        self.approval = Some(approval);
+        self.extra.approval = Some(approval);
         self
     }
 
@@ -385,25 +401,25 @@ impl JobSpec {
 
     /// Sets prechecks.
     pub fn prechecks(mut self, spec: WorkSpec) -> Self {
-        self.prechecks = Some(Box::new(spec));
+        self.extra.prechecks = Some(Box::new(spec));
         self
     }
 
     /// Sets postchecks.
     pub fn postchecks(mut self, spec: WorkSpec) -> Self {
-        self.postchecks = Some(Box::new(spec));
+        self.extra.postchecks = Some(Box::new(spec));
         self
     }
 
     /// Marks the job as expecting no changes.
     pub fn expects_no_changes(mut self) -> Self {
-        self.expects_no_changes = true;
+        self.extra.expects_no_changes = true;
         self
     }
 
     /// Sets a job environment variable.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.env.insert(key.into(), value.into());
+        self.extra.env.insert(key.into(), value.into());
         self
     }
 
@@ -420,8 +436,8 @@ impl JobSpec {
     /// let mut job = JobSpec::new("aaa", "a", WorkSpec::shell("false")).postchecks(WorkSpec::shell("test -f a"));
     /// job.replace_specs(Some(&WorkSpec::shell("true")), Some(&WorkSpec::shell("make lint")), None);
     /// assert_eq!(job.work, WorkSpec::shell("true"));
-    /// assert_eq!(job.prechecks.as_deref(), Some(&WorkSpec::shell("make lint")));
-    /// assert_eq!(job.postchecks.as_deref(), Some(&WorkSpec::shell("test -f a")));
+    /// assert_eq!(job.extra.prechecks.as_deref(), Some(&WorkSpec::shell("make lint")));
+    /// assert_eq!(job.extra.postchecks.as_deref(), Some(&WorkSpec::shell("test -f a")));
     /// ```
     pub fn replace_specs(
         &mut self,
@@ -433,10 +449,10 @@ impl JobSpec {
             self.work = w.clone();
         }
         if let Some(p) = prechecks {
-            self.prechecks = Some(Box::new(p.clone()));
+            self.extra.prechecks = Some(Box::new(p.clone()));
         }
         if let Some(p) = postchecks {
-            self.postchecks = Some(Box::new(p.clone()));
+            self.extra.postchecks = Some(Box::new(p.clone()));
         }
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::workflow::{PipelineSpec, TeamSpec};
 use super::Env;
+use crate::extra::{Empty, Extra};
 
 /// What a job (or a check) runs. In a plan file: a string shorthand or an object with `type`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,7 +113,7 @@ impl WorkSpec {
     /// The `onFailure` settings of this spec.
     pub fn on_failure(&self) -> Option<&OnFailure> {
         match self {
-            WorkSpec::Shell(s) => s.on_failure.as_deref(),
+            WorkSpec::Shell(s) => s.extra.on_failure.as_deref(),
             WorkSpec::Process(p) => p.on_failure.as_deref(),
             WorkSpec::Agent(a) => a.on_failure.as_deref(),
             WorkSpec::Timer(_) | WorkSpec::Team(_) | WorkSpec::Pipeline(_) => None,
@@ -122,7 +123,7 @@ impl WorkSpec {
     /// The spec's own environment.
     pub fn env(&self) -> &Env {
         match self {
-            WorkSpec::Shell(s) => &s.env,
+            WorkSpec::Shell(s) => &s.extra.env,
             WorkSpec::Process(p) => &p.env,
             WorkSpec::Agent(a) => &a.env,
             WorkSpec::Timer(_) | WorkSpec::Team(_) | WorkSpec::Pipeline(_) => &NO_ENV,
@@ -132,7 +133,7 @@ impl WorkSpec {
     /// Timeout in milliseconds, if any.
     pub fn timeout_ms(&self) -> Option<u64> {
         match self {
-            WorkSpec::Shell(s) => s.timeout,
+            WorkSpec::Shell(s) => s.extra.timeout,
             WorkSpec::Process(p) => p.timeout,
             WorkSpec::Agent(a) => a.timeout,
             WorkSpec::Timer(_) | WorkSpec::Team(_) | WorkSpec::Pipeline(_) => None,
@@ -142,7 +143,7 @@ impl WorkSpec {
     /// Working directory relative to the worktree, if any.
     pub fn cwd(&self) -> Option<&str> {
         match self {
-            WorkSpec::Shell(s) => s.cwd.as_deref(),
+            WorkSpec::Shell(s) => s.extra.cwd.as_deref(),
             WorkSpec::Process(p) => p.cwd.as_deref(),
             _ => None,
         }
@@ -223,26 +224,51 @@ impl TimerSpec {
 }
 
 /// `{"type":"shell", ...}`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+///
+/// The fields most commands leave unset are in [`ShellExtra`], behind one pointer: every job of
+/// a plan holds its work inline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ShellSpec {
     /// The command line.
     pub command: String,
+    /// Which shell, its environment, working directory, timeout and failure handling.
+    #[serde(flatten)]
+    pub extra: Extra<ShellExtra>,
+}
+
+/// The fields of a [`ShellSpec`] most commands leave unset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShellExtra {
     /// Which shell (default: `sh` on Unix, `cmd` on Windows).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub shell: Option<ShellKind>,
     /// Extra environment.
-    #[serde(default, skip_serializing_if = "Env::is_empty")]
+    #[serde(skip_serializing_if = "Env::is_empty")]
     pub env: Env,
     /// Working directory relative to the worktree.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Timeout in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
-    /// What to do when it fails (boxed: rarely set, and every job's spec carries the field).
-    #[serde(default, alias = "on_failure", skip_serializing_if = "Option::is_none")]
+    /// What to do when it fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<Box<OnFailure>>,
+}
+
+impl Empty for ShellExtra {
+    fn empty() -> &'static Self {
+        static EMPTY: ShellExtra = ShellExtra {
+            shell: None,
+            env: Env::new(),
+            cwd: None,
+            timeout: None,
+            on_failure: None,
+        };
+        &EMPTY
+    }
 }
 
 /// The shells a [`ShellSpec`] may name.

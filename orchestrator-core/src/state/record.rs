@@ -124,7 +124,7 @@ impl PlanRecord {
     pub fn counts(&self) -> StatusCounts {
         let mut c = self.state.counts();
         for (job, node) in self.spec.jobs.iter().zip(&self.state.nodes) {
-            c.settle(node.status, job.sub_agent.is_some(), 1);
+            c.settle(node.status, job.extra.sub_agent.is_some(), 1);
         }
         c
     }

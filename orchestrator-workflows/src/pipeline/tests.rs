@@ -189,7 +189,7 @@ fn approval_between_holds_every_stage_after_the_first() {
         pipeline(json!({"approval": "between"})),
         stages(vec!["ship"]),
     );
-    let approvals: Vec<Option<Approval>> = d.spawned.iter().map(|j| j.approval).collect();
+    let approvals: Vec<Option<Approval>> = d.spawned.iter().map(|j| j.extra.approval).collect();
     assert_eq!(
         approvals,
         [None, Some(Approval::Before), Some(Approval::Before)]
@@ -211,7 +211,11 @@ fn roles_are_overridable_and_only_the_coder_must_change_files() {
     };
     assert_eq!(agent(0), (Some("claude".into()), None));
     assert_eq!(agent(2), (Some("codex".into()), Some("o4".into())));
-    let no_changes: Vec<bool> = d.spawned.iter().map(|j| j.expects_no_changes).collect();
+    let no_changes: Vec<bool> = d
+        .spawned
+        .iter()
+        .map(|j| j.extra.expects_no_changes)
+        .collect();
     assert_eq!(no_changes, [true, false, true]);
 }
 

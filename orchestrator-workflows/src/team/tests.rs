@@ -418,5 +418,5 @@ fn worker_and_lead_settings_fall_back_to_the_team() {
     assert!(d
         .spawned
         .iter()
-        .all(|j| j.approval != Some(Approval::Before)));
+        .all(|j| j.extra.approval != Some(Approval::Before)));
 }

@@ -206,8 +206,8 @@ impl PlanActor {
             .take(200)
             .collect();
         let mut child = JobSpec::new(id.clone(), title, WorkSpec::Agent(agent));
-        child.base_branch = Some(checkpoint.clone());
-        child.sub_agent = Some(Box::new(SubAgentSpec {
+        child.extra.base_branch = Some(checkpoint.clone());
+        child.extra.sub_agent = Some(Box::new(SubAgentSpec {
             contract: sub.contract,
         }));
         let edit = self.sub_job_edit(n, vec![child])?;
@@ -370,7 +370,7 @@ impl PlanActor {
             .unwrap_or_default();
         self.children(n)
             .into_iter()
-            .filter(|&d| self.spec.jobs[d].sub_agent.is_some())
+            .filter(|&d| self.spec.jobs[d].extra.sub_agent.is_some())
             .filter(|&d| with_deleted || !deleted.contains(&self.spec.jobs[d].producer_id))
             .collect()
     }
@@ -454,7 +454,7 @@ impl PlanActor {
             if let Some(session) = &node.session_id {
                 out.push_str(&format!(", session {session}"));
             }
-            if let Some(parent) = &job.parent {
+            if let Some(parent) = &job.extra.parent {
                 out.push_str(&format!(", child of `{parent}`"));
             }
             out.push('\n');

@@ -70,11 +70,14 @@ impl PlanActor {
     pub(super) fn breaks_contract(&self, n: NodeIndex) -> Option<String> {
         let child = self.spec.jobs.get(n)?;
         // A sub-agent answers to the contract its parent's agent gave it (SPEC §15).
-        if let Some(spawned) = child.sub_agent.as_deref() {
+        if let Some(spawned) = child.extra.sub_agent.as_deref() {
             let output = self.machine.record().state.nodes[n].output();
             return spawned.contract.as_ref()?.check(output).err();
         }
-        let parent = self.machine.graph().index_of(child.parent.as_deref()?)?;
+        let parent = self
+            .machine
+            .graph()
+            .index_of(child.extra.parent.as_deref()?)?;
         let parent = self.spec.jobs.get(parent)?;
         let controller = self.ctx.controllers.get(controller_kind(parent))?;
         let output = self.machine.record().state.nodes[n].output();
@@ -98,7 +101,7 @@ impl PlanActor {
             .spec
             .jobs
             .get(n)
-            .and_then(|j| j.parent.as_deref())
+            .and_then(|j| j.extra.parent.as_deref())
             .and_then(|p| self.machine.graph().index_of(p));
         if let Some(p) = parent {
             self.composites.push(p);
@@ -218,7 +221,13 @@ impl PlanActor {
             .machine
             .graph()
             .dependencies(p)
-            .filter(|&d| self.spec.jobs.get(d).and_then(|j| j.parent.as_deref()) == Some(parent))
+            .filter(|&d| {
+                self.spec
+                    .jobs
+                    .get(d)
+                    .and_then(|j| j.extra.parent.as_deref())
+                    == Some(parent)
+            })
             .collect();
         children.sort_unstable();
         children

@@ -30,7 +30,8 @@ pub(super) struct Timers {
 /// each newly ready node looked at for a hold before it is queued.
 pub(super) fn plan_holds(spec: &crate::plan::PlanSpec) -> bool {
     spec.jobs.iter().any(|j| {
-        j.approval == Some(crate::plan::Approval::Before) || matches!(j.work, WorkSpec::Timer(_))
+        j.extra.approval == Some(crate::plan::Approval::Before)
+            || matches!(j.work, WorkSpec::Timer(_))
     })
 }
 
@@ -201,7 +202,7 @@ impl PlanActor {
             .spec
             .jobs
             .get(n)
-            .is_some_and(|j| j.approval == Some(crate::plan::Approval::Before))
+            .is_some_and(|j| j.extra.approval == Some(crate::plan::Approval::Before))
             && !self.machine.record().state.nodes[n].approved;
         if !needs {
             return false;

@@ -28,7 +28,7 @@ pub(super) struct SubAgents {
 pub(crate) fn is_sub_agent_of(spec: &PlanSpec, d: NodeIndex, parent: &str) -> bool {
     spec.jobs
         .get(d)
-        .is_some_and(|j| j.sub_agent.is_some() && j.parent.as_deref() == Some(parent))
+        .is_some_and(|j| j.extra.sub_agent.is_some() && j.extra.parent.as_deref() == Some(parent))
 }
 
 impl SubAgents {

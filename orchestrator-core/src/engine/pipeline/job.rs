@@ -48,8 +48,10 @@ impl NodeRun {
         let split = self.take_split_manifest(&wt, from)?;
         // What a split job has so far, a composite job's merge of its sub-jobs and a timer
         // (its commit is its dependencies' merge) may change nothing.
-        let may_be_empty =
-            job.expects_no_changes || split.is_some() || self.composite || job.work.is_job_only();
+        let may_be_empty = job.extra.expects_no_changes
+            || split.is_some()
+            || self.composite
+            || job.work.is_job_only();
         let commit = if self.runs(Phase::Commit) {
             self.phase(Phase::Commit, |log| {
                 self.commit(&git, job, &wt, may_be_empty, log)
@@ -72,6 +74,7 @@ impl NodeRun {
             return Ok(RunEnd::Held(Hold::Compose));
         }
         if let Some(post) = job
+            .extra
             .postchecks
             .as_ref()
             .filter(|_| self.runs(Phase::Postchecks))
@@ -157,7 +160,7 @@ impl NodeRun {
     /// plan's base.
     pub(super) async fn own_base(&self, git: &Arc<dyn GitOperations>) -> PhaseResult<String> {
         let p = Phase::MergeFi;
-        match self.job().and_then(|j| j.base_branch.as_deref()) {
+        match self.job().and_then(|j| j.extra.base_branch.as_deref()) {
             Some(rev) => git
                 .resolve(&self.repo, rev)
                 .await

@@ -102,19 +102,19 @@ impl<'a> Validator<'a> {
             if let Some(name) = &job.name {
                 self.display_name("name", name, false);
             }
-            if let Some(pre) = &job.prechecks {
+            if let Some(pre) = &job.extra.prechecks {
                 self.check("prechecks", pre);
             }
-            if let Some(post) = &job.postchecks {
+            if let Some(post) = &job.extra.postchecks {
                 self.check("postchecks", post);
             }
-            if let Some(base) = &job.base_branch {
+            if let Some(base) = &job.extra.base_branch {
                 self.revision("baseBranch", base);
             }
-            if let Some(group) = &job.group {
+            if let Some(group) = &job.extra.group {
                 self.group(group);
             }
-            self.env(Field::top("env"), &job.env);
+            self.env(Field::top("env"), &job.extra.env);
         }
         self.current = None;
         producers
@@ -127,7 +127,7 @@ impl<'a> Validator<'a> {
         // segment. Anywhere else `/` is refused as before.
         // A sub-job of an iterating controller is `<parent>/<iteration>/<name>`: the
         // iteration is a number.
-        let parent = job.parent.as_deref().filter(|p| {
+        let parent = job.extra.parent.as_deref().filter(|p| {
             id.strip_prefix(p)
                 .and_then(|r| r.strip_prefix('/'))
                 .is_some_and(crate::composite::is_sub_job_name)
@@ -139,7 +139,8 @@ impl<'a> Validator<'a> {
             return;
         }
         let qualified = id.rsplit_once('/').filter(|(prefix, _)| {
-            job.group.as_deref() == Some(*prefix) || job.parent.as_deref() == Some(*prefix)
+            job.extra.group.as_deref() == Some(*prefix)
+                || job.extra.parent.as_deref() == Some(*prefix)
         });
         let problem = match qualified {
             Some(_) => id.split('/').find_map(|segment| {

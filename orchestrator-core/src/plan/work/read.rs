@@ -7,6 +7,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::*;
+use crate::extra::Extra;
 use crate::plan::workflow::{
     Complexity, RoleSpec, StageApproval, TeamAgent, TeamMode, TeamSelect, WorkerSpec,
 };
@@ -230,11 +231,13 @@ impl RawWork {
         Ok(match self.kind {
             WorkType::Shell => WorkSpec::Shell(ShellSpec {
                 command: self.command.ok_or_else(|| E::missing_field("command"))?,
-                shell: self.shell,
-                env: self.env.unwrap_or_default(),
-                cwd: self.cwd,
-                timeout: self.timeout,
-                on_failure: self.on_failure,
+                extra: Extra::new(ShellExtra {
+                    shell: self.shell,
+                    env: self.env.unwrap_or_default(),
+                    cwd: self.cwd,
+                    timeout: self.timeout,
+                    on_failure: self.on_failure,
+                }),
             }),
             WorkType::Process => WorkSpec::Process(Box::new(ProcessSpec {
                 executable: self

@@ -146,7 +146,7 @@ impl PlanRecord {
                     .spec
                     .jobs
                     .get(*node)
-                    .is_some_and(|j| j.approval == Some(crate::plan::Approval::After));
+                    .is_some_and(|j| j.extra.approval == Some(crate::plan::Approval::After));
                 let n = node_mut(&mut self.state, *node)?;
                 n.commit = Some(commit.clone());
                 if after {
