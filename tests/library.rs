@@ -192,7 +192,11 @@ async fn a_failed_job_blocks_its_dependents_until_a_retry_fixes_it() {
             NodeStatus::Blocked
         ]
     );
-    let error = record.state.nodes[2].error.clone().unwrap_or_default();
+    let error = record.state.nodes[2]
+        .extra
+        .error
+        .clone()
+        .unwrap_or_default();
     assert!(error.contains("exit code 4"), "{error}");
     // Nothing landed: the target branch does not exist or still is the base commit.
     let landed = git_output(

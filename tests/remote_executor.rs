@@ -243,7 +243,7 @@ async fn a_lost_order_runs_again_as_a_crashed_attempt_and_three_in_a_row_fail_th
     let reasons: Vec<_> = record.state.nodes[0]
         .attempts
         .iter()
-        .map(|a| a.failure_reason)
+        .map(|a| a.extra.failure_reason)
         .collect();
     assert_eq!(
         reasons,
@@ -262,16 +262,17 @@ async fn a_lost_order_runs_again_as_a_crashed_attempt_and_three_in_a_row_fail_th
     assert_eq!(node.status, NodeStatus::Failed);
     assert_eq!(node.attempts.len(), 3);
     assert_eq!(
-        node.last_attempt().and_then(|a| a.failure_reason),
+        node.last_attempt().and_then(|a| a.extra.failure_reason),
         Some(FailureReason::PhaseFailed)
     );
     assert!(
-        node.error
+        node.extra
+            .error
             .as_deref()
             .unwrap_or("")
             .contains("stopped renewing"),
         "{:?}",
-        node.error
+        node.extra.error
     );
 }
 
@@ -288,15 +289,19 @@ async fn a_job_failing_on_the_worker_fails_with_the_workers_phase_and_output() {
     let record = s.coordinator.status(&id).await.expect("status");
     let node = &record.state.nodes[0];
     let attempt = node.last_attempt().expect("attempt");
-    assert_eq!(attempt.failed_phase, Some(Phase::Work));
-    assert_eq!(attempt.failure_reason, Some(FailureReason::PhaseFailed));
+    assert_eq!(attempt.extra.failed_phase, Some(Phase::Work));
+    assert_eq!(
+        attempt.extra.failure_reason,
+        Some(FailureReason::PhaseFailed)
+    );
     assert!(
-        node.error
+        node.extra
+            .error
             .as_deref()
             .unwrap_or("")
             .contains("no such thing"),
         "{:?}",
-        node.error
+        node.extra.error
     );
 }
 
@@ -304,7 +309,7 @@ async fn a_job_failing_on_the_worker_fails_with_the_workers_phase_and_output() {
 async fn an_approval_after_job_run_remotely_waits_before_its_commit_merges() {
     let s = setup(0);
     let mut gated = JobSpec::new("gated", "Gated", WorkSpec::shell("echo g > g.txt"));
-    gated.extra.approval = Some(Approval::After);
+    gated.extra.make_mut().approval = Some(Approval::After);
     let spec = PlanSpec::new("gated").target_branch("result").job(gated);
     let (id, status) = run(&s.coordinator, spec, &s.repo.dir).await;
     assert_eq!(status, PlanStatus::Waiting, "waits for its approval");

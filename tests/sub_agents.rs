@@ -344,7 +344,7 @@ async fn a_child_that_breaks_its_contract_fails_and_the_parent_goes_on() {
     let record = o.status(&id).await.expect("status");
     let child = &record.state.nodes[1];
     assert_eq!(child.status, NodeStatus::Failed);
-    let reason = child.last_attempt().and_then(|a| a.failure_reason);
+    let reason = child.last_attempt().and_then(|a| a.extra.failure_reason);
     assert_eq!(reason, Some(FailureReason::Contract));
     let instructions = match &record.spec.jobs[1].work {
         WorkSpec::Agent(a) => a.instructions.clone().unwrap_or_default(),

@@ -484,10 +484,10 @@ async fn an_agent_job_runs_through_the_engine() {
     let r = o.status(&id).await.expect("status");
     let greet = &r.state.nodes[0];
     assert_eq!(greet.status, NodeStatus::Succeeded);
-    assert_eq!(greet.session_id.as_deref(), Some("sess-claude-1"));
+    assert_eq!(greet.extra.session_id.as_deref(), Some("sess-claude-1"));
     let metrics = greet
         .last_attempt()
-        .and_then(|a| a.metrics.clone())
+        .and_then(|a| a.extra.metrics.clone())
         .expect("metrics");
     assert_eq!(metrics["agent"], "claude");
     assert_eq!(metrics["outputTokens"], 20);

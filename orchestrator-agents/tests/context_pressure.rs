@@ -263,7 +263,11 @@ async fn a_full_context_splits_the_job_into_sub_jobs_whose_commits_reach_the_tar
     );
     // The sub-jobs' commits are in the target's history.
     for producer in ["big/part-two", "big/part-three", "big/part-four"] {
-        let commit = node(&record, producer).commit.clone().expect("a commit");
+        let commit = node(&record, producer)
+            .extra
+            .commit
+            .clone()
+            .expect("a commit");
         assert!(
             repo.git_output(&["merge-base", "--is-ancestor", &commit, target])
                 .status

@@ -75,9 +75,12 @@ async fn a_plan_of_shell_and_process_jobs_runs_in_dependency_order() {
     let broken = node(&r, "broken");
     assert_eq!(broken.status, NodeStatus::Failed);
     let attempt = broken.last_attempt().expect("attempt");
-    assert_eq!(attempt.failure_reason, Some(FailureReason::PhaseFailed));
-    assert_eq!(attempt.failed_phase, Some(Phase::Work));
-    let error = attempt.error.as_deref().unwrap_or("");
+    assert_eq!(
+        attempt.extra.failure_reason,
+        Some(FailureReason::PhaseFailed)
+    );
+    assert_eq!(attempt.extra.failed_phase, Some(Phase::Work));
+    let error = attempt.extra.error.as_deref().unwrap_or("");
     assert!(error.contains("exit code 4"), "{error}");
     assert!(error.contains("bad input on line 7"), "{error}");
     assert_eq!(node(&r, "after-broken").status, NodeStatus::Blocked);

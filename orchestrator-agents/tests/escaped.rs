@@ -294,7 +294,7 @@ async fn force_fail_stops_a_setsid_grandchild() {
     let job = node(&r, "hangs");
     assert_eq!(job.status, NodeStatus::Failed);
     assert_eq!(
-        job.last_attempt().and_then(|a| a.failure_reason),
+        job.last_attempt().and_then(|a| a.extra.failure_reason),
         Some(FailureReason::ForceFailed)
     );
     assert_gone(dir.path()).await;

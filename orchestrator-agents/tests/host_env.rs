@@ -30,7 +30,7 @@ fn removed_host_variables_do_not_reach_children_but_explicit_ones_do() {
             command: show.into(),
             ..ShellSpec::default()
         };
-        spec.extra.env.insert("NODE_OPTIONS".into(), "--max-old-space-size=4096".into());
+        spec.extra.make_mut().env.insert("NODE_OPTIONS".into(), "--max-old-space-size=4096".into());
         ShellRunner::new().run(&WorkSpec::Shell(spec), &c).await.expect("runs");
         assert_eq!(c.log.take(), "--max-old-space-size=4096\nunset\nkept\n");
     });

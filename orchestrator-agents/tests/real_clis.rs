@@ -109,12 +109,12 @@ async fn all_logs(o: &Orchestrator, id: &PlanId, record: &PlanRecord) -> String 
 fn assert_usage(cli: &str, n: &NodeState) -> Value {
     let metrics = n
         .last_attempt()
-        .and_then(|a| a.metrics.clone())
+        .and_then(|a| a.extra.metrics.clone())
         .expect("the attempt stored metrics");
     assert_eq!(metrics["agent"], cli, "{metrics}");
     let session = metrics["sessionId"].as_str().unwrap_or_default();
     assert!(!session.is_empty(), "session id stored: {metrics}");
-    assert_eq!(n.session_id.as_deref(), Some(session), "{metrics}");
+    assert_eq!(n.extra.session_id.as_deref(), Some(session), "{metrics}");
     for key in ["inputTokens", "outputTokens"] {
         assert!(
             metrics[key].as_u64().unwrap_or(0) > 0,
@@ -201,8 +201,8 @@ async fn two_chained_jobs(cli: &str) {
     let (create, append) = (node(&record, "create"), node(&record, "append"));
     assert_eq!(create.status, NodeStatus::Succeeded);
     assert_eq!(append.status, NodeStatus::Succeeded);
-    let first = create.commit.clone().expect("first commit");
-    let second = append.commit.clone().expect("second commit");
+    let first = create.extra.commit.clone().expect("first commit");
+    let second = append.extra.commit.clone().expect("second commit");
     assert_eq!(repo.show(&first, "notes.txt"), "hello\n");
     assert!(
         repo.git_output(&["show", &format!("{first}:seen.txt")])
@@ -449,9 +449,10 @@ async fn a_retried_job_resumes_the_failed_runs_claude_session() {
     let record = o.status(&id).await.expect("status");
     let failed = node(&record, "notes");
     assert_eq!(failed.status, NodeStatus::Failed);
-    let error = failed.error.clone().unwrap_or_default();
+    let error = failed.extra.error.clone().unwrap_or_default();
     assert!(error.contains("API Error: 400"), "{error}");
     let session = failed
+        .extra
         .session_id
         .clone()
         .expect("the failed run's session id is kept for the retry");

@@ -57,7 +57,7 @@ async fn env_layers_override_and_expand() {
     let mut spec = shell_spec(
         "printf '%s\\n' \"$LAYER\" \"$SHARED\" \"$TOOLS\" \"$GREETING\" \"$SPEC_ONLY\" \"$INJECT\"",
     );
-    spec.extra.env = env(&[
+    spec.extra.make_mut().env = env(&[
         ("SHARED", "spec-over-$SHARED"),
         ("SPEC_ONLY", "${LAYER}:[$NO_SUCH_VAR_4711]:$$5:end"),
         ("INJECT", "$(touch pwned)`touch pwned2`"),
@@ -82,7 +82,7 @@ async fn env_layers_override_and_expand() {
 
     for (name, value) in [("A=B", "x"), ("", "x"), ("OK", "nul\0byte")] {
         let mut spec = shell_spec("touch started");
-        spec.extra.env = env(&[(name, value)]);
+        spec.extra.make_mut().env = env(&[(name, value)]);
         let f = shell_fails(spec, &c).await;
         assert_eq!(f.reason, FailureReason::StartupError);
         assert!(f.message.starts_with("spec env: "), "{}", f.message);
@@ -118,7 +118,7 @@ async fn cwd_inside_the_job_directory() {
     let c = ctx(dir.path());
     let real = dir.path().canonicalize().expect("canonical");
     let mut spec = shell_spec("pwd -P");
-    spec.extra.cwd = Some("sub/./deeper/..".into());
+    spec.extra.make_mut().cwd = Some("sub/./deeper/..".into());
     ShellRunner::new()
         .run(&WorkSpec::Shell(spec), &c)
         .await
@@ -155,7 +155,7 @@ async fn cwd_escaping_the_job_directory_is_refused() {
         "link/.",
     ] {
         let mut spec = shell_spec("touch escaped");
-        spec.extra.cwd = Some(cwd.into());
+        spec.extra.make_mut().cwd = Some(cwd.into());
         let f = shell_fails(spec, &c).await;
         assert_eq!(f.reason, FailureReason::StartupError, "{cwd}");
         assert!(
@@ -218,7 +218,7 @@ async fn the_spec_timeout_stops_the_tree() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path());
     let mut spec = shell_spec("echo waiting >&2; sleep 60 & echo $! > gc.pid; sleep 60");
-    spec.extra.timeout = Some(300);
+    spec.extra.make_mut().timeout = Some(300);
     let start = Instant::now();
     let f = shell_fails(spec, &c).await;
     assert!(
@@ -289,7 +289,7 @@ async fn missing_executables_and_shells_are_named() {
             continue;
         }
         let mut spec = shell_spec("echo hi");
-        spec.extra.shell = Some(kind);
+        spec.extra.make_mut().shell = Some(kind);
         let f = shell_fails(spec, &c).await;
         assert_eq!(f.reason, FailureReason::StartupError);
         assert!(
@@ -347,7 +347,7 @@ async fn each_shell_kind_on_this_machine() {
             continue;
         }
         let mut spec = shell_spec(command);
-        spec.extra.shell = kind;
+        spec.extra.make_mut().shell = kind;
         ShellRunner::new()
             .run(&WorkSpec::Shell(spec), &c)
             .await

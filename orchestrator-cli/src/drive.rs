@@ -129,7 +129,7 @@ where
                 .iter()
                 .zip(&record.state.nodes)
                 .filter_map(|(job, node)| {
-                    let w = node.waiting.as_ref()?;
+                    let w = node.extra.waiting.as_ref()?;
                     person |= w.waiting_for != WaitingFor::Timer;
                     Some(match w.until {
                         Some(until) => format!(

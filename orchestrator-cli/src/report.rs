@@ -71,7 +71,7 @@ pub fn plan_text(record: &PlanRecord) -> String {
         .enumerate()
         .map(|(i, node)| {
             let label = label_of(record, i);
-            let mut error = node.error.clone().unwrap_or_default();
+            let mut error = node.extra.error.clone().unwrap_or_default();
             let blockers = blockers.names(i);
             if !blockers.is_empty() {
                 error = format!("waits on failed {}", blockers.join(", "));
@@ -80,7 +80,12 @@ pub fn plan_text(record: &PlanRecord) -> String {
                 label.to_owned(),
                 node.status.to_string(),
                 node.attempts.len().to_string(),
-                node.commit.as_deref().map(short).unwrap_or("").to_owned(),
+                node.extra
+                    .commit
+                    .as_deref()
+                    .map(short)
+                    .unwrap_or("")
+                    .to_owned(),
                 first_line(&error),
             ]
         })

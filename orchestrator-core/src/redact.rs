@@ -470,6 +470,7 @@ mod tests {
             JobSpec::new("job", "t", WorkSpec::shell("true")).env("JOB_KEY", "job-secret");
         if let WorkSpec::Shell(s) = &mut job.work {
             s.extra
+                .make_mut()
                 .env
                 .insert("DEPLOY_HOOK".into(), "hook-secret".into());
         }

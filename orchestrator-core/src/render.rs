@@ -280,7 +280,7 @@ mod tests {
     fn record(top_group: Option<&str>) -> (PlanRecord, PlanGraph) {
         let job = |id: &str| JobSpec::new(id, id, WorkSpec::shell("true"));
         let mut top = job("top");
-        top.extra.group = top_group.map(str::to_owned);
+        top.extra.make_mut().group = top_group.map(str::to_owned);
         let mut spec = PlanSpec::new("p")
             .isolation(Isolation::None)
             .job(top)

@@ -142,22 +142,22 @@ fn node_json(node: &NodeState) -> Value {
     let usage: Vec<&Value> = node
         .attempts
         .iter()
-        .filter_map(|a| a.metrics.as_deref())
+        .filter_map(|a| a.extra.metrics.as_deref())
         .collect();
     let mut doc = json!({
         "jobId": node.id,
         "nodeId": node.id,
         "status": node.status.as_str(),
         "attempts": node.attempts.len(),
-        "commit": node.commit,
-        "error": node.error,
-        "failedPhase": last.and_then(|a| a.failed_phase),
-        "failureReason": last.and_then(|a| a.failure_reason),
-        "worktree": node.worktree,
+        "commit": node.extra.commit,
+        "error": node.extra.error,
+        "failedPhase": last.and_then(|a| a.extra.failed_phase),
+        "failureReason": last.and_then(|a| a.extra.failure_reason),
+        "worktree": node.extra.worktree,
         "output": node.output(),
-        "waitingFor": node.waiting.as_ref().map(|w| w.waiting_for.as_str()),
+        "waitingFor": node.extra.waiting.as_ref().map(|w| w.waiting_for.as_str()),
     });
-    if let Some(waiting) = &node.waiting {
+    if let Some(waiting) = &node.extra.waiting {
         doc["waiting"] = json!(waiting);
     }
     // Runner metrics (agent usage: tokens, cost, turns, session): the last attempt's, and each
@@ -167,7 +167,7 @@ fn node_json(node: &NodeState) -> Value {
         doc["usageByAttempt"] = json!(node
             .attempts
             .iter()
-            .map(|a| a.metrics.as_deref().cloned().unwrap_or(Value::Null))
+            .map(|a| a.extra.metrics.as_deref().cloned().unwrap_or(Value::Null))
             .collect::<Vec<_>>());
     }
     doc

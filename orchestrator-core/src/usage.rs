@@ -83,7 +83,11 @@ impl Usage {
     }
 
     fn add_node(&mut self, node: &NodeState) {
-        for metrics in node.attempts.iter().filter_map(|a| a.metrics.as_deref()) {
+        for metrics in node
+            .attempts
+            .iter()
+            .filter_map(|a| a.extra.metrics.as_deref())
+        {
             self.add_metrics(metrics);
         }
     }

@@ -112,8 +112,9 @@ async fn failure_blocks_dependents_and_independent_jobs_finish() {
     assert_eq!(status_of(&r, "ccc"), NodeStatus::Blocked);
     assert_eq!(status_of(&r, "ddd"), NodeStatus::Succeeded);
     let attempt = r.state.nodes[0].last_attempt().expect("attempt");
-    assert_eq!(attempt.failed_phase, Some(Phase::Work));
+    assert_eq!(attempt.extra.failed_phase, Some(Phase::Work));
     assert!(attempt
+        .extra
         .error
         .as_deref()
         .unwrap_or("")
@@ -295,7 +296,7 @@ async fn pause_with_stop_requeues_running_jobs_from_their_phase() {
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Paused);
     let r = o.status(&id).await.expect("status");
     assert_eq!(r.state.nodes[0].status, NodeStatus::Ready);
-    assert_eq!(r.state.nodes[0].resume_from, Some(Phase::Work));
+    assert_eq!(r.state.nodes[0].extra.resume_from, Some(Phase::Work));
 }
 
 #[tokio::test]
@@ -341,7 +342,7 @@ async fn force_fail_kills_a_hanging_job_and_retry_resumes() {
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     let r = o.status(&id).await.expect("status");
     let a = r.state.nodes[0].last_attempt().expect("attempt");
-    assert_eq!(a.failure_reason, Some(FailureReason::ForceFailed));
+    assert_eq!(a.extra.failure_reason, Some(FailureReason::ForceFailed));
     assert_eq!(status_of(&r, "bbb"), NodeStatus::Blocked);
     o.retry(&id, RetryRequest::all_failed().with_work(shell("ok")))
         .await
@@ -501,7 +502,7 @@ async fn reopened_plan_recovers_crashed_jobs_and_finishes() {
     let r = o2.status(&id).await.expect("status");
     let a = r.state.nodes[1].last_attempt().expect("attempt");
     assert_eq!(
-        a.failure_reason,
+        a.extra.failure_reason,
         Some(FailureReason::Crashed),
         "{:#?}",
         r.state.nodes[1]
@@ -541,7 +542,7 @@ async fn missing_runner_fails_the_job_with_a_clear_message() {
         .expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     let r = o.status(&id).await.expect("status");
-    let err = r.state.nodes[0].error.clone().unwrap_or_default();
+    let err = r.state.nodes[0].extra.error.clone().unwrap_or_default();
     assert!(
         err.contains("no runner is registered for `shell` work"),
         "{err}"
@@ -673,11 +674,12 @@ async fn a_failing_shell_job_is_healed_and_the_plan_succeeds() {
     let attempts = &r.state.nodes[0].attempts;
     let rounds: Vec<Option<u32>> = attempts
         .iter()
-        .map(|a| a.heal.as_ref().map(|h| h.round))
+        .map(|a| a.extra.heal.as_ref().map(|h| h.round))
         .collect();
     assert_eq!(rounds, [None, Some(1), Some(2)]);
     assert_eq!(attempts[1].resumed_from, Some(Phase::Work));
     assert!(attempts[1]
+        .extra
         .heal
         .as_ref()
         .is_some_and(|h| h.failure.contains("missing file")));
@@ -713,7 +715,7 @@ async fn auto_heal_respects_opt_outs_and_budget() {
         .build()
         .expect("build");
     let mut spec = plan(&[("aaa", "make", &[]), ("bbb", "make", &[])]);
-    spec.jobs[0].extra.auto_heal = Some(false);
+    spec.jobs[0].extra.make_mut().auto_heal = Some(false);
     let id = o.run(spec, dir.path()).await.expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     assert_eq!(
@@ -795,7 +797,7 @@ async fn a_heal_stopped_by_a_pause_is_done_again_in_the_same_round() {
     let heals: Vec<Option<u32>> = r.state.nodes[0]
         .attempts
         .iter()
-        .map(|a| a.heal.as_ref().map(|h| h.round))
+        .map(|a| a.extra.heal.as_ref().map(|h| h.round))
         .collect();
     assert_eq!(heals, [None, Some(1), Some(1)]);
 }

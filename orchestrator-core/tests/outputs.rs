@@ -102,7 +102,7 @@ async fn outputs_reach_the_job_json_and_the_dependents_inputs() {
     assert_eq!(
         record.state.nodes[count]
             .last_attempt()
-            .and_then(|a| a.output.as_deref()),
+            .and_then(|a| a.extra.output.as_deref()),
         Some("42 files"),
         "the attempt records its work's output"
     );
@@ -201,7 +201,7 @@ async fn a_failed_dependency_retried_hands_its_new_output_on() {
     assert_eq!(doc["first"]["output"], "fixed");
     assert_eq!(
         doc["first"]["commit"].as_str(),
-        record.state.nodes[0].commit.as_deref(),
+        record.state.nodes[0].extra.commit.as_deref(),
         "worktree isolation: the dependency's commit is handed on"
     );
 }

@@ -153,7 +153,7 @@ async fn a_long_wait_parks_the_job_and_the_same_attempt_resumes_at_the_deadline(
     let record = o.status(&id).await.expect("status");
     let node = &record.state.nodes[0];
     assert_eq!(node.status, NodeStatus::Waiting);
-    let waiting = node.waiting.as_deref().expect("waiting");
+    let waiting = node.extra.waiting.as_deref().expect("waiting");
     assert_eq!(waiting.waiting_for, WaitingFor::Timer);
     assert!(waiting.until.is_some_and(|u| u > waiting.since));
     assert_eq!(node.attempts.len(), 1, "one attempt, still open");
@@ -188,6 +188,7 @@ async fn a_parked_jobs_deadline_survives_a_restart() {
         let id = until_waiting(&o, dir.path()).await;
         let record = o.status(&id).await.expect("status");
         let until = record.state.nodes[0]
+            .extra
             .waiting
             .as_ref()
             .and_then(|w| w.until)
@@ -220,7 +221,11 @@ async fn a_question_waits_for_an_answer_among_its_choices() {
     let dir = tempfile::tempdir().expect("tempdir");
     let id = until_waiting(&o, dir.path()).await;
     let record = o.status(&id).await.expect("status");
-    let waiting = record.state.nodes[0].waiting.as_deref().expect("waiting");
+    let waiting = record.state.nodes[0]
+        .extra
+        .waiting
+        .as_deref()
+        .expect("waiting");
     assert_eq!(waiting.waiting_for, WaitingFor::Input);
     assert_eq!(waiting.prompt.as_deref(), Some("Which colour?"));
     assert_eq!(waiting.choices, ["blue", "green"]);
@@ -273,6 +278,7 @@ async fn a_cron_re_arms_after_each_turn_until_canceled() {
     let record = o.status(&id).await.expect("status");
     assert!(
         record.state.nodes[0]
+            .extra
             .tools
             .as_ref()
             .is_none_or(|t| t.cron.is_none()),

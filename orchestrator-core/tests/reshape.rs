@@ -52,7 +52,7 @@ fn job(id: &str, cmd: &str, deps: &[&str]) -> JobSpec {
     let mut job = JobSpec::new(id, format!("task {id}"), WorkSpec::shell(cmd))
         .depends_on(deps.iter().copied());
     // In worktree plans the scripted jobs change nothing.
-    job.extra.expects_no_changes = true;
+    job.extra.make_mut().expects_no_changes = true;
     job
 }
 
@@ -445,7 +445,7 @@ async fn new_work_on_a_job_that_failed_later_runs_on_retry() {
     let store = InMemoryPlanRepository::new();
     let o = orchestrator(store.clone());
     let mut spec = plan(&[("aaa", "ok", &[])]);
-    spec.jobs[0].extra.postchecks = Some(Box::new(WorkSpec::shell("fail")));
+    spec.jobs[0].extra.make_mut().postchecks = Some(Box::new(WorkSpec::shell("fail")));
     let id = o.run(spec, &dir).await.expect("run");
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     o.edit_plan(
@@ -469,7 +469,7 @@ async fn new_work_on_a_job_that_failed_later_runs_on_retry() {
     let r = store.load(&id).await.expect("stored");
     let attempts = &r.state.nodes[0].attempts;
     assert_eq!(
-        attempts[0].failed_phase,
+        attempts[0].extra.failed_phase,
         Some(orchestrator_core::Phase::Postchecks)
     );
     assert_eq!(

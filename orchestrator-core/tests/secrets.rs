@@ -24,6 +24,7 @@ fn spec() -> PlanSpec {
     let mut work = WorkSpec::shell("print");
     if let WorkSpec::Shell(s) = &mut work {
         s.extra
+            .make_mut()
             .env
             .insert("DB_PASSWORD".into(), SPEC_PASSWORD.into());
     }
@@ -100,9 +101,9 @@ async fn secrets_are_redacted_from_logs_events_and_failures() {
             .read_log(&id, &node.id, LogQuery::new())
             .await
             .expect("log");
-        written += &format!("{:?}", node.error);
+        written += &format!("{:?}", node.extra.error);
         for attempt in &node.attempts {
-            written += &format!("{:?}", attempt.error);
+            written += &format!("{:?}", attempt.extra.error);
         }
     }
     while let Ok(event) = events.try_recv() {

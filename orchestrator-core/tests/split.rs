@@ -73,7 +73,7 @@ fn shell(ran: &Ran, manifest: &'static str, block: bool) -> FnRunner {
 
 fn plan() -> PlanSpec {
     let mut big = JobSpec::new("big", "Do it all", WorkSpec::shell("big"));
-    big.extra.split = Some(SplitPolicy::Allow);
+    big.extra.make_mut().split = Some(SplitPolicy::Allow);
     PlanSpec::new("growing")
         .isolation(Isolation::None)
         .job(big)
@@ -144,9 +144,12 @@ async fn a_bad_manifest_fails_the_job_naming_the_file_and_the_field() {
     assert_eq!(record.spec.jobs.len(), 2, "nothing added");
     let big = &record.state.nodes[0];
     let last = big.last_attempt().expect("attempt");
-    assert_eq!(last.failure_reason, Some(FailureReason::CompositeFailed));
     assert_eq!(
-        last.error.as_deref(),
+        last.extra.failure_reason,
+        Some(FailureReason::CompositeFailed)
+    );
+    assert_eq!(
+        last.extra.error.as_deref(),
         Some(".orchestrator-split.json: items[0].task: must not be empty")
     );
     assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked);
@@ -180,13 +183,17 @@ async fn a_failed_sub_job_fails_its_parent_and_a_retry_goes_on() {
     let big = status("big");
     assert_eq!(big.status, NodeStatus::Failed);
     let last = big.last_attempt().expect("attempt");
-    assert_eq!(last.failure_reason, Some(FailureReason::CompositeFailed));
+    assert_eq!(
+        last.extra.failure_reason,
+        Some(FailureReason::CompositeFailed)
+    );
     assert!(
-        last.error
+        last.extra
+            .error
             .as_deref()
             .is_some_and(|e| e.contains("big/flaky")),
         "{:?}",
-        last.error
+        last.extra.error
     );
     assert_eq!(status("after").status, NodeStatus::Blocked);
 
@@ -299,11 +306,11 @@ async fn a_decision_that_cannot_be_applied_fails_the_job_with_nothing_half_appli
         assert_eq!(big.status, NodeStatus::Failed, "{label}");
         let last = big.last_attempt().expect("attempt");
         assert_eq!(
-            last.failure_reason,
+            last.extra.failure_reason,
             Some(FailureReason::CompositeFailed),
             "{label}"
         );
-        let error = last.error.clone().unwrap_or_default();
+        let error = last.extra.error.clone().unwrap_or_default();
         assert!(error.contains(words), "{label}: {error}");
         assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked, "{label}");
     }

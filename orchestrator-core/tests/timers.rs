@@ -44,7 +44,7 @@ async fn deadline(o: &Orchestrator, id: &PlanId) -> (u64, u64) {
     let record = o.status(id).await.expect("status");
     let node = &record.state.nodes[0];
     assert_eq!(node.status, NodeStatus::Waiting);
-    let w = node.waiting.as_ref().expect("a wait");
+    let w = node.extra.waiting.as_ref().expect("a wait");
     assert_eq!(w.waiting_for, WaitingFor::Timer);
     (w.since, w.until.expect("a timer has a deadline"))
 }
@@ -93,7 +93,7 @@ async fn a_timer_job_waits_for_its_deadline_without_running_then_its_dependents_
         "the timer job ran at {} before its deadline {until}",
         attempt.started_at
     );
-    assert!(record.state.nodes[0].waiting.is_none());
+    assert!(record.state.nodes[0].extra.waiting.is_none());
 }
 
 #[tokio::test]
@@ -216,7 +216,7 @@ async fn pause_cancel_force_fail_and_retry_of_a_waiting_timer() {
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     let record = o.status(&id).await.expect("status");
     let last = record.state.nodes[0].last_attempt().expect("attempt");
-    assert_eq!(last.failure_reason, Some(FailureReason::ForceFailed));
+    assert_eq!(last.extra.failure_reason, Some(FailureReason::ForceFailed));
     assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked);
     let retried_at = now_millis();
     o.retry(&id, RetryRequest::all_failed())

@@ -102,11 +102,14 @@ async fn a_rejected_job_fails_with_its_reason_blocks_its_dependents_and_waits_ag
     let record = o.status(&id).await.expect("status");
     let gate = &record.state.nodes[0];
     assert_eq!(gate.status, NodeStatus::Failed);
-    assert_eq!(gate.error.as_deref(), Some("rejected: not on a Friday"));
+    assert_eq!(
+        gate.extra.error.as_deref(),
+        Some("rejected: not on a Friday")
+    );
     let last = gate
         .last_attempt()
         .expect("an attempt records the rejection");
-    assert_eq!(last.failure_reason, Some(FailureReason::Rejected));
+    assert_eq!(last.extra.failure_reason, Some(FailureReason::Rejected));
     assert!(last.phases.is_empty(), "nothing of it ran");
     assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked);
     assert_eq!(report::job_json(&record, 0)["failureReason"], "rejected");
@@ -207,7 +210,7 @@ async fn cancel_pause_and_force_fail_of_a_waiting_job() {
     assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     let record = o.status(&id).await.expect("status");
     let last = record.state.nodes[0].last_attempt().expect("attempt");
-    assert_eq!(last.failure_reason, Some(FailureReason::ForceFailed));
+    assert_eq!(last.extra.failure_reason, Some(FailureReason::ForceFailed));
     assert_eq!(record.state.nodes[1].status, NodeStatus::Blocked);
 }
 
@@ -302,7 +305,7 @@ async fn an_approval_after_job_runs_its_phases_then_waits_with_its_attempt_open(
     let record = o.status(&id).await.expect("status");
     let node = &record.state.nodes[0];
     assert_eq!(node.status, NodeStatus::Waiting);
-    let waiting = node.waiting.as_ref().expect("waits");
+    let waiting = node.extra.waiting.as_ref().expect("waits");
     assert_eq!(waiting.waiting_for, WaitingFor::Approval);
     assert!(waiting
         .prompt
@@ -350,10 +353,11 @@ async fn rejecting_cancelling_and_restarting_an_approval_after_job() {
     let node = &record.state.nodes[0];
     assert_eq!(node.attempts.len(), 1);
     assert_eq!(
-        node.attempts[0].failure_reason,
+        node.attempts[0].extra.failure_reason,
         Some(FailureReason::Rejected)
     );
     assert!(node
+        .extra
         .error
         .as_deref()
         .is_some_and(|e| e.contains("drops a column")));

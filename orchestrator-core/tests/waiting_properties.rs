@@ -134,7 +134,7 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
             let record = o.status(&id).await.expect("status");
             let mut waiting = Vec::new();
             for (i, node) in record.state.nodes[..c.deps.len()].iter().enumerate() {
-                let Some(w) = node.waiting.as_ref() else {
+                let Some(w) = node.extra.waiting.as_ref() else {
                     continue;
                 };
                 prop_assert_eq!(node.status, NodeStatus::Waiting);
@@ -189,7 +189,7 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
         prop_assert_eq!(&got, &expected(c));
         for (i, node) in record.state.nodes[..c.deps.len()].iter().enumerate() {
             if got[i] == NodeStatus::Failed {
-                let reason = node.last_attempt().and_then(|a| a.failure_reason);
+                let reason = node.last_attempt().and_then(|a| a.extra.failure_reason);
                 prop_assert_eq!(reason, Some(FailureReason::Rejected));
             }
             let runs = ran

@@ -233,8 +233,8 @@ async fn diamond_lands_every_file_on_the_target_and_cleans_up() {
         "snapshot branch deleted"
     );
     for n in &r.state.nodes {
-        assert!(n.worktree.is_none());
-        assert!(n.commit.is_some());
+        assert!(n.extra.worktree.is_none());
+        assert!(n.extra.commit.is_some());
         let phases: Vec<Phase> = n.attempts[0].phases.iter().map(|p| p.phase).collect();
         assert!(phases.starts_with(&[Phase::MergeFi]), "{phases:?}");
         assert!(phases.contains(&Phase::Commit));
@@ -261,9 +261,10 @@ async fn no_changes_fails_unless_expected() {
     assert_eq!(f.o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     let r = f.o.status(&id).await.expect("status");
     let idle = node(&r, "idle").last_attempt().expect("attempt");
-    assert_eq!(idle.failure_reason, Some(FailureReason::NoChanges));
-    assert_eq!(idle.failed_phase, Some(Phase::Commit));
+    assert_eq!(idle.extra.failure_reason, Some(FailureReason::NoChanges));
+    assert_eq!(idle.extra.failed_phase, Some(Phase::Commit));
     assert!(idle
+        .extra
         .error
         .as_deref()
         .unwrap_or("")
@@ -271,7 +272,7 @@ async fn no_changes_fails_unless_expected() {
     assert_eq!(node(&r, "check").status, NodeStatus::Succeeded);
     assert_eq!(node(&r, "after").status, NodeStatus::Blocked);
     assert!(
-        node(&r, "idle").worktree.is_some(),
+        node(&r, "idle").extra.worktree.is_some(),
         "a failed job keeps its worktree"
     );
 }
@@ -287,12 +288,16 @@ async fn parallel_edits_of_one_line_fail_with_the_file_named() {
     assert_eq!(f.o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     let r = f.o.status(&id).await.expect("status");
     let a = node(&r, "join").last_attempt().expect("attempt");
-    assert_eq!(a.failure_reason, Some(FailureReason::MergeConflict));
-    assert_eq!(a.failed_phase, Some(Phase::MergeFi));
+    assert_eq!(a.extra.failure_reason, Some(FailureReason::MergeConflict));
+    assert_eq!(a.extra.failed_phase, Some(Phase::MergeFi));
     assert!(
-        a.error.as_deref().unwrap_or("").contains("shared.txt"),
+        a.extra
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("shared.txt"),
         "{:?}",
-        a.error
+        a.extra.error
     );
 }
 
@@ -305,7 +310,11 @@ async fn postcheck_failure_retry_resumes_from_postchecks() {
     assert_eq!(f.o.wait(&id).await.expect("wait"), PlanStatus::Failed);
     let r = f.o.status(&id).await.expect("status");
     assert_eq!(
-        node(&r, "work").last_attempt().expect("a").failed_phase,
+        node(&r, "work")
+            .last_attempt()
+            .expect("a")
+            .extra
+            .failed_phase,
         Some(Phase::Postchecks)
     );
     f.o.retry(
@@ -380,14 +389,15 @@ async fn dirty_checked_out_target_is_refused_then_merged_once_clean() {
     );
     let sv = r.state.nodes.last().expect("snapshot node");
     let a = sv.last_attempt().expect("attempt");
-    assert_eq!(a.failed_phase, Some(Phase::MergeRi));
+    assert_eq!(a.extra.failed_phase, Some(Phase::MergeRi));
     assert!(
-        a.error
+        a.extra
+            .error
             .as_deref()
             .unwrap_or("")
             .contains("uncommitted changes"),
         "{:?}",
-        a.error
+        a.extra.error
     );
     assert_eq!(
         std::fs::read_to_string(f.repo.join("README.md")).expect("read"),
@@ -443,7 +453,7 @@ async fn the_snapshot_gets_a_worktree_only_when_something_runs_on_it() {
     assert_eq!(names.len(), 1, "only the job's worktree: {names:?}");
     assert!(!names[0].starts_with("_snapshot-"), "{names:?}");
     let snapshot = r.state.nodes.last().expect("snapshot node");
-    assert!(snapshot.worktree.is_none());
+    assert!(snapshot.extra.worktree.is_none());
     let phases: Vec<Phase> = snapshot.attempts[0]
         .phases
         .iter()
@@ -453,7 +463,7 @@ async fn the_snapshot_gets_a_worktree_only_when_something_runs_on_it() {
     let target = r.state.target_branch.clone().expect("target");
     assert_eq!(
         f.git.branch_tip(&f.repo, &target).await.expect("tip"),
-        snapshot.commit,
+        snapshot.extra.commit,
         "the target is at the commit the node recorded"
     );
     let files = files_at(&f, &target).await;
@@ -637,6 +647,7 @@ async fn recover_then_resume_finishes_a_failed_plan() {
     );
     assert!(
         node(&r, "aaa")
+            .extra
             .worktree
             .as_ref()
             .is_some_and(|p| p.exists()),

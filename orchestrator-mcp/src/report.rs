@@ -45,6 +45,7 @@ pub fn plan_text(record: &PlanRecord) -> String {
             break;
         }
         let error = node
+            .extra
             .error
             .as_deref()
             .and_then(|e| e.lines().next())

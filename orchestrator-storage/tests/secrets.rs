@@ -34,7 +34,7 @@ fn shell_with_env(command: &str, env: &[(&str, &str)]) -> WorkSpec {
     let mut work = WorkSpec::shell(command);
     if let WorkSpec::Shell(s) = &mut work {
         for (k, v) in env {
-            s.extra.env.insert((*k).into(), (*v).into());
+            s.extra.make_mut().env.insert((*k).into(), (*v).into());
         }
     }
     work

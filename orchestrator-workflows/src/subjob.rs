@@ -53,10 +53,10 @@ impl SubJob<'_> {
         }
         let mut job = JobSpec::new(format!("{parent}/{}", self.name), self.task, work)
             .depends_on(self.after.iter().map(|d| format!("{parent}/{d}")));
-        job.extra.parent = Some(parent.clone());
-        job.extra.base_branch = facts.commit.map(str::to_owned);
-        job.extra.env = facts.job.extra.env.clone();
-        job.extra.expects_no_changes = self.reads_only;
+        job.extra.make_mut().parent = Some(parent.clone());
+        job.extra.make_mut().base_branch = facts.commit.map(str::to_owned);
+        job.extra.make_mut().env = facts.job.extra.env.clone();
+        job.extra.make_mut().expects_no_changes = self.reads_only;
         job
     }
 }

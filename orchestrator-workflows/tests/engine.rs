@@ -219,7 +219,7 @@ async fn identical_syntheses_end_a_reflect_loop_as_stalled_on_the_second_repeat(
     let node = &record.state.nodes[0];
     let reason = node
         .last_attempt()
-        .and_then(|a| a.error.clone())
+        .and_then(|a| a.extra.error.clone())
         .unwrap_or_default();
     assert!(reason.starts_with("stalled"), "{reason}");
     assert!(reason.contains("after 3 iteration"), "{reason}");
@@ -368,8 +368,8 @@ async fn a_wrong_signature_fails_the_stage_with_reason_contract_and_blocks_the_r
     assert_eq!(status_of(&record, "team/coder"), NodeStatus::Failed);
     let coder = &record.state.nodes[2];
     let attempt = coder.last_attempt().expect("attempt");
-    assert_eq!(attempt.failure_reason, Some(FailureReason::Contract));
-    let message = attempt.error.clone().unwrap_or_default();
+    assert_eq!(attempt.extra.failure_reason, Some(FailureReason::Contract));
+    let message = attempt.extra.error.clone().unwrap_or_default();
     assert!(
         message.contains("wrong signature `SILVER_KITE`"),
         "{message}"

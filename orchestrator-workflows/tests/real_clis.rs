@@ -159,7 +159,7 @@ async fn logs(o: &Orchestrator, id: &PlanId, record: &PlanRecord) -> String {
             .read_log(id, &n.id, LogQuery::new())
             .await
             .unwrap_or_default();
-        let error = n.last_attempt().and_then(|a| a.error.clone());
+        let error = n.last_attempt().and_then(|a| a.extra.error.clone());
         logs.push_str(&format!(
             "==== {} ({}, {error:?}) ====\n{log}\n",
             job.producer_id, n.status
@@ -519,8 +519,8 @@ async fn a_real_claude_coder_with_a_wrong_signature_fails_its_stage_with_reason_
     let coder = node(&record, "team/coder");
     assert_eq!(coder.status, NodeStatus::Failed, "{}", context().await);
     let attempt = coder.last_attempt().expect("the coder's attempt");
-    assert_eq!(attempt.failure_reason, Some(FailureReason::Contract));
-    let message = attempt.error.clone().unwrap_or_default();
+    assert_eq!(attempt.extra.failure_reason, Some(FailureReason::Contract));
+    let message = attempt.extra.error.clone().unwrap_or_default();
     assert!(
         message.contains("wrong signature `SILVER_KITE`"),
         "{message}"

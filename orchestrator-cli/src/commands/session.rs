@@ -426,7 +426,7 @@ async fn steer(args: SessionSteerArgs) -> CliResult<Exit> {
 /// `isolation: none` plans.
 fn job_dir(record: &orchestrator_core::state::PlanRecord, n: usize) -> Option<PathBuf> {
     let node = record.state.nodes.get(n)?;
-    node.worktree.clone().or_else(|| {
+    node.extra.worktree.clone().or_else(|| {
         (record.isolation() == orchestrator_core::plan::Isolation::None)
             .then(|| record.state.repo.clone())
     })

@@ -231,7 +231,7 @@ fn jobs(ui: &Ui, view: &PlanView) -> String {
 /// Why a job waits or failed, in a line.
 fn why(record: &PlanRecord, n: usize) -> String {
     let node = &record.state.nodes[n];
-    if let Some(w) = &node.waiting {
+    if let Some(w) = &node.extra.waiting {
         let mut s = format!("waits for {}", w.waiting_for.as_str());
         if let Some(until) = w.until {
             let _ = write!(s, " until {}", crate::report::utc_time(until));
@@ -242,7 +242,7 @@ fn why(record: &PlanRecord, n: usize) -> String {
         return s;
     }
     let last = node.last_attempt();
-    match (&node.error, last.and_then(|a| a.failure_reason)) {
+    match (&node.extra.error, last.and_then(|a| a.extra.failure_reason)) {
         (Some(e), Some(r)) => format!("{}: {e}", name_of(&r)),
         (Some(e), None) => e.clone(),
         (None, _) => String::new(),
@@ -272,7 +272,7 @@ pub async fn job(ui: &Ui, id: &PlanId, n: usize) -> CliResult<Option<String>> {
     if !why.is_empty() {
         let _ = write!(out, "<p class=\"why\">{}</p>", esc(&why));
     }
-    if let Some(w) = &node.waiting {
+    if let Some(w) = &node.extra.waiting {
         out.push_str(&controls(id, label, w.waiting_for));
     }
     if let Some(parent) = view
@@ -304,7 +304,7 @@ pub async fn job(ui: &Ui, id: &PlanId, n: usize) -> CliResult<Option<String>> {
                 )
             })
             .collect();
-        let failure = match (&a.failed_phase, &a.error) {
+        let failure = match (&a.extra.failed_phase, &a.extra.error) {
             (Some(p), Some(e)) => format!("{}: {}", p.as_str(), e),
             (None, Some(e)) => e.clone(),
             _ => String::new(),
@@ -324,7 +324,7 @@ pub async fn job(ui: &Ui, id: &PlanId, n: usize) -> CliResult<Option<String>> {
     if spent != Usage::default() {
         let _ = write!(out, "<h2>Usage</h2><p>{}</p>", usage(&spent));
     }
-    if let Some(commit) = &node.commit {
+    if let Some(commit) = &node.extra.commit {
         let _ = write!(
             out,
             "<p>Commit <span class=\"mono\">{}</span></p>",
@@ -386,7 +386,9 @@ pub async fn waiting(ui: &Ui) -> CliResult<String> {
         };
         let id = &summary.plan_id;
         for (n, node) in record.state.nodes.iter().enumerate() {
-            let Some(w) = &node.waiting else { continue };
+            let Some(w) = &node.extra.waiting else {
+                continue;
+            };
             count += 1;
             let label = view::label_of(&record, n);
             let _ = write!(

@@ -208,12 +208,12 @@ impl Controller for SplitController {
                 };
                 let mut job = JobSpec::new(format!("{parent}/{}", item.name), item.task, work)
                     .depends_on(item.depends_on.iter().map(|d| format!("{parent}/{d}")));
-                job.extra.parent = Some(parent.clone());
-                job.extra.base_branch = facts.commit.map(str::to_owned);
-                job.extra.env = facts.job.extra.env.clone();
-                job.extra.group = facts.job.extra.group.clone();
-                job.extra.split = facts.job.extra.split;
-                job.extra.auto_heal = facts.job.extra.auto_heal;
+                job.extra.make_mut().parent = Some(parent.clone());
+                job.extra.make_mut().base_branch = facts.commit.map(str::to_owned);
+                job.extra.make_mut().env = facts.job.extra.env.clone();
+                job.extra.make_mut().group = facts.job.extra.group.clone();
+                job.extra.make_mut().split = facts.job.extra.split;
+                job.extra.make_mut().auto_heal = facts.job.extra.auto_heal;
                 job
             })
             .collect();
@@ -299,7 +299,7 @@ mod tests {
     fn items_become_sub_jobs_of_the_same_kind_of_work() {
         let plan = crate::plan::PlanSpec::new("p");
         let mut job = JobSpec::new("big", "Big", WorkSpec::agent("do it all"));
-        job.extra.env.insert("K".into(), "v".into());
+        job.extra.make_mut().env.insert("K".into(), "v".into());
         let facts = CompositeFacts {
             plan: &plan,
             job: &job,

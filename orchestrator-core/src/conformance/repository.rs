@@ -316,7 +316,11 @@ async fn appends_from_concurrent_tasks_all_land<R: PlanRepository>(store: R) {
     let loaded = ok(CASE, "load", store.load(&id).await);
     // Every node's last session is the last one some task wrote to it on this plan.
     for n in 0..5usize {
-        let sid = loaded.state.nodes[n].session_id.clone().unwrap_or_default();
+        let sid = loaded.state.nodes[n]
+            .extra
+            .session_id
+            .clone()
+            .unwrap_or_default();
         let ok_end = (0..8)
             .filter(|t| t % 5 == n)
             .any(|t| sid == format!("t{t}-24"));
@@ -325,6 +329,7 @@ async fn appends_from_concurrent_tasks_all_land<R: PlanRepository>(store: R) {
     let other_loaded = ok(CASE, "load other", store.load(&other.state.id).await);
     for n in 0..5usize {
         let sid = other_loaded.state.nodes[n]
+            .extra
             .session_id
             .clone()
             .unwrap_or_default();

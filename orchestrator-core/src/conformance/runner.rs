@@ -270,7 +270,7 @@ impl Harness {
 /// `spec` with `env` as its own environment layer.
 fn with_env(mut spec: WorkSpec, env: Env) -> WorkSpec {
     match &mut spec {
-        WorkSpec::Shell(s) => s.extra.env = env,
+        WorkSpec::Shell(s) => s.extra.make_mut().env = env,
         WorkSpec::Process(p) => p.env = env,
         WorkSpec::Agent(a) => a.env = env,
         WorkSpec::Timer(_) | WorkSpec::Team(_) | WorkSpec::Pipeline(_) => {}

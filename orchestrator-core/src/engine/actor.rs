@@ -211,6 +211,7 @@ impl PlanActor {
                 let node = &actor.machine.record().state.nodes[i];
                 node.status == NodeStatus::CompletedSplit
                     || node
+                        .extra
                         .waiting
                         .as_ref()
                         .is_some_and(|w| w.waiting_for == crate::state::WaitingFor::Children)
@@ -435,7 +436,7 @@ impl PlanActor {
         if graph.is_snapshot(n) {
             let state = &self.machine.record().state;
             let (repo, branch) = (state.repo.clone(), state.snapshot_branch.clone());
-            let path = state.nodes[n].worktree.clone();
+            let path = state.nodes[n].extra.worktree.clone();
             if path.is_some() {
                 let _ = self.forget_worktree(n);
             }
@@ -468,7 +469,7 @@ impl PlanActor {
             if graph.is_snapshot(d) {
                 continue;
             }
-            if let Some(path) = &record.state.nodes[d].worktree {
+            if let Some(path) = &record.state.nodes[d].extra.worktree {
                 if record.state.nodes[d].status == NodeStatus::Succeeded && consumed(d) {
                     done.push((d, path.clone()));
                 }

@@ -151,7 +151,7 @@ impl NodeRun {
         let dep_commits = if spec.isolation == Isolation::Worktree {
             deps.iter()
                 .filter(|&&d| merged(d))
-                .filter_map(|&d| state.nodes[d].commit.clone())
+                .filter_map(|&d| state.nodes[d].extra.commit.clone())
                 .collect()
         } else {
             Vec::new()
@@ -187,24 +187,25 @@ impl NodeRun {
             target_branch: state.target_branch.clone(),
             snapshot_branch: state.snapshot_branch.clone(),
             dep_commits,
-            worktree: ns.worktree.clone(),
-            prev_commit: ns.commit.clone(),
-            hold_after: !ns.approved
+            worktree: ns.extra.worktree.clone(),
+            prev_commit: ns.extra.commit.clone(),
+            hold_after: !ns.extra.approved
                 && job.is_some_and(|j| j.extra.approval == Some(crate::plan::Approval::After)),
             may_split,
             composite,
-            session_id: ns.session_id.clone(),
-            wake: ns.tools.as_ref().and_then(|t| t.wake.clone()),
+            session_id: ns.extra.session_id.clone(),
+            wake: ns.extra.tools.as_ref().and_then(|t| t.wake.clone()),
             checkpoint: ns
+                .extra
                 .tools
                 .as_ref()
                 .filter(|t| t.wake.is_some() || t.dehydrated.is_some())
                 .and_then(|t| t.checkpoint.clone()),
-            dehydrated: ns.tools.as_ref().and_then(|t| t.dehydrated.clone()),
-            cron: std::sync::Mutex::new(ns.tools.as_ref().and_then(|t| t.cron.clone())),
+            dehydrated: ns.extra.tools.as_ref().and_then(|t| t.dehydrated.clone()),
+            cron: std::sync::Mutex::new(ns.extra.tools.as_ref().and_then(|t| t.cron.clone())),
             park: std::sync::Mutex::new(None),
             sub_agents,
-            heal: std::sync::Mutex::new(ns.last_attempt().and_then(|a| a.heal.clone())),
+            heal: std::sync::Mutex::new(ns.last_attempt().and_then(|a| a.extra.heal.clone())),
             ctx,
             spec,
             graph,
@@ -220,7 +221,7 @@ impl NodeRun {
                 .iter()
                 .rev()
                 .skip(1)
-                .take_while(|a| a.failure_reason == Some(FailureReason::Crashed))
+                .take_while(|a| a.extra.failure_reason == Some(FailureReason::Crashed))
                 .count(),
             _slot: slot,
         }
@@ -834,7 +835,7 @@ fn dependency_inputs(
 ) -> Option<Inputs> {
     let has_result = |d: NodeIndex| {
         let dep = &state.nodes[d];
-        dep.commit.is_some() || dep.output().is_some()
+        dep.extra.commit.is_some() || dep.output().is_some()
     };
     if !deps.iter().any(|&d| has_result(d)) {
         return None;
@@ -847,7 +848,7 @@ fn dependency_inputs(
             Some(JobInput {
                 producer_id: job.producer_id.clone(),
                 output: dep.output().map(str::to_owned),
-                commit: dep.commit.clone(),
+                commit: dep.extra.commit.clone(),
             })
         })
         .collect();

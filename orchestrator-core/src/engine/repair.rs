@@ -74,7 +74,7 @@ fn repair_worktrees(record: &PlanRecord, root: &Path) -> Vec<PathBuf> {
                 .status
                 .is_active()
                 .then(|| root.join(job_worktree_name(&n.id)));
-            n.worktree.clone().into_iter().chain(expected)
+            n.extra.worktree.clone().into_iter().chain(expected)
         })
         .chain([root.join(snapshot_worktree_name(&record.state.id))])
         .collect();
@@ -104,7 +104,7 @@ async fn restore_snapshot_branch(
     let node = (0..graph.node_count())
         .find(|&n| graph.is_snapshot(n))
         .and_then(|n| record.state.nodes.get(n));
-    let Some((node, commit)) = node.and_then(|n| n.commit.as_ref().map(|c| (n, c))) else {
+    let Some((node, commit)) = node.and_then(|n| n.extra.commit.as_ref().map(|c| (n, c))) else {
         return Ok(None);
     };
     if node.status == NodeStatus::Succeeded || git.branch_tip(repo, snapshot).await?.is_some() {
@@ -180,7 +180,7 @@ pub(crate) async fn sweep(ctx: &EngineCtx, repo: &Path, root: &Path) -> Result<V
         let plan_root = ctx.options.plan_worktree_root(&record.spec, repo);
         let jobs = record.spec.jobs.len();
         for (n, node) in record.state.nodes.iter().enumerate() {
-            if let Some(path) = &node.worktree {
+            if let Some(path) = &node.extra.worktree {
                 live.insert(path.clone());
             } else if !node.status.is_terminal() {
                 live.insert(plan_root.join(if n < jobs {
@@ -209,6 +209,7 @@ fn leftovers(ctx: &EngineCtx, record: &PlanRecord) -> Vec<Leftover> {
             let dir = match record.spec.isolation {
                 Isolation::None => record.state.repo.clone(),
                 _ => n
+                    .extra
                     .worktree
                     .clone()
                     .unwrap_or_else(|| root.join(job_worktree_name(&n.id))),
@@ -217,10 +218,10 @@ fn leftovers(ctx: &EngineCtx, record: &PlanRecord) -> Vec<Leftover> {
             // A node that was running may have started processes whose group a crash kept from
             // the record: group 0 stands for those, found by the token alone.
             let prefix = crate::runner::job_token_prefix(&record.state.id, &n.id);
-            let groups = if n.processes.is_empty() {
+            let groups = if n.extra.processes.is_empty() {
                 vec![0]
             } else {
-                n.processes.clone()
+                n.extra.processes.clone()
             };
             groups
                 .into_iter()

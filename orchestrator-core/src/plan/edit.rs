@@ -192,31 +192,31 @@ impl JobUpdate {
             job.work = v;
         }
         if u.prechecks.is_some() {
-            job.extra.prechecks = u.prechecks.map(Box::new);
+            job.extra.make_mut().prechecks = u.prechecks.map(Box::new);
         }
         if u.postchecks.is_some() {
-            job.extra.postchecks = u.postchecks.map(Box::new);
+            job.extra.make_mut().postchecks = u.postchecks.map(Box::new);
         }
         if u.instructions.is_some() {
-            job.extra.instructions = u.instructions;
+            job.extra.make_mut().instructions = u.instructions;
         }
         if let Some(v) = u.dependencies {
             job.dependencies = v;
         }
         if let Some(v) = u.env {
-            job.extra.env = v;
+            job.extra.make_mut().env = v;
         }
         if let Some(v) = u.expects_no_changes {
-            job.extra.expects_no_changes = v;
+            job.extra.make_mut().expects_no_changes = v;
         }
         if u.auto_heal.is_some() {
-            job.extra.auto_heal = u.auto_heal;
+            job.extra.make_mut().auto_heal = u.auto_heal;
         }
         if u.group.is_some() {
-            job.extra.group = u.group;
+            job.extra.make_mut().group = u.group;
         }
         if u.base_branch.is_some() {
-            job.extra.base_branch = u.base_branch;
+            job.extra.make_mut().base_branch = u.base_branch;
         }
     }
 }
@@ -446,7 +446,7 @@ pub fn apply_edits(
                 for job in jobs {
                     cx.adding(&out, &removed, job)?;
                     let mut job = job.clone();
-                    job.extra.parent = Some(parent.clone());
+                    job.extra.make_mut().parent = Some(parent.clone());
                     out.jobs[p].dependencies.push(job.producer_id.clone());
                     out.jobs.push(job);
                 }

@@ -146,7 +146,7 @@ pub(crate) fn flatten(spec: &mut PlanSpec) -> Flattened {
             }
         }
         n.job.producer_id = id;
-        n.job.extra.group = Some(group);
+        n.job.extra.make_mut().group = Some(group);
         spec.jobs.push(n.job);
     }
     found

@@ -385,7 +385,7 @@ impl JobSpec {
     /// assert_eq!(job.extra.approval, Some(Approval::Before));
     /// ```
     pub fn approval(mut self, approval: Approval) -> Self {
-        self.extra.approval = Some(approval);
+        self.extra.make_mut().approval = Some(approval);
         self
     }
 
@@ -401,25 +401,25 @@ impl JobSpec {
 
     /// Sets prechecks.
     pub fn prechecks(mut self, spec: WorkSpec) -> Self {
-        self.extra.prechecks = Some(Box::new(spec));
+        self.extra.make_mut().prechecks = Some(Box::new(spec));
         self
     }
 
     /// Sets postchecks.
     pub fn postchecks(mut self, spec: WorkSpec) -> Self {
-        self.extra.postchecks = Some(Box::new(spec));
+        self.extra.make_mut().postchecks = Some(Box::new(spec));
         self
     }
 
     /// Marks the job as expecting no changes.
     pub fn expects_no_changes(mut self) -> Self {
-        self.extra.expects_no_changes = true;
+        self.extra.make_mut().expects_no_changes = true;
         self
     }
 
     /// Sets a job environment variable.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.extra.env.insert(key.into(), value.into());
+        self.extra.make_mut().env.insert(key.into(), value.into());
         self
     }
 
@@ -449,10 +449,10 @@ impl JobSpec {
             self.work = w.clone();
         }
         if let Some(p) = prechecks {
-            self.extra.prechecks = Some(Box::new(p.clone()));
+            self.extra.make_mut().prechecks = Some(Box::new(p.clone()));
         }
         if let Some(p) = postchecks {
-            self.extra.postchecks = Some(Box::new(p.clone()));
+            self.extra.make_mut().postchecks = Some(Box::new(p.clone()));
         }
     }
 }

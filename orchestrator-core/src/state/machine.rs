@@ -52,7 +52,7 @@ impl PlanMachine {
 
     fn rebuild_results(&mut self) {
         self.results = (self.record.state.nodes.iter())
-            .map(|n| n.commit.is_some() || n.output().is_some())
+            .map(|n| n.extra.commit.is_some() || n.output().is_some())
             .collect();
     }
 
@@ -221,7 +221,7 @@ impl PlanMachine {
         at: Millis,
     ) -> Result<(u32, Option<Phase>), ApplyError> {
         self.transition(n, NodeStatus::Running, at)?;
-        let resume_from = self.record.state.nodes[n].resume_from;
+        let resume_from = self.record.state.nodes[n].extra.resume_from;
         self.start_attempt(n, at, resume_from)
     }
 
@@ -229,7 +229,7 @@ impl PlanMachine {
     /// [`PlanMachine::begin_attempt`] would, in one change ([`StateChange::Launched`]).
     /// Returns the attempt number and the phase it starts from.
     pub fn launch(&mut self, n: NodeIndex, at: Millis) -> Result<(u32, Option<Phase>), ApplyError> {
-        let resume_from = self.record.state.nodes[n].resume_from;
+        let resume_from = self.record.state.nodes[n].extra.resume_from;
         let change = StateChange::Launched {
             node: n,
             at,
@@ -396,7 +396,7 @@ impl PlanMachine {
         self.transition(n, NodeStatus::Running, at)?;
         let node = &self.record.state.nodes[n];
         let number = node.attempts.len() as u32;
-        let woken = node.tools.as_ref().is_some_and(|t| t.wake.is_some());
+        let woken = node.extra.tools.as_ref().is_some_and(|t| t.wake.is_some());
         Ok((
             number,
             Some(if woken { Phase::Work } else { Phase::MergeRi }),
@@ -468,6 +468,7 @@ impl PlanMachine {
     /// `waiting -> failed` with reason `force_failed` (`force_fail` of a waiting job).
     pub fn force_fail_waiting(&mut self, n: NodeIndex, at: Millis) -> Result<(), ApplyError> {
         let what = self.record.state.nodes[n]
+            .extra
             .waiting
             .as_ref()
             .map_or("its condition".to_owned(), |w| w.waiting_for.to_string());
@@ -598,7 +599,7 @@ impl PlanMachine {
                 let phase = last.and_then(|a| a.phases.last()).map(|p| p.phase);
                 // A heal the crash interrupted in its phase is done again (same round).
                 let heal = last
-                    .and_then(|a| a.heal.clone())
+                    .and_then(|a| a.extra.heal.clone())
                     .filter(|h| phase.is_none_or(|p| p == h.phase));
                 self.fail(
                     n,
@@ -622,7 +623,7 @@ impl PlanMachine {
     pub fn resume_phase_after_failure(&self, n: NodeIndex) -> Option<Phase> {
         self.record.state.nodes[n]
             .last_attempt()
-            .and_then(|a| a.failed_phase)
+            .and_then(|a| a.extra.failed_phase)
             .map(Phase::retry_from)
     }
 

@@ -6,7 +6,8 @@ mod status;
 
 pub use machine::PlanMachine;
 pub use record::{
-    ApplyError, Attempt, AttemptStatus, Heal, NodeState, PhaseRecord, PlanRecord, PlanState,
-    StateChange, StatusCounts, ToolState, Waiting, WaitingFor, SCHEMA_VERSION,
+    ApplyError, Attempt, AttemptExtra, AttemptStatus, Heal, NodeExtra, NodeState, PhaseRecord,
+    PlanRecord, PlanState, StateChange, StatusCounts, ToolState, Waiting, WaitingFor,
+    SCHEMA_VERSION,
 };
 pub use status::{FailureReason, NodeStatus, Phase, PhaseStatus, PlanStatus};

@@ -26,7 +26,8 @@ pub use apply::ApplyError;
 pub use change::StateChange;
 pub use counts::StatusCounts;
 pub use node::{
-    Attempt, AttemptStatus, Heal, NodeState, PhaseRecord, ToolState, Waiting, WaitingFor,
+    Attempt, AttemptExtra, AttemptStatus, Heal, NodeExtra, NodeState, PhaseRecord, ToolState,
+    Waiting, WaitingFor,
 };
 
 /// Current schema version of [`PlanRecord`] and [`StateChange`]; stores persist it.

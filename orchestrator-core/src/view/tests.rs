@@ -172,12 +172,7 @@ fn attempt(number: u32, status: AttemptStatus, phases: Vec<PhaseRecord>) -> Atte
         ended_at: phases.last().and_then(|p| p.ended_at),
         resumed_from: None,
         phases,
-        error: None,
-        failure_reason: None,
-        failed_phase: None,
-        metrics: None,
-        output: None,
-        heal: None,
+        extra: Default::default(),
     }
 }
 

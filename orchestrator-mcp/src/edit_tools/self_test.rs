@@ -64,7 +64,7 @@ impl OrchestratorMcp {
         let job = |id: &str, task: &str, cmd: &str, deps: &[&str]| {
             let mut j =
                 JobSpec::new(id, task, WorkSpec::shell(cmd)).depends_on(deps.iter().copied());
-            j.extra.auto_heal = Some(false);
+            j.extra.make_mut().auto_heal = Some(false);
             j
         };
         let write = |file: &str| format!("mkdir -p selftest && echo {file} > selftest/{file}.txt");

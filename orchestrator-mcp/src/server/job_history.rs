@@ -127,7 +127,7 @@ impl OrchestratorMcp {
             let attempts = serde_json::to_value(&node.attempts).unwrap_or(Value::Null);
             let mut text = format!("job {label}: {} attempt(s)\n", node.attempts.len());
             for at in &node.attempts {
-                let error = at.error.as_deref().and_then(|e| e.lines().next());
+                let error = at.extra.error.as_deref().and_then(|e| e.lines().next());
                 let _ = writeln!(
                     text,
                     "  #{} {:?}{}",
@@ -167,7 +167,7 @@ impl OrchestratorMcp {
                 .await?;
             let (id, label, node) = (&job.id, &job.label, job.node());
             let last = node.last_attempt();
-            let phase = last.and_then(|at| at.failed_phase);
+            let phase = last.and_then(|at| at.extra.failed_phase);
             let log = match (phase, last) {
                 (Some(p), Some(at)) => {
                     self.orchestrator
@@ -185,7 +185,7 @@ impl OrchestratorMcp {
                 .record
                 .job(job.n)
                 .and_then(|j| serde_json::to_value(&j.work).ok());
-            let text = match &node.error {
+            let text = match &node.extra.error {
                 Some(e) => format!(
                     "job {label} is {} (phase {}): {e}\n{log}",
                     node.status,
@@ -199,9 +199,9 @@ impl OrchestratorMcp {
                     "jobId": node.id,
                     "producerId": label,
                     "status": node.status.as_str(),
-                    "error": node.error,
+                    "error": node.extra.error,
                     "failedPhase": phase,
-                    "failureReason": last.and_then(|at| at.failure_reason),
+                    "failureReason": last.and_then(|at| at.extra.failure_reason),
                     "attempts": node.attempts.len(),
                     "log": log,
                     "work": work,

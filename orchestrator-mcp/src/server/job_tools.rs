@@ -29,7 +29,8 @@ impl OrchestratorMcp {
                 node.id,
                 node.status,
                 node.attempts.len(),
-                node.error
+                node.extra
+                    .error
                     .as_deref()
                     .map(|e| format!(", error: {e}"))
                     .unwrap_or_default()

@@ -145,7 +145,7 @@ fn stage_job(
     }
     .build(facts);
     if spec.approval == Some(StageApproval::Between) && !done.is_empty() {
-        job.extra.approval = Some(Approval::Before);
+        job.extra.make_mut().approval = Some(Approval::Before);
     }
     job
 }
@@ -266,9 +266,9 @@ fn roadmap_job(facts: &CompositeFacts<'_>, spec: &PipelineSpec, item: &RoadmapIt
         WorkSpec::Pipeline(Box::new(work)),
     )
     .depends_on(after);
-    job.extra.parent = Some(parent.clone());
-    job.extra.base_branch = facts.commit.map(str::to_owned);
-    job.extra.env = facts.job.extra.env.clone();
+    job.extra.make_mut().parent = Some(parent.clone());
+    job.extra.make_mut().base_branch = facts.commit.map(str::to_owned);
+    job.extra.make_mut().env = facts.job.extra.env.clone();
     job
 }
 

@@ -579,8 +579,8 @@ impl<'c> Loop<'c> {
                     }),
                 )
                 .depends_on(after.map(|a| format!("{parent}/{a}")));
-                job.extra.parent = Some(parent.clone());
-                job.extra.base_branch = facts.commit.map(str::to_owned);
+                job.extra.make_mut().parent = Some(parent.clone());
+                job.extra.make_mut().base_branch = facts.commit.map(str::to_owned);
                 Decision::Spawn(vec![job])
             }
             Step::Plan { round, after } => {

@@ -76,7 +76,7 @@ impl PlanActor {
     /// resumes). Whether `n` was such a parent.
     pub(super) fn check_agent_wait(&mut self, n: NodeIndex) -> bool {
         let node = &self.machine.record().state.nodes[n];
-        let Some(waiting) = node.waiting.as_deref().filter(|w| {
+        let Some(waiting) = node.extra.waiting.as_deref().filter(|w| {
             node.status == NodeStatus::Waiting && w.waiting_for == WaitingFor::Children
         }) else {
             return false;
@@ -104,6 +104,7 @@ impl PlanActor {
         message: String,
     ) -> std::result::Result<(), ApplyError> {
         let inbox = self.machine.record().state.nodes[n]
+            .extra
             .tools
             .as_ref()
             .map(|t| t.inbox.join("\n\n"))
@@ -119,6 +120,7 @@ impl PlanActor {
     /// (`message_agent` while it worked).
     pub(super) fn has_mail(&self, n: NodeIndex) -> bool {
         self.machine.record().state.nodes[n]
+            .extra
             .tools
             .as_ref()
             .is_some_and(|t| !t.inbox.is_empty())
@@ -129,7 +131,7 @@ impl PlanActor {
     /// on with them, from the commit it just made (its checkpoint), and it finishes after that
     /// turn.
     pub(super) fn deliver_mail(&mut self, n: NodeIndex) -> std::result::Result<(), ApplyError> {
-        if let Some(commit) = self.machine.record().state.nodes[n].commit.clone() {
+        if let Some(commit) = self.machine.record().state.nodes[n].extra.commit.clone() {
             self.machine
                 .record_change(StateChange::Checkpoint { node: n, commit })?;
         }
@@ -165,7 +167,7 @@ impl PlanActor {
                 parent.producer_id
             ));
         }
-        let tools = self.machine.record().state.nodes[n].tools.as_deref();
+        let tools = self.machine.record().state.nodes[n].extra.tools.as_deref();
         let checkpoint = tools
             .and_then(|t| t.checkpoint.clone())
             .ok_or("the job's work has no checkpoint commit to branch from")?;
@@ -206,8 +208,8 @@ impl PlanActor {
             .take(200)
             .collect();
         let mut child = JobSpec::new(id.clone(), title, WorkSpec::Agent(agent));
-        child.extra.base_branch = Some(checkpoint.clone());
-        child.extra.sub_agent = Some(Box::new(SubAgentSpec {
+        child.extra.make_mut().base_branch = Some(checkpoint.clone());
+        child.extra.make_mut().sub_agent = Some(Box::new(SubAgentSpec {
             contract: sub.contract,
         }));
         let edit = self.sub_job_edit(n, vec![child])?;
@@ -301,6 +303,7 @@ impl PlanActor {
     fn complete_agent(&mut self, c: NodeIndex) -> std::result::Result<String, String> {
         let name = self.ended_check(c)?;
         let has_cron = self.machine.record().state.nodes[c]
+            .extra
             .tools
             .as_ref()
             .is_some_and(|t| t.cron.is_some());
@@ -364,6 +367,7 @@ impl PlanActor {
     /// with the deleted ones or not.
     fn sub_agents(&self, n: NodeIndex, with_deleted: bool) -> Vec<NodeIndex> {
         let deleted = self.machine.record().state.nodes[n]
+            .extra
             .tools
             .as_deref()
             .map(|t| t.deleted.as_slice())
@@ -409,18 +413,18 @@ impl PlanActor {
                 "### `{name}` (job `{}`): {}",
                 job.producer_id, node.status
             ));
-            if let Some(w) = node.waiting.as_deref() {
+            if let Some(w) = node.extra.waiting.as_deref() {
                 out.push_str(&format!(", waiting for {}", w.waiting_for));
             }
             out.push('\n');
             out.push_str(&format!("Task: {}\n", job.task));
-            if let Some(commit) = &node.commit {
+            if let Some(commit) = &node.extra.commit {
                 out.push_str(&format!("Commit: {commit}\n"));
             }
-            if let Some(error) = &node.error {
+            if let Some(error) = &node.extra.error {
                 out.push_str(&format!("Error: {error}\n"));
             }
-            if let Some(tools) = node.tools.as_deref().filter(|t| !t.inbox.is_empty()) {
+            if let Some(tools) = node.extra.tools.as_deref().filter(|t| !t.inbox.is_empty()) {
                 out.push_str(&format!(
                     "Messages not delivered yet: {}\n",
                     tools.inbox.len()
@@ -451,7 +455,7 @@ impl PlanActor {
             }
             let node = &state.nodes[i];
             out.push_str(&format!("- `{}`: {}", job.producer_id, node.status));
-            if let Some(session) = &node.session_id {
+            if let Some(session) = &node.extra.session_id {
                 out.push_str(&format!(", session {session}"));
             }
             if let Some(parent) = &job.extra.parent {

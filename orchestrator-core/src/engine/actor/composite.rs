@@ -267,7 +267,7 @@ impl PlanActor {
                     producer_id: &self.spec.jobs[i].producer_id,
                     status: node.status,
                     output: node.output(),
-                    commit: node.commit.as_deref(),
+                    commit: node.extra.commit.as_deref(),
                     attempts: u32::try_from(node.attempts.len()).unwrap_or(u32::MAX),
                 }
             })
@@ -276,7 +276,7 @@ impl PlanActor {
             plan: &self.spec,
             job,
             depth: crate::composite::depth_of(&self.spec, job),
-            commit: record.state.nodes[n].commit.as_deref(),
+            commit: record.state.nodes[n].extra.commit.as_deref(),
             request,
             children,
         })

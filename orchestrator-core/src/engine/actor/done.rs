@@ -97,7 +97,7 @@ impl PlanActor {
             .filter(|p| *p != Phase::MergeFi);
         let heal = self.machine.record().state.nodes[n]
             .last_attempt()
-            .and_then(|a| a.heal.clone())
+            .and_then(|a| a.extra.heal.clone())
             .filter(|h| Some(h.phase) == phase);
         self.machine
             .fail(n, at, message, reason, phase)
@@ -128,7 +128,7 @@ impl PlanActor {
             .enumerate()
         {
             let interrupted = matches!(
-                a.failure_reason,
+                a.extra.failure_reason,
                 Some(FailureReason::Canceled | FailureReason::Crashed)
             );
             // An earlier attempt that ended by itself (a user's retry came after it) ends the
@@ -136,7 +136,7 @@ impl PlanActor {
             if i > 0 && !interrupted {
                 break;
             }
-            if let Some(h) = a.heal.as_ref().filter(|h| h.phase == heal.phase) {
+            if let Some(h) = a.extra.heal.as_ref().filter(|h| h.phase == heal.phase) {
                 previous = h.round;
                 break;
             }

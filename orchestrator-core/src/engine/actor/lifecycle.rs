@@ -245,7 +245,7 @@ impl PlanActor {
                 .resume_phase_after_failure(n)
                 .unwrap_or(Phase::MergeFi);
             // An edit of the job's specs since it failed rewinds it (see `edit`).
-            if let Some(earlier) = self.machine.record().state.nodes[n].resume_from {
+            if let Some(earlier) = self.machine.record().state.nodes[n].extra.resume_from {
                 resume = resume.min(earlier);
             }
             if replaces {
@@ -338,8 +338,8 @@ impl PlanActor {
                         && graph
                             .dependents(n)
                             .any(|d| state.nodes[d].status != NodeStatus::Succeeded);
-                    if let (true, Some(commit)) = (needed, &node.commit) {
-                        let path = node.worktree.clone().unwrap_or_else(|| {
+                    if let (true, Some(commit)) = (needed, &node.extra.commit) {
+                        let path = node.extra.worktree.clone().unwrap_or_else(|| {
                             root.join(crate::engine::job_worktree_name(&node.id))
                         });
                         git.create_worktree(repo, &path, commit).await?;
@@ -381,11 +381,11 @@ impl PlanActor {
                 .map(|n| root.join(crate::engine::job_worktree_name(&n.id)))
                 .collect();
             paths.push(root.join(crate::engine::snapshot_worktree_name(&self.id)));
-            paths.extend(state.nodes.iter().filter_map(|n| n.worktree.clone()));
+            paths.extend(state.nodes.iter().filter_map(|n| n.extra.worktree.clone()));
             paths.sort();
             paths.dedup();
             for (n, node) in state.nodes.iter().enumerate() {
-                if node.worktree.is_some() {
+                if node.extra.worktree.is_some() {
                     self.forget_worktree(n)?;
                 }
             }
@@ -435,7 +435,7 @@ impl PlanActor {
 
     pub(super) async fn clear_worktree(&mut self, n: NodeIndex) -> Result<()> {
         let node = &self.machine.record().state.nodes[n];
-        if let (Some(path), Some(git)) = (node.worktree.clone(), self.ctx.git.clone()) {
+        if let (Some(path), Some(git)) = (node.extra.worktree.clone(), self.ctx.git.clone()) {
             let repo = &self.machine.record().state.repo;
             // The recorded folder is ours even when a job broke it (a removed `.git`): such a
             // folder goes first, a valid worktree after.

@@ -191,7 +191,7 @@ impl PlanActor {
             .iter()
             .zip(&kept)
             .filter(|(_, &k)| !k)
-            .filter_map(|(n, _)| n.worktree.clone())
+            .filter_map(|(n, _)| n.extra.worktree.clone())
             .collect()
     }
 
@@ -266,9 +266,12 @@ impl PlanActor {
             let node = &self.machine.record().state.nodes[n];
             let current = match node.status {
                 NodeStatus::Failed => node
+                    .extra
                     .resume_from
                     .or_else(|| self.machine.resume_phase_after_failure(n)),
-                NodeStatus::Pending | NodeStatus::Ready | NodeStatus::Blocked => node.resume_from,
+                NodeStatus::Pending | NodeStatus::Ready | NodeStatus::Blocked => {
+                    node.extra.resume_from
+                }
                 _ => None,
             };
             if current.is_some_and(|c| earliest < c) {

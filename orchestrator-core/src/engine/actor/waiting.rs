@@ -45,7 +45,7 @@ impl Timers {
             .enumerate()
             .filter(|(_, node)| node.status == NodeStatus::Waiting)
             .filter_map(|(n, node)| {
-                let w = node.waiting.as_ref()?;
+                let w = node.extra.waiting.as_ref()?;
                 let until = w.until.filter(|_| w.waiting_for == WaitingFor::Timer)?;
                 Some(Reverse((until, n)))
             })
@@ -97,7 +97,7 @@ impl PlanActor {
         let Some(WorkSpec::Timer(timer)) = self.spec.jobs.get(n).map(|j| &j.work) else {
             return false;
         };
-        if self.machine.record().state.nodes[n].timer_fired {
+        if self.machine.record().state.nodes[n].extra.timer_fired {
             return false;
         }
         // Validation refused a spec without a deadline; should one get here, it fires at once.
@@ -162,7 +162,7 @@ impl PlanActor {
         for n in self.timers.take_due(self.clock) {
             let node = &self.machine.record().state.nodes[n];
             let due = node.status == NodeStatus::Waiting
-                && node.waiting.as_ref().is_some_and(|w| {
+                && node.extra.waiting.as_ref().is_some_and(|w| {
                     w.waiting_for == WaitingFor::Timer && w.until.is_some_and(|u| u <= self.clock)
                 });
             if !due {
@@ -186,7 +186,7 @@ impl PlanActor {
     pub(super) fn hold_after(&mut self, n: NodeIndex) -> std::result::Result<(), ApplyError> {
         let node = &self.machine.record().state.nodes[n];
         let task = self.spec.jobs.get(n).map_or("", |j| j.task.as_str());
-        let prompt = match &node.commit {
+        let prompt = match &node.extra.commit {
             Some(commit) => format!("{task} (commit {commit})"),
             None => task.to_owned(),
         };
@@ -203,7 +203,7 @@ impl PlanActor {
             .jobs
             .get(n)
             .is_some_and(|j| j.extra.approval == Some(crate::plan::Approval::Before))
-            && !self.machine.record().state.nodes[n].approved;
+            && !self.machine.record().state.nodes[n].extra.approved;
         if !needs {
             return false;
         }
@@ -241,7 +241,10 @@ impl PlanActor {
     /// unless the question allows free-form answers.
     pub(super) fn answer(&mut self, job: &str, answer: String) -> Result<()> {
         let n = self.waiting_for(job, WaitingFor::Input, "answered")?;
-        let waiting = self.machine.record().state.nodes[n].waiting.as_deref();
+        let waiting = self.machine.record().state.nodes[n]
+            .extra
+            .waiting
+            .as_deref();
         let question = waiting.and_then(|w| w.prompt.clone()).unwrap_or_default();
         let choices = waiting.map(|w| w.choices.clone()).unwrap_or_default();
         let free = choices.is_empty() || waiting.is_none_or(|w| w.allow_freeform != Some(false));
@@ -272,7 +275,10 @@ impl PlanActor {
         if !self.machine.has_open_attempt(n) {
             return None;
         }
-        let waiting = self.machine.record().state.nodes[n].waiting.as_deref()?;
+        let waiting = self.machine.record().state.nodes[n]
+            .extra
+            .waiting
+            .as_deref()?;
         Some(
             waiting
                 .prompt
@@ -294,7 +300,7 @@ impl PlanActor {
         let record = self.machine.record();
         let n = resolve_job(record, Some(self.machine.graph()), job)?;
         let node = &record.state.nodes[n];
-        let waits = node.waiting.as_ref().map(|w| w.waiting_for);
+        let waits = node.extra.waiting.as_ref().map(|w| w.waiting_for);
         if node.status == NodeStatus::Waiting && waits == Some(wanted) {
             return Ok(n);
         }

@@ -50,6 +50,7 @@ impl SubAgents {
         };
         let depth = crate::composite::depth_of(spec, job);
         let deleted = state.nodes[node]
+            .extra
             .tools
             .as_ref()
             .map(|t| t.deleted.as_slice())
@@ -74,7 +75,7 @@ impl SubAgents {
             let ns = &state.nodes[d];
             out.unfinished |= !ns.status.is_terminal();
             if ns.status == crate::state::NodeStatus::Succeeded {
-                if let Some(commit) = &ns.commit {
+                if let Some(commit) = &ns.extra.commit {
                     out.commits
                         .push((child.producer_id.clone(), commit.clone()));
                 }

@@ -258,7 +258,7 @@ fn a_job_inside_a_group_may_not_name_another_group() {
 fn flat_plans_keep_refusing_slashes_but_take_the_flattened_form() {
     let job = |id: &str, group: Option<&str>| {
         let mut j = JobSpec::new(id, "t", crate::plan::WorkSpec::shell("true"));
-        j.extra.group = group.map(str::to_owned);
+        j.extra.make_mut().group = group.map(str::to_owned);
         j
     };
     let refused = PlanSpec::new("p").job(job("abc/def", None));

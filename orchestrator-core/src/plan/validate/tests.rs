@@ -190,7 +190,7 @@ fn every_ref_name_rule_is_enforced() {
         assert!(reason.contains(expected), "{name:?}: {reason:?}");
         // The same rules hold for the job's baseBranch.
         let mut j = job("aaa");
-        j.extra.base_branch = Some(name.into());
+        j.extra.make_mut().base_branch = Some(name.into());
         let msg = single(&plan_of([j]), Some("aaa"), "baseBranch", name);
         assert!(msg.contains(expected), "{name:?}: {msg}");
     }
@@ -324,13 +324,13 @@ fn job_name_if_given_is_1_to_200_characters() {
 fn group_segments_must_not_be_empty() {
     for group in ["", "a//b", "/a", "a/", " / x"] {
         let mut j = job("aaa");
-        j.extra.group = Some(group.into());
+        j.extra.make_mut().group = Some(group.into());
         let msg = single(&plan_of([j]), Some("aaa"), "group", group);
         assert!(msg.contains("backend/api"), "{msg}");
     }
     for group in ["backend", "backend/api", "a b/c"] {
         let mut j = job("aaa");
-        j.extra.group = Some(group.into());
+        j.extra.make_mut().group = Some(group.into());
         assert_valid(&plan_of([j]));
     }
 }
@@ -399,7 +399,7 @@ fn a_two_job_cycle_and_separate_cycles_are_each_reported() {
 fn graph_problems_of_a_duplicated_job_are_reported_at_that_job() {
     // jobs[2] repeats `aaa`; its unknown dependency must sort at position 2, after jobs[1].
     let mut second = JobSpec::new("aaa", "", WorkSpec::shell("true")).depends_on(["zzz"]);
-    second.extra.group = Some("a//b".into());
+    second.extra.make_mut().group = Some("a//b".into());
     let plan = plan_of([
         job("aaa"),
         JobSpec::new("bbb", "", WorkSpec::shell("x")),

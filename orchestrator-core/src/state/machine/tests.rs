@@ -171,9 +171,12 @@ fn failure_blocks_exactly_the_descendants() {
         .last_attempt()
         .expect("attempt")
         .clone();
-    assert_eq!(attempt.failure_reason, Some(FailureReason::PhaseFailed));
-    assert_eq!(attempt.failed_phase, Some(Phase::Work));
-    assert_eq!(attempt.error.as_deref(), Some("boom"));
+    assert_eq!(
+        attempt.extra.failure_reason,
+        Some(FailureReason::PhaseFailed)
+    );
+    assert_eq!(attempt.extra.failed_phase, Some(Phase::Work));
+    assert_eq!(attempt.extra.error.as_deref(), Some("boom"));
 }
 
 #[test]
@@ -296,9 +299,9 @@ fn crashed_running_nodes_become_failed_attempts_and_are_requeued() {
     assert_eq!(m.status_of(0), Ready);
     let node = &m.record().state.nodes[0];
     let a = node.last_attempt().expect("attempt");
-    assert_eq!(a.failure_reason, Some(FailureReason::Crashed));
+    assert_eq!(a.extra.failure_reason, Some(FailureReason::Crashed));
     assert_eq!(a.phases[0].status, PhaseStatus::Canceled);
-    assert_eq!(node.resume_from, Some(Phase::Postchecks));
+    assert_eq!(node.extra.resume_from, Some(Phase::Postchecks));
 }
 
 #[test]
@@ -424,9 +427,9 @@ fn a_heal_interrupted_by_a_crash_is_done_again() {
     m.recover_crashed(9).expect("recover");
     let node = &m.record().state.nodes[0];
     assert_eq!(
-        node.heal.as_deref(),
+        node.extra.heal.as_deref(),
         Some(&heal),
         "scheduled again, same round"
     );
-    assert_eq!(node.resume_from, Some(Phase::Work));
+    assert_eq!(node.extra.resume_from, Some(Phase::Work));
 }

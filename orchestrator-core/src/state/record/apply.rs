@@ -148,13 +148,16 @@ impl PlanRecord {
                     .get(*node)
                     .is_some_and(|j| j.extra.approval == Some(crate::plan::Approval::After));
                 let n = node_mut(&mut self.state, *node)?;
-                n.commit = Some(commit.clone());
+                n.extra.make_mut().commit = Some(commit.clone());
                 if after {
-                    n.approved = false;
+                    n.extra.set(|x| &mut x.approved, false);
                 }
             }
             StateChange::Session { node, session_id } => {
-                node_mut(&mut self.state, *node)?.session_id = Some(session_id.clone());
+                node_mut(&mut self.state, *node)?
+                    .extra
+                    .make_mut()
+                    .session_id = Some(session_id.clone());
             }
             StateChange::Metrics { node, metrics } => self.state.add_metrics(*node, metrics)?,
             StateChange::Output { node, text } => self.state.set_output(*node, text)?,
@@ -164,7 +167,7 @@ impl PlanRecord {
                 running,
             } => self.state.track_process(*node, *pgid, *running)?,
             StateChange::HealScheduled { node, heal } => {
-                node_mut(&mut self.state, *node)?.heal = Some(heal.clone());
+                node_mut(&mut self.state, *node)?.extra.make_mut().heal = Some(heal.clone());
             }
             StateChange::RetryRequested {
                 node,
@@ -172,64 +175,76 @@ impl PlanRecord {
                 anew,
             } => {
                 let n = node_mut(&mut self.state, *node)?;
-                n.resume_from = *resume_from;
+                n.extra.set(|x| &mut x.resume_from, *resume_from);
                 if *anew {
-                    n.approved = false;
-                    n.timer_fired = false;
+                    n.extra.set(|x| &mut x.approved, false);
+                    n.extra.set(|x| &mut x.timer_fired, false);
                 }
             }
             StateChange::WaitStarted { node, waiting } => {
                 let n = node_mut(&mut self.state, *node)?;
-                n.waiting = Some(Box::new(waiting.clone()));
+                n.extra.make_mut().waiting = Some(Box::new(waiting.clone()));
                 // A new wait: the message of the one before has been delivered.
-                if let Some(tools) = n.tools.as_mut() {
+                if let Some(tools) = n.extra.get_mut().and_then(|x| x.tools.as_mut()) {
                     tools.wake = None;
                 }
             }
             StateChange::Cron { node, cron } => {
                 let n = node_mut(&mut self.state, *node)?;
-                n.tools.get_or_insert_with(Box::default).cron = cron.clone();
+                n.extra
+                    .make_mut()
+                    .tools
+                    .get_or_insert_with(Box::default)
+                    .cron = cron.clone();
             }
             StateChange::Woke { node, message } => {
                 let n = node_mut(&mut self.state, *node)?;
-                n.waiting = None;
-                let tools = n.tools.get_or_insert_with(Box::default);
+                n.extra.set(|x| &mut x.waiting, None);
+                let tools = n.extra.make_mut().tools.get_or_insert_with(Box::default);
                 tools.wake = Some(message.clone());
                 // The wake-up message carries what the inbox held.
                 tools.inbox.clear();
             }
             StateChange::Message { node, message } => {
                 let n = node_mut(&mut self.state, *node)?;
-                let tools = n.tools.get_or_insert_with(Box::default);
+                let tools = n.extra.make_mut().tools.get_or_insert_with(Box::default);
                 tools.inbox.push(message.clone());
             }
             StateChange::AgentDeleted { node, child } => {
                 let n = node_mut(&mut self.state, *node)?;
-                let tools = n.tools.get_or_insert_with(Box::default);
+                let tools = n.extra.make_mut().tools.get_or_insert_with(Box::default);
                 if !tools.deleted.contains(child) {
                     tools.deleted.push(child.clone());
                 }
             }
             StateChange::Dehydrated { node, blob } => {
                 let n = node_mut(&mut self.state, *node)?;
-                n.tools.get_or_insert_with(Box::default).dehydrated = blob.clone();
+                n.extra
+                    .make_mut()
+                    .tools
+                    .get_or_insert_with(Box::default)
+                    .dehydrated = blob.clone();
                 if blob.is_some() {
-                    n.worktree = None;
+                    n.extra.set(|x| &mut x.worktree, None);
                 }
             }
             StateChange::Checkpoint { node, commit } => {
                 let n = node_mut(&mut self.state, *node)?;
-                n.tools.get_or_insert_with(Box::default).checkpoint = Some(commit.clone());
+                n.extra
+                    .make_mut()
+                    .tools
+                    .get_or_insert_with(Box::default)
+                    .checkpoint = Some(commit.clone());
             }
             StateChange::Approved { node } => {
                 let n = node_mut(&mut self.state, *node)?;
-                n.approved = true;
-                n.waiting = None;
+                n.extra.make_mut().approved = true;
+                n.extra.set(|x| &mut x.waiting, None);
             }
             StateChange::TimerFired { node } => {
                 let n = node_mut(&mut self.state, *node)?;
-                n.timer_fired = true;
-                n.waiting = None;
+                n.extra.make_mut().timer_fired = true;
+                n.extra.set(|x| &mut x.waiting, None);
             }
             StateChange::WaitFailed {
                 node,
@@ -287,7 +302,7 @@ impl PlanState {
                 NodeStatus::Failed | NodeStatus::Blocked | NodeStatus::Canceled
             ) {
                 n.status = NodeStatus::Pending;
-                n.resume_from = None;
+                n.extra.set(|x| &mut x.resume_from, None);
             }
         }
     }

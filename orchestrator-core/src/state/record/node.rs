@@ -5,11 +5,16 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::extra::{Empty, Extra};
 use crate::ids::{Millis, NodeId};
 use crate::plan::WorkSpec;
 use crate::state::{FailureReason, NodeStatus, Phase, PhaseStatus};
 
 /// Execution state of one node.
+///
+/// Everything but its id, status and attempts is in [`NodeExtra`], behind one pointer: a plan
+/// of a million nodes holds two million of these (the engine's and the store's), and a node
+/// that ran no git (isolation none) and never waited sets none of it. The JSON is flat.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeState {
@@ -20,6 +25,15 @@ pub struct NodeState {
     /// Attempts, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<Attempt>,
+    /// Its commits, worktree, error, session, wait and tool state.
+    #[serde(flatten)]
+    pub extra: Extra<NodeExtra>,
+}
+
+/// The fields of a [`NodeState`] most nodes leave unset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeExtra {
     /// The node's resulting commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
@@ -46,7 +60,7 @@ pub struct NodeState {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<u32>,
     /// What the node waits for while its status is `waiting` (SPEC §12). Boxed: most nodes
-    /// never wait, and every node of a large plan carries the field.
+    /// that hold extra fields (a commit, an error) never wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<Box<Waiting>>,
     /// A person approved the job (`approval: before`): it is not held again until a retry.
@@ -59,6 +73,26 @@ pub struct NodeState {
     /// have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Box<ToolState>>,
+}
+
+impl Empty for NodeExtra {
+    fn empty() -> &'static Self {
+        static EMPTY: NodeExtra = NodeExtra {
+            commit: None,
+            base_commit: None,
+            worktree: None,
+            resume_from: None,
+            error: None,
+            session_id: None,
+            heal: None,
+            processes: Vec::new(),
+            waiting: None,
+            approved: false,
+            timer_fired: false,
+            tools: None,
+        };
+        &EMPTY
+    }
 }
 
 /// The one durable condition a waiting node waits on (SPEC §12).
@@ -196,18 +230,7 @@ impl NodeState {
             id,
             status: NodeStatus::Pending,
             attempts: Vec::new(),
-            commit: None,
-            base_commit: None,
-            worktree: None,
-            resume_from: None,
-            error: None,
-            session_id: None,
-            waiting: None,
-            approved: false,
-            timer_fired: false,
-            tools: None,
-            heal: None,
-            processes: Vec::new(),
+            extra: Extra::default(),
         }
     }
 
@@ -223,8 +246,8 @@ impl NodeState {
         self.attempts
             .iter()
             .rev()
-            .find(|a| a.output.is_some() || a.phases.iter().any(|p| p.phase == Phase::Work))
-            .and_then(|a| a.output.as_deref())
+            .find(|a| a.extra.output.is_some() || a.phases.iter().any(|p| p.phase == Phase::Work))
+            .and_then(|a| a.extra.output.as_deref())
     }
 }
 
@@ -244,6 +267,9 @@ pub enum AttemptStatus {
 }
 
 /// One execution of a node's pipeline.
+///
+/// How it failed, its output and metrics are in [`AttemptExtra`], behind one pointer. The JSON
+/// is flat.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Attempt {
@@ -262,6 +288,15 @@ pub struct Attempt {
     /// Phases run (or skipped) in this attempt, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseRecord>,
+    /// How it failed, what it produced, its metrics and heal.
+    #[serde(flatten)]
+    pub extra: Extra<AttemptExtra>,
+}
+
+/// The fields of an [`Attempt`] a no-op attempt leaves unset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptExtra {
     /// Error message of a failed attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -272,7 +307,7 @@ pub struct Attempt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_phase: Option<Phase>,
     /// Runner-reported metrics (agent usage, ...), free-form JSON. Boxed: only agents report
-    /// them, and every attempt of a plan carries the field.
+    /// them, and an attempt with an output or an error holds the field too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Box<serde_json::Value>>,
     /// What the attempt's work produced (SPEC §12: an agent's final reply, a shell or process
@@ -283,6 +318,20 @@ pub struct Attempt {
     /// The auto-heal this attempt started with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<Box<Heal>>,
+}
+
+impl Empty for AttemptExtra {
+    fn empty() -> &'static Self {
+        static EMPTY: AttemptExtra = AttemptExtra {
+            error: None,
+            failure_reason: None,
+            failed_phase: None,
+            metrics: None,
+            output: None,
+            heal: None,
+        };
+        &EMPTY
+    }
 }
 
 /// One phase of one attempt.

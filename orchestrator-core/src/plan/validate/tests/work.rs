@@ -24,14 +24,14 @@ fn process_executable_must_not_be_empty() {
 #[test]
 fn timeout_must_be_positive_for_every_kind() {
     for work in [
-        shell(|s| s.extra.timeout = Some(0)),
+        shell(|s| s.extra.make_mut().timeout = Some(0)),
         process(|p| p.timeout = Some(0)),
         agent(|a| a.timeout = Some(0)),
     ] {
         let msg = single(&with_work(work), Some("job"), "work.timeout", "0");
         assert!(msg.contains("at least 1"), "{msg}");
     }
-    assert_valid(&with_work(shell(|s| s.extra.timeout = Some(1))));
+    assert_valid(&with_work(shell(|s| s.extra.make_mut().timeout = Some(1))));
 }
 
 #[test]
@@ -50,7 +50,7 @@ fn cwd_must_stay_inside_the_worktree() {
     ];
     for (cwd, expected) in cases {
         for work in [
-            shell(|s| s.extra.cwd = Some(cwd.into())),
+            shell(|s| s.extra.make_mut().cwd = Some(cwd.into())),
             process(|p| p.cwd = Some(cwd.into())),
         ] {
             let msg = single(&with_work(work), Some("job"), "work.cwd", cwd);
@@ -62,7 +62,7 @@ fn cwd_must_stay_inside_the_worktree() {
 #[test]
 fn work_env_keys_must_be_variable_names() {
     let plan = with_work(shell(|s| {
-        s.extra.env.insert("BAD-KEY".into(), "1".into());
+        s.extra.make_mut().env.insert("BAD-KEY".into(), "1".into());
     }));
     single(&plan, Some("job"), "work.env", "BAD-KEY");
 }
@@ -312,11 +312,11 @@ fn symlinks_must_not_lead_out_of_the_repository() {
 
 #[test]
 fn work_specs_are_checked_wherever_they_appear() {
-    let bad = || shell(|s| s.extra.cwd = Some("../out".into()));
+    let bad = || shell(|s| s.extra.make_mut().cwd = Some("../out".into()));
     let mut j = job("aaa");
     j.work = bad();
-    j.extra.prechecks = Some(Box::new(bad()));
-    j.extra.postchecks = Some(Box::new(bad()));
+    j.extra.make_mut().prechecks = Some(Box::new(bad()));
+    j.extra.make_mut().postchecks = Some(Box::new(bad()));
     let mut plan = plan_of([j]);
     plan.verify_ri = Some(bad());
     plan.worktree_init = vec![WorkSpec::shell("npm ci"), bad()];
@@ -366,14 +366,17 @@ fn accepted_edge_cases() {
         "build-1",
         "Build",
         shell(|s| {
-            s.extra.cwd = Some("sub/dir/..".into());
-            s.extra.timeout = Some(60_000);
-            s.extra.on_failure = Some(Box::new(on_failure.clone()));
-            s.extra.env.insert("RUST_LOG".into(), "debug".into());
+            s.extra.make_mut().cwd = Some("sub/dir/..".into());
+            s.extra.make_mut().timeout = Some(60_000);
+            s.extra.make_mut().on_failure = Some(Box::new(on_failure.clone()));
+            s.extra
+                .make_mut()
+                .env
+                .insert("RUST_LOG".into(), "debug".into());
         }),
     );
-    build.extra.base_branch = Some("3f2a9c1e0b7d4c5a6f8e9d0c1b2a3f4e5d6c7b8a".into());
-    build.extra.group = Some("backend/api".into());
+    build.extra.make_mut().base_branch = Some("3f2a9c1e0b7d4c5a6f8e9d0c1b2a3f4e5d6c7b8a".into());
+    build.extra.make_mut().group = Some("backend/api".into());
     build.name = Some("Build everything".into());
     let review = JobSpec::new(
         "review",
@@ -426,14 +429,18 @@ fn accepted_edge_cases() {
 #[test]
 fn all_problems_are_reported_at_once_in_a_fixed_order() {
     let mut a = JobSpec::new("aaa", "", WorkSpec::shell("")).depends_on(["ccc", "nope"]);
-    a.extra.group = Some("x//y".into());
-    a.extra.prechecks = Some(Box::new(agent(|x| {
+    a.extra.make_mut().group = Some("x//y".into());
+    a.extra.make_mut().prechecks = Some(Box::new(agent(|x| {
         x.instructions_file = Some("../p.md".into());
         x.allowed_urls = vec!["ftp://x".into()];
     })));
     let b = JobSpec::new("B_B", "b", process(|p| p.timeout = Some(0))).env("9", "x");
-    let c =
-        JobSpec::new("ccc", "c", shell(|s| s.extra.cwd = Some("/abs".into()))).depends_on(["ddd"]);
+    let c = JobSpec::new(
+        "ccc",
+        "c",
+        shell(|s| s.extra.make_mut().cwd = Some("/abs".into())),
+    )
+    .depends_on(["ddd"]);
     let d = job("ddd").depends_on(["aaa", "ddd"]);
     let mut plan = plan_of([a, b, c, d, job("ddd")]);
     plan.name = String::new();

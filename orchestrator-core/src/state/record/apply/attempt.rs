@@ -7,7 +7,8 @@ use crate::ids::{Millis, NodeIndex};
 use crate::state::{FailureReason, NodeStatus, Phase, PhaseStatus};
 
 use super::{node_mut, running_attempt, ApplyError};
-use crate::state::record::{Attempt, AttemptStatus, PhaseRecord, PlanState};
+use crate::extra::Extra;
+use crate::state::record::{Attempt, AttemptExtra, AttemptStatus, PhaseRecord, PlanState};
 
 impl PlanState {
     /// A node transition, checked against the table of SPEC §3.
@@ -27,7 +28,7 @@ impl PlanState {
         }
         n.status = status;
         if status != NodeStatus::Waiting {
-            n.waiting = None;
+            n.extra.set(|x| &mut x.waiting, None);
         }
         if status == NodeStatus::Pending {
             self.ended_at = None;
@@ -46,7 +47,7 @@ impl PlanState {
     ) -> Result<(), ApplyError> {
         let n = node_mut(self, node)?;
         let error = message.to_owned();
-        n.waiting = None;
+        n.extra.set(|x| &mut x.waiting, None);
         // An `approval: after` job waits with its attempt open: that attempt fails.
         if let Some(open) = n
             .attempts
@@ -55,9 +56,9 @@ impl PlanState {
         {
             open.status = AttemptStatus::Failed;
             open.ended_at = Some(at);
-            open.error = Some(error.clone());
-            open.failure_reason = Some(reason);
-            n.error = Some(error);
+            open.extra.make_mut().error = Some(error.clone());
+            open.extra.make_mut().failure_reason = Some(reason);
+            n.extra.make_mut().error = Some(error);
             return Ok(());
         }
         n.attempts.push(Attempt {
@@ -67,15 +68,14 @@ impl PlanState {
             ended_at: Some(at),
             resumed_from: None,
             phases: Vec::new(),
-            error: Some(error.clone()),
-            failure_reason: Some(reason),
-            failed_phase: None,
-            metrics: None,
-            output: None,
-            heal: None,
+            extra: Extra::new(AttemptExtra {
+                error: Some(error.clone()),
+                failure_reason: Some(reason),
+                ..AttemptExtra::default()
+            }),
         });
-        n.error = Some(error);
-        n.waiting = None;
+        n.extra.make_mut().error = Some(error);
+        n.extra.set(|x| &mut x.waiting, None);
         Ok(())
     }
 
@@ -98,16 +98,14 @@ impl PlanState {
             ended_at: None,
             resumed_from: resume_from,
             phases: Vec::with_capacity(1),
-            error: None,
-            failure_reason: None,
-            failed_phase: None,
-            metrics: None,
-            output: None,
-            heal: n.heal.take(),
+            extra: Extra::new(AttemptExtra {
+                heal: n.extra.get_mut().and_then(|x| x.heal.take()),
+                ..AttemptExtra::default()
+            }),
         });
-        n.resume_from = None;
-        n.processes.clear();
-        n.error = None;
+        n.extra.set(|x| &mut x.resume_from, None);
+        n.extra.set(|x| &mut x.processes, Vec::new());
+        n.extra.set(|x| &mut x.error, None);
         Ok(())
     }
 
@@ -169,11 +167,11 @@ impl PlanState {
     ) -> Result<(), ApplyError> {
         let n = node_mut(self, node)?;
         running_attempt(n, node, "attempt_ended")?;
-        n.error.clone_from(error);
+        n.extra.set(|x| &mut x.error, error.clone());
         // Whatever the attempt started has been stopped with it, and a wake-up message and a
         // checkpoint were for its session.
-        n.processes.clear();
-        if let Some(tools) = n.tools.as_mut() {
+        n.extra.set(|x| &mut x.processes, Vec::new());
+        if let Some(tools) = n.extra.get_mut().and_then(|x| x.tools.as_mut()) {
             tools.wake = None;
             // A dehydrated session's files are in its checkpoint: kept for a retry to hydrate.
             if tools.dehydrated.is_none() {
@@ -183,9 +181,9 @@ impl PlanState {
         let a = running_attempt(n, node, "attempt_ended")?;
         a.status = status;
         a.ended_at = Some(at);
-        a.error.clone_from(error);
-        a.failure_reason = reason;
-        a.failed_phase = failed_phase;
+        a.extra.set(|x| &mut x.error, error.clone());
+        a.extra.set(|x| &mut x.failure_reason, reason);
+        a.extra.set(|x| &mut x.failed_phase, failed_phase);
         for p in a
             .phases
             .iter_mut()
@@ -205,9 +203,9 @@ impl PlanState {
         base_commit: &Option<String>,
     ) -> Result<(), ApplyError> {
         let n = node_mut(self, node)?;
-        n.worktree.clone_from(path);
+        n.extra.set(|x| &mut x.worktree, path.clone());
         if base_commit.is_some() {
-            n.base_commit.clone_from(base_commit);
+            n.extra.make_mut().base_commit.clone_from(base_commit);
         }
         Ok(())
     }
@@ -220,9 +218,11 @@ impl PlanState {
         running: bool,
     ) -> Result<(), ApplyError> {
         let n = node_mut(self, node)?;
-        n.processes.retain(|p| *p != pgid);
+        if let Some(x) = n.extra.get_mut() {
+            x.processes.retain(|p| *p != pgid);
+        }
         if running {
-            n.processes.push(pgid);
+            n.extra.make_mut().processes.push(pgid);
         }
         Ok(())
     }
@@ -235,12 +235,12 @@ impl PlanState {
         let composite = n.status == NodeStatus::CompletedSplit
             || n.attempts
                 .last()
-                .is_some_and(|a| a.failure_reason == Some(FailureReason::CompositeFailed));
+                .is_some_and(|a| a.extra.failure_reason == Some(FailureReason::CompositeFailed));
         let a = match n.attempts.last_mut() {
             Some(a) if composite => a,
             _ => running_attempt(n, node, "output")?,
         };
-        a.output = Some(text.to_owned());
+        a.extra.make_mut().output = Some(text.to_owned());
         Ok(())
     }
 
@@ -251,7 +251,8 @@ impl PlanState {
         metrics: &serde_json::Value,
     ) -> Result<(), ApplyError> {
         let a = running_attempt(node_mut(self, node)?, node, "metrics")?;
-        a.metrics = Some(Box::new(match a.metrics.take() {
+        let extra = a.extra.make_mut();
+        extra.metrics = Some(Box::new(match extra.metrics.take() {
             Some(old) => accumulate(*old, metrics),
             None => metrics.clone(),
         }));
