@@ -4,8 +4,10 @@
 mod common;
 mod mcp_client;
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Repo;
@@ -190,17 +192,37 @@ fn secrets_are_written_nowhere_in_the_clear_and_survive_a_crash() {
             ],
         }),
     );
-    // Run with -v (job output on stderr) and kill -9 it while `slow` sleeps.
+    // Run with -v (job output on stderr) and kill -9 it while `slow` sleeps, once the output
+    // of `check` has been printed: the CLI prints events as they come, so a kill right when
+    // `slow` starts may come before the printer got to them (it did once in CI).
     let mut child = command(&repo, &["run", file.to_str().expect("utf-8"), "-v"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let (pipe, stderr) = (child.stderr.take().expect("stderr"), stderr.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut text = stderr.lock().expect("stderr buffer");
+                text.push_str(&line);
+                text.push('\n');
+            }
+        })
+    };
+    let printed = || {
+        stderr
+            .lock()
+            .expect("stderr buffer")
+            .contains("key=[REDACTED]")
+    };
     let start = Instant::now();
-    while !repo.scratch.join("started").exists() {
+    while !(repo.scratch.join("started").exists() && printed()) {
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "the slow job never started"
+            "the slow job never started, or -v never showed the job's output, redacted:\n{}",
+            stderr.lock().expect("stderr buffer")
         );
         assert!(
             child.try_wait().expect("try_wait").is_none(),
@@ -214,12 +236,9 @@ fn secrets_are_written_nowhere_in_the_clear_and_survive_a_crash() {
         .status()
         .expect("kill");
     assert!(killed.success());
-    let run = wait_child(child, Duration::from_secs(10));
-    assert!(
-        run.stderr.contains("key=[REDACTED]"),
-        "-v shows the job's output, redacted: {}",
-        run.stderr
-    );
+    let mut run = wait_child(child, Duration::from_secs(10));
+    reader.join().expect("stderr reader");
+    run.stderr = stderr.lock().expect("stderr buffer").clone();
     assert_no_secret("run -v stderr", &run.stderr);
     assert_no_secret("run -v stdout", &run.stdout);
 

@@ -12,14 +12,19 @@ use std::ops::Deref;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A group of rarely set fields, read through `Deref` (the shared empty value when none is
-/// set) and written through `DerefMut` (which allocates them on first write).
+/// set), written through [`Extra::make_mut`] (which allocates them) or [`Extra::set`] (which
+/// allocates them only for a value that is not the default). There is no `DerefMut`: a write
+/// that allocates should say so.
 ///
 /// ```
 /// use orchestrator_core::plan::{JobSpec, WorkSpec};
 /// let mut job = JobSpec::new("build", "Build", WorkSpec::shell("make"));
 /// assert_eq!(job.extra.group, None); // reads the shared empty value: nothing allocated
-/// job.extra.group = Some("backend".into()); // allocates the job's extra fields
+/// job.extra.set(|x| &mut x.base_branch, None); // clearing what is not set: still nothing
+/// job.extra.make_mut().group = Some("backend".into()); // allocates the job's extra fields
 /// assert_eq!(job.extra.group.as_deref(), Some("backend"));
+/// job.extra.set(|x| &mut x.group, None); // every field back at its default: freed
+/// assert!(job.extra.is_empty() && !job.extra.is_allocated());
 /// ```
 #[derive(Clone)]
 pub struct Extra<T>(Option<Box<T>>);
@@ -33,7 +38,7 @@ pub trait Empty: Default + PartialEq + 'static {
 impl<T: Empty> Extra<T> {
     /// Holds `value`, allocating only when it is not the empty value.
     pub fn new(value: T) -> Self {
-        if value == T::default() {
+        if value == *T::empty() {
             Extra(None)
         } else {
             Extra(Some(Box::new(value)))
@@ -42,7 +47,7 @@ impl<T: Empty> Extra<T> {
 
     /// Whether every field is at its default.
     pub fn is_empty(&self) -> bool {
-        self.0.as_deref().is_none_or(|v| *v == T::default())
+        self.0.as_deref().is_none_or(|v| v == T::empty())
     }
 
     /// The fields for writing, allocated if they are not yet.
@@ -69,7 +74,7 @@ impl<T: Empty> Extra<T> {
     }
 
     /// The fields for writing if they are allocated, else `None`: for clearing fields without
-    /// allocating them (writing through `DerefMut` allocates, even to write a default).
+    /// allocating them (`make_mut` allocates, even to write a default).
     pub fn get_mut(&mut self) -> Option<&mut T> {
         self.0.as_deref_mut()
     }
