@@ -183,7 +183,7 @@ impl NodeFailure {
     }
 }
 
-/// What [`Orchestrator::archive`] removed.
+/// What [`Orchestrator::archive`](crate::Orchestrator::archive) removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -196,7 +196,7 @@ pub struct ArchiveReport {
     pub warnings: Vec<String>,
 }
 
-/// What [`Orchestrator::retry`] retries and how.
+/// What [`Orchestrator::retry`](crate::Orchestrator::retry) retries and how.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct RetryRequest {

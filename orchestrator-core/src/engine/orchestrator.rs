@@ -19,7 +19,7 @@ use crate::state::{PlanRecord, PlanStatus};
 
 /// Runs plans. Cheap to clone; every clone drives the same plans.
 ///
-/// See [`OrchestratorBuilder`] for a complete example.
+/// See [`OrchestratorBuilder`](crate::OrchestratorBuilder) for a complete example.
 #[derive(Debug, Clone)]
 pub struct Orchestrator {
     ctx: Arc<EngineCtx>,

@@ -82,7 +82,7 @@ pub struct PlanState {
     /// Snapshot branch the leaves merge into.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_branch: Option<String>,
-    /// One entry per node, indexed by [`NodeIndex`].
+    /// One entry per node, indexed by [`NodeIndex`](crate::ids::NodeIndex).
     pub nodes: Vec<NodeState>,
 }
 

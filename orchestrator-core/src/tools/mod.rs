@@ -3,7 +3,7 @@
 //! and when the run ends says what the agent asked of the engine — to wait ([`Park`]) or to
 //! keep a cron ([`CronChange`]). A wait parks the node in `waiting` (timer or input) holding no
 //! process; when it ends, the node's agent session is resumed with a message saying why
-//! ([`Park::wake`]).
+//! ([`ToolState::wake`](crate::state::ToolState::wake)).
 //!
 //! The server itself (MCP on loopback HTTP) lives in `orchestrator-agents`; hosts register it
 //! with [`crate::OrchestratorBuilder::agent_tools`].

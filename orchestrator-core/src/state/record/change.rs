@@ -10,7 +10,7 @@ use crate::state::{FailureReason, NodeStatus, Phase, PhaseStatus};
 
 use super::{AttemptStatus, Heal};
 
-/// One journal record: a single change to a [`PlanRecord`].
+/// One journal record: a single change to a [`PlanRecord`](crate::state::PlanRecord).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 #[non_exhaustive]
