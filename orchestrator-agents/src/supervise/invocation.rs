@@ -159,7 +159,7 @@ impl Invocation {
 
     /// Keeps the end of the command's stdout, at most
     /// [`orchestrator_core::runner::MAX_OUTPUT_BYTES`] in whole lines, as
-    /// [`Outcome::stdout`] (the shell and process runners' job output, SPEC §12).
+    /// [`Outcome::stdout`](crate::supervise::Outcome::stdout) (the shell and process runners' job output, SPEC §12).
     pub fn capture_stdout(mut self) -> Self {
         self.capture_stdout = true;
         self
