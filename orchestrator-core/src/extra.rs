@@ -83,11 +83,6 @@ impl<T: Empty> Extra<T> {
     pub fn is_allocated(&self) -> bool {
         self.0.is_some()
     }
-
-    /// The fields, taken out (the empty value when none is set).
-    pub fn into_inner(self) -> T {
-        self.0.map(|b| *b).unwrap_or_default()
-    }
 }
 
 impl<T> Default for Extra<T> {
@@ -176,7 +171,6 @@ mod tests {
                 a: Some("s".into()),
                 b: vec![]
             })
-            .into_inner()
             .a
             .as_deref(),
             Some("s")

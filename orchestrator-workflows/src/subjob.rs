@@ -51,12 +51,12 @@ impl SubJob<'_> {
             a.model = self.runs.model.clone();
             a.effort = self.runs.effort;
         }
-        let mut job = JobSpec::new(format!("{parent}/{}", self.name), self.task, work)
+        let job = JobSpec::new(format!("{parent}/{}", self.name), self.task, work)
             .depends_on(self.after.iter().map(|d| format!("{parent}/{d}")));
-        job.extra.make_mut().parent = Some(parent.clone());
-        job.extra.make_mut().base_branch = facts.commit.map(str::to_owned);
-        job.extra.make_mut().env = facts.job.extra.env.clone();
-        job.extra.make_mut().expects_no_changes = self.reads_only;
+        let mut job = facts.sub_job(job);
+        let extra = job.extra.make_mut();
+        extra.env = facts.job.extra.env.clone();
+        extra.expects_no_changes = self.reads_only;
         job
     }
 }

@@ -64,6 +64,15 @@ impl<'a> CompositeFacts<'a> {
         }
     }
 
+    /// `job` made a sub-job of the composite job: its `parent` is the composite job, and it
+    /// branches from the composite job's commit (`baseBranch`).
+    pub fn sub_job(&self, mut job: JobSpec) -> JobSpec {
+        let extra = job.extra.make_mut();
+        extra.parent = Some(self.job.producer_id.clone());
+        extra.base_branch = self.commit.map(str::to_owned);
+        job
+    }
+
     /// With this commit of the composite job.
     pub fn commit(mut self, commit: &'a str) -> Self {
         self.commit = Some(commit);

@@ -206,14 +206,15 @@ impl Controller for SplitController {
                     }),
                     _ => WorkSpec::shell(item.instructions),
                 };
-                let mut job = JobSpec::new(format!("{parent}/{}", item.name), item.task, work)
-                    .depends_on(item.depends_on.iter().map(|d| format!("{parent}/{d}")));
-                job.extra.make_mut().parent = Some(parent.clone());
-                job.extra.make_mut().base_branch = facts.commit.map(str::to_owned);
-                job.extra.make_mut().env = facts.job.extra.env.clone();
-                job.extra.make_mut().group = facts.job.extra.group.clone();
-                job.extra.make_mut().split = facts.job.extra.split;
-                job.extra.make_mut().auto_heal = facts.job.extra.auto_heal;
+                let mut job = facts.sub_job(
+                    JobSpec::new(format!("{parent}/{}", item.name), item.task, work)
+                        .depends_on(item.depends_on.iter().map(|d| format!("{parent}/{d}"))),
+                );
+                let (extra, own) = (job.extra.make_mut(), &facts.job.extra);
+                extra.env = own.env.clone();
+                extra.group = own.group.clone();
+                extra.split = own.split;
+                extra.auto_heal = own.auto_heal;
                 job
             })
             .collect();

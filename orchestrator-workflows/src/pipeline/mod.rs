@@ -260,14 +260,13 @@ fn roadmap_job(facts: &CompositeFacts<'_>, spec: &PipelineSpec, item: &RoadmapIt
             .map(|d| format!("{parent}/{d}"))
             .collect()
     };
-    let mut job = JobSpec::new(
+    let job = JobSpec::new(
         format!("{parent}/{}", item.id),
         task_line(&item.task),
         WorkSpec::Pipeline(Box::new(work)),
     )
     .depends_on(after);
-    job.extra.make_mut().parent = Some(parent.clone());
-    job.extra.make_mut().base_branch = facts.commit.map(str::to_owned);
+    let mut job = facts.sub_job(job);
     job.extra.make_mut().env = facts.job.extra.env.clone();
     job
 }

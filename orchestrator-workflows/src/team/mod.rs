@@ -570,7 +570,7 @@ impl<'c> Loop<'c> {
                 after_seconds: BACKOFF_SECONDS,
             },
             Step::Backoff { round, after } => {
-                let mut job = JobSpec::new(
+                let job = JobSpec::new(
                     format!("{parent}/{round}/backoff"),
                     format!("wait {BACKOFF_SECONDS} s before retrying"),
                     WorkSpec::Timer(TimerSpec {
@@ -579,9 +579,7 @@ impl<'c> Loop<'c> {
                     }),
                 )
                 .depends_on(after.map(|a| format!("{parent}/{a}")));
-                job.extra.make_mut().parent = Some(parent.clone());
-                job.extra.make_mut().base_branch = facts.commit.map(str::to_owned);
-                Decision::Spawn(vec![job])
+                Decision::Spawn(vec![facts.sub_job(job)])
             }
             Step::Plan { round, after } => {
                 let instructions = match self.last_synthesis {

@@ -208,8 +208,9 @@ impl PlanActor {
             .take(200)
             .collect();
         let mut child = JobSpec::new(id.clone(), title, WorkSpec::Agent(agent));
-        child.extra.make_mut().base_branch = Some(checkpoint.clone());
-        child.extra.make_mut().sub_agent = Some(Box::new(SubAgentSpec {
+        let extra = child.extra.make_mut();
+        extra.base_branch = Some(checkpoint.clone());
+        extra.sub_agent = Some(Box::new(SubAgentSpec {
             contract: sub.contract,
         }));
         let edit = self.sub_job_edit(n, vec![child])?;

@@ -56,8 +56,9 @@ impl PlanState {
         {
             open.status = AttemptStatus::Failed;
             open.ended_at = Some(at);
-            open.extra.make_mut().error = Some(error.clone());
-            open.extra.make_mut().failure_reason = Some(reason);
+            let failed = open.extra.make_mut();
+            failed.error = Some(error.clone());
+            failed.failure_reason = Some(reason);
             n.extra.make_mut().error = Some(error);
             return Ok(());
         }
