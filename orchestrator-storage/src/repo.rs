@@ -103,6 +103,14 @@ impl Drop for SnapshotThreads {
 
 type Slot = Arc<Mutex<Option<Live>>>;
 
+/// A compaction an append leaves to a thread of its own.
+enum Later {
+    /// A large plan's journal was due: the snapshot to write (see [`SnapshotJob`]).
+    Snapshot(Box<SnapshotJob>),
+    /// The plan has ended (see [`Live::compaction_due_at_end`]).
+    Compact,
+}
+
 struct Inner {
     root: PathBuf,
     plans: PathBuf,
@@ -403,13 +411,9 @@ impl Inner {
         read
     }
 
-    /// Appends `changes`; returns the snapshot to write in the background, if the journal is
-    /// due for one (see [`FsPlanRepository::compact_in_background`]).
-    fn append(
-        &self,
-        plan: &PlanId,
-        changes: &[StateChange],
-    ) -> Result<Option<SnapshotJob>, StoreError> {
+    /// Appends `changes`; returns the compaction to run in the background, if one is due (see
+    /// [`FsPlanRepository::compact_in_background`]).
+    fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<Option<Later>, StoreError> {
         if changes.is_empty() {
             return self.existing(plan).map(|_| None);
         }
@@ -423,20 +427,48 @@ impl Inner {
             _ => self.read(&ctx)?,
         };
         live.append(&ctx, changes)?;
-        let mut job = None;
+        let mut later = None;
         if live.compaction_due(&ctx) {
             // The changes are already durable: a failed compaction is only reported, and
             // the next append reads the plan afresh.
             match live.start_compaction(&ctx) {
-                Ok(started) => job = started,
+                Ok(started) => later = started.map(|job| Later::Snapshot(Box::new(job))),
                 Err(e) => {
                     tracing::warn!(plan = %plan, error = %e, "journal compaction failed");
                     return Ok(None);
                 }
             }
+        } else if changes
+            .iter()
+            .any(|c| matches!(c, StateChange::Ended { .. }))
+            && live.compaction_due_at_end(&ctx)
+        {
+            later = Some(Later::Compact);
         }
         *slot = Some(live);
-        Ok(job)
+        Ok(later)
+    }
+
+    /// Compacts a plan that has ended (see [`Live::compaction_due_at_end`]) under its locks,
+    /// unless its files changed since this handle last saw them (then whoever changed them
+    /// owns the plan's journal).
+    fn compact_ended(&self, plan: &PlanId) {
+        let Ok(paths) = self.paths(plan) else { return };
+        let ctx = self.ctx(plan, &paths);
+        let slot = self.slot(plan);
+        let mut slot = lock(&slot);
+        let result =
+            WriteLock::acquire(&paths.write_lock(), plan).and_then(|_write| match slot.as_mut() {
+                Some(live) if live.is_current(&ctx)? && live.compaction_due_at_end(&ctx) => {
+                    live.compact(&ctx)
+                }
+                _ => Ok(()),
+            });
+        if let Err(e) = result {
+            // The next use reads the plan afresh.
+            *slot = None;
+            tracing::warn!(plan = %plan, error = %e, "journal compaction failed");
+        }
     }
 
     /// Writes `job`'s snapshot and hands it over; then puts it in place under the plan's
@@ -606,19 +638,23 @@ impl FsPlanRepository {
         .await
     }
 
-    /// Runs `job` on a thread of its own (see [`crate::Compaction::background_bytes`]).
-    fn compact_in_background(&self, plan: &PlanId, job: SnapshotJob) {
+    /// Runs `later` on a thread of its own (see [`crate::Compaction::background_bytes`]).
+    fn compact_in_background(&self, plan: &PlanId, later: Later) {
         let (inner, id) = (self.inner.clone(), plan.clone());
         let spawned = std::thread::Builder::new()
             .name("plan-snapshot".into())
-            .spawn(move || inner.run_snapshot_job(&id, job));
+            .spawn(move || match later {
+                Later::Snapshot(job) => inner.run_snapshot_job(&id, *job),
+                Later::Compact => inner.compact_ended(&id),
+            });
         match spawned {
             Ok(thread) => {
                 let mut threads = lock(&self.snapshots.0);
                 threads.retain(|t| !t.is_finished());
                 threads.push(thread);
             }
-            // The job is dropped: the next compaction due is done within its append.
+            // Dropped: a due journal is compacted within the next append that finds it due,
+            // and an ended plan keeps its journal (it is read whole).
             Err(e) => {
                 tracing::warn!(plan = %plan, error = %e, "cannot start a thread to compact the journal")
             }
@@ -652,9 +688,9 @@ impl PlanRepository for FsPlanRepository {
         // 6-13% slower.)
         let inner = self.inner.clone();
         let (id, changes) = (plan.clone(), changes.to_vec());
-        let job = blocking(move || inner.append(&id, &changes)).await?;
-        if let Some(job) = job {
-            self.compact_in_background(plan, job);
+        let later = blocking(move || inner.append(&id, &changes)).await?;
+        if let Some(later) = later {
+            self.compact_in_background(plan, later);
         }
         Ok(())
     }

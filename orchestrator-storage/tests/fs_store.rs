@@ -333,14 +333,14 @@ async fn a_spec_replaced_between_compactions_is_in_the_next_snapshot() {
 }
 
 #[tokio::test]
-async fn compaction_counts_each_change_as_64_bytes_at_least() {
+async fn compaction_counts_each_change_as_32_bytes_at_least() {
     // Binary records take a few bytes a change; a reload replays changes, not bytes.
     let root = tempfile::tempdir().expect("tempdir");
     let options = FsOptions::default()
         .durability(Durability::Flush)
         .compaction(
             Compaction::default()
-                .min_journal_bytes(100 * 64)
+                .min_journal_bytes(100 * 32)
                 .snapshot_percent(0),
         );
     let store = FsPlanRepository::with_options(root.path(), options);
@@ -360,10 +360,67 @@ async fn compaction_counts_each_change_as_64_bytes_at_least() {
     assert!(stats.journal_bytes_written < 1000, "{stats:?}");
     assert_eq!(
         stats.compactions, 0,
-        "100 changes count as 6,400 bytes: not over"
+        "100 changes count as 3,200 bytes: not over"
     );
     store.append(&id, &[process(100)]).await.expect("append");
     assert_eq!(store.io_stats().compactions, 1, "101 changes are");
+}
+
+#[tokio::test]
+async fn a_plan_that_ends_is_compacted_once_in_the_background() {
+    let root = tempfile::tempdir().expect("tempdir");
+    // Never due while it runs: only its end folds the journal.
+    let options = FsOptions::default()
+        .durability(Durability::Flush)
+        .compaction(Compaction::default().snapshot_percent(10_000));
+    let store = FsPlanRepository::with_options(root.path(), options);
+    let (record, small) = (plan(2_000), plan(10));
+    let (id, small_id) = (record.state.id.clone(), small.state.id.clone());
+    store.create(&record).await.expect("create");
+    store.create(&small).await.expect("create");
+    let mut expected = record.clone();
+    for batch in full_run(2_000) {
+        store.append(&id, &batch).await.expect("append");
+        for c in &batch {
+            expected.apply(c).expect("applies");
+        }
+    }
+    for batch in full_run(10) {
+        store.append(&small_id, &batch).await.expect("append");
+    }
+    assert_eq!(
+        store.io_stats().compactions,
+        0,
+        "nothing is due while they run"
+    );
+    let ended = StateChange::Ended { at: 900_000 };
+    expected.apply(&ended).expect("applies");
+    store
+        .append(&small_id, std::slice::from_ref(&ended))
+        .await
+        .expect("append");
+    store.append(&id, &[ended]).await.expect("append");
+    store.settle();
+    assert_eq!(
+        store.io_stats().compactions,
+        1,
+        "the large plan's 18k changes are past min_journal_bytes, the small plan's 90 are not"
+    );
+    let dir = store.plan_dir(&id).expect("dir");
+    let files = files_in(&dir);
+    let journals: Vec<&String> = files.iter().filter(|f| f.starts_with("journal-")).collect();
+    assert_eq!(journals, ["journal-000001.log"], "{files:?}");
+    assert_eq!(
+        fs::read(dir.join("journal-000001.log")).expect("journal"),
+        journal_header(SCHEMA_VERSION + 1, 1),
+        "the snapshot alone holds the ended plan"
+    );
+    let small_dir = store.plan_dir(&small_id).expect("dir");
+    assert!(small_dir.join("journal-000000.log").is_file());
+    // This handle and a fresh one both read the whole run.
+    assert_eq!(store.load(&id).await.expect("load"), expected);
+    let fresh = FsPlanRepository::new(root.path());
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
 }
 
 #[tokio::test]
