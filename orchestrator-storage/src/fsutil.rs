@@ -133,6 +133,22 @@ pub(crate) fn write_new(
     counters: &Counters,
     account: Account,
 ) -> Result<(), StoreError> {
+    let file = write_file(path, bytes, counters, account)?;
+    if sync {
+        counters.fsync();
+        file.sync_all().map_err(io_err("flush", path))?;
+    }
+    Ok(())
+}
+
+/// Creates (or truncates) `path` with `bytes`, not flushed: the file is returned for the
+/// caller to flush (see [`sync_together`]).
+pub(crate) fn write_file(
+    path: &Path,
+    bytes: &[u8],
+    counters: &Counters,
+    account: Account,
+) -> Result<File, StoreError> {
     let mut file = private_file()
         .write(true)
         .create(true)
@@ -141,11 +157,47 @@ pub(crate) fn write_new(
         .map_err(io_err("create", path))?;
     file.write_all(bytes).map_err(io_err("write", path))?;
     counters.wrote(account, bytes.len());
-    if sync {
+    Ok(file)
+}
+
+/// Flushes `files` and the folder `dir` (the names in it) to the disk together: each file on
+/// a thread of its own, so the disk works on all of them at once. (A 10,000-node plan's
+/// creation flushed its 1.85 MB snapshot, its journal and its folder one after the other,
+/// ~1.8 + 0.7 + 0.25 ms.) Returns the first error.
+pub(crate) fn sync_together(
+    files: &[(File, PathBuf)],
+    dir: &Path,
+    counters: &Counters,
+) -> Result<(), StoreError> {
+    let flush = |file: &File, path: &Path| {
         counters.fsync();
-        file.sync_all().map_err(io_err("flush", path))?;
-    }
-    Ok(())
+        file.sync_all().map_err(io_err("flush", path))
+    };
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = files
+            .iter()
+            .map(|(file, path)| {
+                std::thread::Builder::new()
+                    .name("orchestrator-store-sync".into())
+                    .spawn_scoped(scope, move || flush(file, path))
+                    // No thread: flushed here, in turn.
+                    .map_err(|_| flush(file, path))
+            })
+            .collect();
+        let mut result = sync_dir(dir, counters);
+        for thread in threads {
+            let flushed = match thread {
+                Ok(handle) => handle.join().unwrap_or_else(|_| {
+                    Err(io_err("flush", dir)(io::Error::other(
+                        "a flushing thread panicked",
+                    )))
+                }),
+                Err(inline) => inline,
+            };
+            result = result.and(flushed);
+        }
+        result
+    })
 }
 
 /// `<path>.tmp-<unique>`.

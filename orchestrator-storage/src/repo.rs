@@ -16,8 +16,8 @@ use orchestrator_core::state::{PlanRecord, StateChange};
 use orchestrator_core::{NodeId, PlanId, StoreError};
 
 use crate::fsutil::{
-    create_private_dir, create_private_dir_all, io_err, make_dir_private, sync_dir, unique_suffix,
-    write_new,
+    create_private_dir, create_private_dir_all, io_err, make_dir_private, sync_dir, sync_together,
+    unique_suffix, write_file, write_new,
 };
 use crate::journal;
 use crate::layout::{is_safe_component, PlanPaths, CREATE_PREFIX, DELETED_PREFIX, SNAPSHOT};
@@ -386,18 +386,19 @@ impl Inner {
         if let Some(hidden) = secrets::hide_in(&probe.secrets(), &snapshot, names, sync, c)? {
             snapshot = hidden;
         }
-        write_new(&probe.snapshot(), &snapshot, sync, c, Account::Snapshot)?;
-        write_new(
-            &probe.journal(0),
-            &journal::header(0),
-            sync,
-            c,
-            Account::Journal,
-        )?;
+        let (snapshot_path, journal_path) = (probe.snapshot(), probe.journal(0));
+        let written = [
+            write_file(&snapshot_path, &snapshot, c, Account::Snapshot)?,
+            write_file(&journal_path, &journal::header(0), c, Account::Journal)?,
+        ];
         write_new(&probe.write_lock(), b"", false, c, Account::Other)?;
         write_new(&probe.owner_lock(), b"", false, c, Account::Other)?;
         if sync {
-            sync_dir(dir, c)?;
+            // All of it must be on the disk before the folder is renamed into place, in no
+            // particular order.
+            let [snapshot_file, journal_file] = written;
+            let files = [(snapshot_file, snapshot_path), (journal_file, journal_path)];
+            sync_together(&files, dir, c)?;
         }
         Ok((created_ns, spec_json))
     }
