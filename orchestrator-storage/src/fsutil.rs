@@ -105,18 +105,18 @@ pub(crate) fn make_dir_private(dir: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Writes `bytes` to a temporary file next to `path`, flushes it when `sync`, and renames it
+/// Writes `pieces` to a temporary file next to `path`, flushes it when `sync`, and renames it
 /// over `path`. Readers see the old content or the new, never a mix. The caller syncs the
 /// folder (once for several files) when the rename itself must be durable.
 pub(crate) fn write_atomic(
     path: &Path,
-    bytes: &[u8],
+    pieces: &[&[u8]],
     sync: bool,
     counters: &Counters,
     account: Account,
 ) -> Result<(), StoreError> {
     let tmp = tmp_path(path);
-    let result = write_new(&tmp, bytes, sync, counters, account)
+    let result = write_new(&tmp, pieces, sync, counters, account)
         .and_then(|()| fs::rename(&tmp, path).map_err(io_err("rename into place", path)));
     if result.is_err() {
         // Best effort: a leftover temporary file is harmless and removed by later cleanups.
@@ -125,15 +125,15 @@ pub(crate) fn write_atomic(
     result
 }
 
-/// Creates (or truncates) `path` with `bytes`, flushed when `sync`.
+/// Creates (or truncates) `path` with `pieces`, one after the other, flushed when `sync`.
 pub(crate) fn write_new(
     path: &Path,
-    bytes: &[u8],
+    pieces: &[&[u8]],
     sync: bool,
     counters: &Counters,
     account: Account,
 ) -> Result<(), StoreError> {
-    let file = write_file(path, bytes, counters, account)?;
+    let file = write_file(path, pieces, counters, account)?;
     if sync {
         counters.fsync();
         file.sync_all().map_err(io_err("flush", path))?;
@@ -141,11 +141,11 @@ pub(crate) fn write_new(
     Ok(())
 }
 
-/// Creates (or truncates) `path` with `bytes`, not flushed: the file is returned for the
+/// Creates (or truncates) `path` with `pieces`, not flushed: the file is returned for the
 /// caller to flush (see [`sync_together`]).
 pub(crate) fn write_file(
     path: &Path,
-    bytes: &[u8],
+    pieces: &[&[u8]],
     counters: &Counters,
     account: Account,
 ) -> Result<File, StoreError> {
@@ -155,8 +155,10 @@ pub(crate) fn write_file(
         .truncate(true)
         .open(path)
         .map_err(io_err("create", path))?;
-    file.write_all(bytes).map_err(io_err("write", path))?;
-    counters.wrote(account, bytes.len());
+    for piece in pieces {
+        file.write_all(piece).map_err(io_err("write", path))?;
+        counters.wrote(account, piece.len());
+    }
     Ok(file)
 }
 

@@ -426,18 +426,22 @@ impl Live {
         let next = self.generation + 1;
         let sync = ctx.sync();
         new_journal(ctx, next)?;
-        let mut bytes = encode_snapshot(
+        let mut snapshot = encode_snapshot(
             ctx,
             &self.record,
             next,
             self.created_ns,
             &mut self.spec_json,
         )?;
-        if let Some(hidden) = ctx.hide_secrets(&bytes)? {
-            bytes = hidden;
-        }
+        snapshot.hide_secrets(|json| ctx.hide_secrets(json))?;
         let path = ctx.paths.snapshot();
-        write_atomic(&path, &bytes, sync, ctx.counters, Account::Snapshot)?;
+        write_atomic(
+            &path,
+            &snapshot.pieces(),
+            sync,
+            ctx.counters,
+            Account::Snapshot,
+        )?;
         if sync {
             sync_dir(&ctx.paths.dir, ctx.counters)?;
         }
@@ -498,7 +502,7 @@ fn replay(record: &mut PlanRecord, scan: &journal::Scan, path: &Path) -> Result<
 fn new_journal(ctx: &Ctx<'_>, generation: u64) -> Result<(), StoreError> {
     write_atomic(
         &ctx.paths.journal(generation),
-        &journal::header(generation),
+        &[&journal::header(generation)],
         ctx.sync(),
         ctx.counters,
         Account::Journal,
@@ -512,7 +516,7 @@ fn encode_snapshot(
     generation: u64,
     created_ns: u64,
     spec_json: &mut SpecJson,
-) -> Result<Vec<u8>, StoreError> {
+) -> Result<snapshot::Encoded, StoreError> {
     snapshot::encode(record, generation, created_ns, spec_json).map_err(|e| StoreError::Rejected {
         plan: ctx.plan.clone(),
         message: format!("cannot serialize the plan: {e}"),

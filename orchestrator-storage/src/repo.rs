@@ -383,16 +383,14 @@ impl Inner {
         };
         // Secret env values go to secrets.json (written first), the snapshot refers to them.
         let names = &self.options.secret_env;
-        if let Some(hidden) = secrets::hide_in(&probe.secrets(), &snapshot, names, sync, c)? {
-            snapshot = hidden;
-        }
+        snapshot.hide_secrets(|json| secrets::hide_in(&probe.secrets(), json, names, sync, c))?;
         let (snapshot_path, journal_path) = (probe.snapshot(), probe.journal(0));
         let written = [
-            write_file(&snapshot_path, &snapshot, c, Account::Snapshot)?,
-            write_file(&journal_path, &journal::header(0), c, Account::Journal)?,
+            write_file(&snapshot_path, &snapshot.pieces(), c, Account::Snapshot)?,
+            write_file(&journal_path, &[&journal::header(0)], c, Account::Journal)?,
         ];
-        write_new(&probe.write_lock(), b"", false, c, Account::Other)?;
-        write_new(&probe.owner_lock(), b"", false, c, Account::Other)?;
+        write_new(&probe.write_lock(), &[], false, c, Account::Other)?;
+        write_new(&probe.owner_lock(), &[], false, c, Account::Other)?;
         if sync {
             // All of it must be on the disk before the folder is renamed into place, in no
             // particular order.

@@ -78,7 +78,7 @@ impl Secrets {
         counters: &Counters,
     ) -> Result<(), StoreError> {
         let bytes = serde_json::to_vec(self).map_err(|e| corrupt(path, e.to_string()))?;
-        write_atomic(path, &bytes, sync, counters, Account::Other)?;
+        write_atomic(path, &[&bytes], sync, counters, Account::Other)?;
         if sync {
             if let Some(dir) = path.parent() {
                 sync_dir(dir, counters)?;

@@ -56,11 +56,11 @@ pub(crate) fn save(
                 .map_err(invalid)?,
             None => serde_json::to_vec_pretty(spec).map_err(invalid)?,
         };
-        write_atomic(&json, &bytes, false, counters, Account::Other)?;
+        write_atomic(&json, &[&bytes], false, counters, Account::Other)?;
         match spec {
             WorkSpec::Agent(agent) if agent.instructions.is_some() => {
                 let text = agent.instructions.as_deref().unwrap_or_default();
-                write_atomic(&md, text.as_bytes(), false, counters, Account::Other)?;
+                write_atomic(&md, &[text.as_bytes()], false, counters, Account::Other)?;
             }
             _ => remove_if_exists(&md)?,
         }

@@ -21,7 +21,6 @@ use orchestrator_core::StoreError;
 
 use super::{encode_snapshot, new_journal, remove_journal, Ctx, Live};
 use crate::fsutil::{file_id, io_err, sync_dir, tmp_path, write_new, FileId};
-use crate::secrets::Secrets;
 use crate::snapshot::SpecJson;
 use crate::stats::Account;
 
@@ -99,7 +98,7 @@ impl Live {
             let bytes = ctx.hide_secrets(&bytes)?.unwrap_or(bytes);
             write_new(
                 &written.tmp,
-                &bytes,
+                &[&bytes],
                 ctx.sync(),
                 ctx.counters,
                 Account::Snapshot,
@@ -167,13 +166,14 @@ impl SnapshotJob {
             replaces,
             done: _,
         } = self;
-        let bytes = encode_snapshot(ctx, &record, generation, created_ns, &mut spec_json)?;
+        let snapshot = encode_snapshot(ctx, &record, generation, created_ns, &mut spec_json)?;
         drop(record);
         let tmp = tmp_path(&ctx.paths.snapshot());
-        let secret_bytes = if Secrets::may_hold_secrets(&bytes) {
-            Some(bytes)
+        let secret_bytes = if snapshot.may_hold_secrets() {
+            Some(snapshot.to_vec())
         } else {
-            if let Err(e) = write_new(&tmp, &bytes, ctx.sync(), ctx.counters, Account::Snapshot) {
+            let pieces = snapshot.pieces();
+            if let Err(e) = write_new(&tmp, &pieces, ctx.sync(), ctx.counters, Account::Snapshot) {
                 let _ = fs::remove_file(&tmp);
                 return Err(e);
             }
