@@ -112,9 +112,10 @@ impl Encoded {
     }
 }
 
-/// Bytes of JSON a job of a spec and a node of a state take at least, about (a no-op job
-/// takes 120 and 50): the buffers they are encoded into start this large, instead of growing
-/// by doubling, each time copying what they held into new memory.
+/// About the bytes of JSON a job of a spec and a node of a state take (a no-op job ~120, a
+/// pending node ~50): the buffers they are encoded into start this large for their count,
+/// instead of growing by doubling and copying what they held into new memory each time.
+/// Memory reserved and never written costs no more than its address space.
 const JOB_JSON: usize = 128;
 const NODE_JSON: usize = 64;
 
