@@ -343,12 +343,18 @@ impl Live {
     /// (At 64, as before, the 40k changes of a 10,000-node run outweighed its snapshot and
     /// compacted it half-way, rewriting 3.2 MB while it ran.)
     pub(crate) fn compaction_due(&self, ctx: &Ctx<'_>) -> bool {
-        let bytes = self.journal_len.saturating_sub(HEADER_LEN);
         ctx.options.compaction.is_due(
-            bytes.max(self.journal_changes.saturating_mul(CHANGE_BYTES)),
+            self.journal_weight(),
             self.journal_records,
             self.snapshot_id.len(),
         )
+    }
+
+    /// The journal's size for compaction: its bytes, each change counting as at least
+    /// [`CHANGE_BYTES`] (see [`Live::compaction_due`]).
+    fn journal_weight(&self) -> u64 {
+        let bytes = self.journal_len.saturating_sub(HEADER_LEN);
+        bytes.max(self.journal_changes.saturating_mul(CHANGE_BYTES))
     }
 
     /// Whether a plan that has just ended should be compacted once more, on a thread of its
@@ -358,10 +364,7 @@ impl Live {
     /// (`status`, reports, `list`): a 10,000-node plan reloaded in 13–17 ms from its
     /// snapshot alone, ~21 ms with its run's journal.
     pub(crate) fn compaction_due_at_end(&self, ctx: &Ctx<'_>) -> bool {
-        let bytes = self.journal_len.saturating_sub(HEADER_LEN);
-        self.pending.is_none()
-            && bytes.max(self.journal_changes.saturating_mul(CHANGE_BYTES))
-                > ctx.options.compaction.min_journal_bytes
+        self.pending.is_none() && self.journal_weight() > ctx.options.compaction.min_journal_bytes
     }
 
     /// Makes the journal ready for appending: upgrades an old schema or journal version by

@@ -437,11 +437,14 @@ impl Inner {
                     return Ok(None);
                 }
             }
-        } else if changes
-            .iter()
-            .any(|c| matches!(c, StateChange::Ended { .. }))
+        } else if live.record.state.ended_at.is_some()
+            && changes
+                .iter()
+                .any(|c| matches!(c, StateChange::Ended { .. }))
             && live.compaction_due_at_end(&ctx)
         {
+            // The end time is checked first: a running plan has none, so its batches are
+            // never scanned for `Ended`.
             later = Some(Later::Compact);
         }
         *slot = Some(live);

@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::{apply_range, change, full_run, journal_header, json_record, plan};
+use common::{append_full_run, apply_range, change, full_run, journal_header, json_record, plan};
 use orchestrator_core::ids::{NodeId, PlanId};
 use orchestrator_core::plan::WorkSpec;
 use orchestrator_core::repository::{AttemptSpecs, LogKey, LogQuery};
@@ -378,16 +378,8 @@ async fn a_plan_that_ends_is_compacted_once_in_the_background() {
     let (id, small_id) = (record.state.id.clone(), small.state.id.clone());
     store.create(&record).await.expect("create");
     store.create(&small).await.expect("create");
-    let mut expected = record.clone();
-    for batch in full_run(2_000) {
-        store.append(&id, &batch).await.expect("append");
-        for c in &batch {
-            expected.apply(c).expect("applies");
-        }
-    }
-    for batch in full_run(10) {
-        store.append(&small_id, &batch).await.expect("append");
-    }
+    let mut expected = append_full_run(&store, &record).await;
+    append_full_run(&store, &small).await;
     assert_eq!(
         store.io_stats().compactions,
         0,
@@ -458,13 +450,7 @@ async fn a_whole_run_of_a_large_plan_round_trips() {
     let record = plan(2_000);
     let id = record.state.id.clone();
     store.create(&record).await.expect("create");
-    let mut expected = record.clone();
-    for batch in full_run(2_000) {
-        store.append(&id, &batch).await.expect("append");
-        for c in &batch {
-            expected.apply(c).expect("applies");
-        }
-    }
+    let expected = append_full_run(&store, &record).await;
     let fresh = FsPlanRepository::new(root.path());
     let loaded = fresh.load(&id).await.expect("load");
     assert_eq!(loaded, expected);

@@ -8,6 +8,7 @@ use orchestrator_core::plan::{Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec}
 use orchestrator_core::state::{
     AttemptStatus, FailureReason, NodeStatus, Phase, PhaseStatus, PlanRecord, StateChange,
 };
+use orchestrator_core::PlanRepository;
 
 /// A plan of `jobs` independent shell jobs (no snapshot node: isolation none).
 pub fn plan(jobs: usize) -> PlanRecord {
@@ -107,6 +108,22 @@ pub fn apply_range(record: &mut PlanRecord, from: u64, to: u64) {
     for i in from..to {
         record.apply(&change(i)).expect("fixture change applies");
     }
+}
+
+/// Appends [`full_run`] of `record`'s nodes to its plan in `store`; returns `record` with the
+/// run applied, as the store should now hold it.
+pub async fn append_full_run(store: &dyn PlanRepository, record: &PlanRecord) -> PlanRecord {
+    let mut expected = record.clone();
+    for batch in full_run(record.state.nodes.len()) {
+        store
+            .append(&record.state.id, &batch)
+            .await
+            .expect("append");
+        for c in &batch {
+            expected.apply(c).expect("applies");
+        }
+    }
+    expected
 }
 
 /// The changes of a whole run of a plan of `nodes` independent nodes, batched the way an
