@@ -179,19 +179,20 @@ pub(crate) fn sync_together(
         let threads: Vec<_> = files
             .iter()
             .map(|(file, path)| {
-                std::thread::Builder::new()
+                let thread = std::thread::Builder::new()
                     .name("orchestrator-store-sync".into())
                     .spawn_scoped(scope, move || flush(file, path))
                     // No thread: flushed here, in turn.
-                    .map_err(|_| flush(file, path))
+                    .map_err(|_| flush(file, path));
+                (thread, path)
             })
             .collect();
         let mut result = sync_dir(dir, counters);
-        for thread in threads {
+        for (thread, path) in threads {
             let flushed = match thread {
                 Ok(handle) => handle.join().unwrap_or_else(|_| {
-                    Err(io_err("flush", dir)(io::Error::other(
-                        "a flushing thread panicked",
+                    Err(io_err("flush", path)(io::Error::other(
+                        "the flushing thread panicked",
                     )))
                 }),
                 Err(inline) => inline,
