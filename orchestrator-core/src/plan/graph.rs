@@ -25,11 +25,14 @@ pub struct PlanGraph {
     nodes: usize,
     jobs: usize,
     snapshot: Option<NodeIndex>,
+    /// A topological order: plan order when every dependency comes earlier in the plan,
+    /// else Kahn's.
     order: Vec<NodeIndex>,
     priority: Vec<Priority>,
     /// The scheduling order, sorted on first use: only a plan that runs needs it (a graph
     /// built to validate a plan or to show it does not).
     schedule: OnceLock<Schedule>,
+    /// Each node's place in `order`; empty when that is plan order (the place is the index).
     topo_pos: Vec<u32>,
     /// Adjacency in compressed rows, built once: the scheduler walks dependents on every
     /// completion, and contiguous rows beat chasing petgraph's edge lists on large plans.
@@ -100,7 +103,18 @@ impl PlanGraph {
         // A job listing the same dependency twice gets one edge; checked per job so that a
         // node with 100k dependents costs O(1) per edge, not a scan of its edge list.
         let mut seen: Vec<NodeIndex> = Vec::new();
+        // Whether every dependency comes earlier in the plan (as in most plans): then plan
+        // order is a topological order, and no sort (a pass of random reads over the rows of
+        // a 1M-node plan) is needed.
+        let mut forward = true;
+        // Jobs with sub-jobs and sub-agents, found in this pass: a plan's jobs are read once.
+        let mut parents: Vec<NodeIndex> = Vec::new();
+        let mut sub_agents: Vec<NodeIndex> = Vec::new();
         for (i, job) in spec.jobs.iter().enumerate() {
+            parents.extend(job.extra.parent.as_deref().and_then(|p| by_producer.get(p)));
+            if job.extra.sub_agent.is_some() {
+                sub_agents.push(i);
+            }
             seen.clear();
             for (d, dep) in job.dependencies.iter().enumerate() {
                 let field = || format!("dependencies[{d}]");
@@ -119,6 +133,7 @@ impl PlanGraph {
                     )),
                     Some(j) => {
                         if !seen.contains(&j) {
+                            forward &= j < i;
                             seen.push(j);
                             edges.push((j as u32, i as u32));
                         }
@@ -137,35 +152,30 @@ impl PlanGraph {
         }
         let dependents = Csr::build(total, &edges, |&(from, to)| (from, to));
         let dependencies = Csr::build(total, &edges, |&(from, to)| (to, from));
-        let order = match kahn(&dependents, &dependencies) {
-            Some(order) => order,
-            None => {
-                errors.extend(cycles(total, &edges, spec));
-                Vec::new()
+        // The snapshot node comes after every job, so its edges keep `forward` as it is.
+        let sorted = if forward {
+            None
+        } else {
+            match kahn(&dependents, &dependencies) {
+                Some(order) => Some(order),
+                None => {
+                    errors.extend(cycles(total, &edges, spec));
+                    None
+                }
             }
         };
         if !errors.is_empty() {
             return Err((ValidationErrors(errors), by_producer));
         }
-        let mut parents: Vec<NodeIndex> = spec
-            .jobs
-            .iter()
-            .filter_map(|j| j.extra.parent.as_deref())
-            .filter_map(|p| by_producer.get(p))
-            .collect();
         parents.sort_unstable();
         parents.dedup();
-        let sub_agents = (spec.jobs.iter().enumerate())
-            .filter(|(_, j)| j.extra.sub_agent.is_some())
-            .map(|(i, _)| i)
-            .collect();
         let mut g = PlanGraph {
             parents,
             sub_agents,
             nodes: total,
             jobs,
             snapshot,
-            order,
+            order: Vec::new(),
             priority: Vec::new(),
             schedule: OnceLock::new(),
             topo_pos: Vec::new(),
@@ -173,11 +183,17 @@ impl PlanGraph {
             dependencies,
             by_producer,
         };
-        g.priority = g.compute_priorities();
-        g.topo_pos = vec![0; g.node_count()];
-        for (i, &n) in g.order.iter().enumerate() {
-            g.topo_pos[n] = i as u32;
+        match sorted {
+            Some(order) => {
+                g.topo_pos = vec![0; total];
+                for (i, &n) in order.iter().enumerate() {
+                    g.topo_pos[n] = i as u32;
+                }
+                g.order = order;
+            }
+            None => g.order = (0..total).collect(),
         }
+        g.priority = g.compute_priorities();
         Ok(g)
     }
 
@@ -308,13 +324,30 @@ impl PlanGraph {
         n < self.jobs && self.dependents(n).all(|d| self.is_snapshot(d))
     }
 
-    /// A topological order of all nodes.
+    /// A topological order of all nodes: plan order when every job's dependencies come
+    /// earlier in the plan, else an order that keeps plan order among nodes ready together.
+    ///
+    /// ```
+    /// use orchestrator_core::plan::{Isolation, JobSpec, PlanGraph, PlanSpec, WorkSpec};
+    /// let job = |id: &str| JobSpec::new(id, "t", WorkSpec::shell("true"));
+    /// let plan = PlanSpec::new("p")
+    ///     .isolation(Isolation::None)
+    ///     .job(job("aaa").depends_on(["ccc"]))
+    ///     .job(job("bbb"))
+    ///     .job(job("ccc"));
+    /// let g = PlanGraph::build(&plan).unwrap();
+    /// assert_eq!(g.topological_order(), [1, 2, 0]);
+    /// assert_eq!(g.topological_position(0), 2);
+    /// ```
     pub fn topological_order(&self) -> &[NodeIndex] {
         &self.order
     }
 
     /// Position of `n` in [`PlanGraph::topological_order`].
     pub fn topological_position(&self, n: NodeIndex) -> usize {
+        if self.topo_pos.is_empty() {
+            return if n < self.nodes { n } else { 0 };
+        }
         self.topo_pos.get(n).map_or(0, |&p| p as usize)
     }
 
@@ -513,6 +546,58 @@ mod tests {
         assert_eq!(g.dependents(0).count(), n, "duplicates add one edge");
         assert_eq!(g.priority(0).dependents as usize, n);
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn plan_order_is_the_topological_order_when_dependencies_come_first() {
+        let spec = PlanSpec::new("p")
+            .job(job("aaa".into(), vec![]))
+            .job(job("bbb".into(), vec!["aaa".into()]))
+            .job(job("ccc".into(), vec![]))
+            .job(job("ddd".into(), vec!["ccc".into(), "bbb".into()]));
+        let g = PlanGraph::build(&spec).expect("valid");
+        assert_eq!(g.topological_order(), [0, 1, 2, 3, 4]);
+        assert!((0..5).all(|n| g.topological_position(n) == n));
+        assert_eq!(g.topological_position(9), 0, "no such node");
+        assert_eq!(
+            g.priority(0).critical_path,
+            4,
+            "aaa -> bbb -> ddd -> snapshot"
+        );
+    }
+
+    #[test]
+    fn a_dependency_later_in_the_plan_is_ordered_before_its_dependent() {
+        let spec = PlanSpec::new("p")
+            .job(job("aaa".into(), vec!["ddd".into()]))
+            .job(job("bbb".into(), vec!["aaa".into()]))
+            .job(job("ccc".into(), vec![]))
+            .job(job("ddd".into(), vec!["ccc".into()]));
+        let g = PlanGraph::build(&spec).expect("valid");
+        assert_eq!(g.topological_order(), [2, 3, 0, 1, 4]);
+        let positions: Vec<usize> = (0..5).map(|n| g.topological_position(n)).collect();
+        assert_eq!(positions, [2, 3, 0, 1, 4]);
+        assert_eq!(
+            g.priority(2).critical_path,
+            5,
+            "ccc -> ddd -> aaa -> bbb -> snapshot"
+        );
+    }
+
+    #[test]
+    fn parents_and_sub_agents_are_found_wherever_they_are_listed() {
+        let mut child = job("aaa/one".into(), vec![]);
+        child.extra.make_mut().parent = Some("aaa".into());
+        let mut agent = job("bbb".into(), vec![]);
+        agent.extra.make_mut().sub_agent = Some(Default::default());
+        let spec = PlanSpec::new("p")
+            .job(child)
+            .job(job("ccc".into(), vec![]))
+            .job(agent)
+            .job(job("aaa".into(), vec![]));
+        let g = PlanGraph::build(&spec).expect("valid");
+        assert!(g.has_sub_jobs(3) && !g.has_sub_jobs(0) && !g.has_sub_jobs(1));
+        assert!(g.is_sub_agent(2) && !g.is_sub_agent(0) && !g.is_sub_agent(3));
     }
 
     #[test]
