@@ -600,6 +600,59 @@ mod tests {
         assert!(g.is_sub_agent(2) && !g.is_sub_agent(0) && !g.is_sub_agent(3));
     }
 
+    proptest::proptest! {
+        /// The same random DAG listed in plan order (dependencies first) and shuffled: both
+        /// orders are topological, positions match them, and priorities do not depend on
+        /// where a job is listed.
+        #[test]
+        fn both_orders_are_topological_and_priorities_match(
+            nodes in 1usize..300,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let mut rng = seed | 1;
+            let mut next = move || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            let id = |i: usize| format!("j{i:04}");
+            let jobs: Vec<JobSpec> = (0..nodes)
+                .map(|i| {
+                    let deps = (0..next() % 4)
+                        .filter(|_| i > 0)
+                        .map(|_| id((next() % i as u64) as usize))
+                        .collect();
+                    job(id(i), deps)
+                })
+                .collect();
+            let mut shuffled = jobs.clone();
+            for i in (1..shuffled.len()).rev() {
+                shuffled.swap(i, (next() % (i as u64 + 1)) as usize);
+            }
+            let mut priorities = Vec::new();
+            for list in [jobs, shuffled] {
+                let mut spec = PlanSpec::new("p");
+                spec.jobs = list;
+                let g = PlanGraph::build(&spec).expect("a DAG");
+                let order = g.topological_order();
+                proptest::prop_assert_eq!(order.len(), g.node_count());
+                for (place, &n) in order.iter().enumerate() {
+                    proptest::prop_assert_eq!(g.topological_position(n), place);
+                    for d in g.dependencies(n) {
+                        proptest::prop_assert!(g.topological_position(d) < place);
+                    }
+                }
+                let mut by_id: Vec<(String, Priority)> = (0..g.job_count())
+                    .map(|n| (spec.jobs[n].producer_id.clone(), g.priority(n)))
+                    .collect();
+                by_id.sort();
+                priorities.push(by_id);
+            }
+            proptest::prop_assert_eq!(&priorities[0], &priorities[1]);
+        }
+    }
+
     #[test]
     fn snapshot_node_follows_every_user_leaf() {
         let spec = PlanSpec::new("p")
