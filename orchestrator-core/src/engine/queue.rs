@@ -140,13 +140,7 @@ mod tests {
             seed in any::<u64>(),
             ops in proptest::collection::vec((0u8..10, any::<u32>()), 1..400),
         ) {
-            let mut rng = seed | 1;
-            let mut next = move || {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                rng
-            };
+            let mut next = crate::plan::graph::tests::xorshift(seed);
             let id = |i: usize| format!("job-{i}");
             let mut spec = PlanSpec::new("q").isolation(Isolation::None);
             for i in 0..nodes {

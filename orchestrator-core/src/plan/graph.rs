@@ -504,9 +504,20 @@ fn cycles(nodes: usize, edges: &[(u32, u32)], spec: &PlanSpec) -> Vec<Validation
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::plan::{JobSpec, WorkSpec};
+
+    /// A small seeded random number generator (xorshift) for property tests of graphs.
+    pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut rng = seed | 1;
+        move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        }
+    }
 
     fn job(id: String, deps: Vec<String>) -> JobSpec {
         JobSpec::new(id, "t", WorkSpec::shell("true")).depends_on(deps)
@@ -609,13 +620,7 @@ mod tests {
             nodes in 1usize..300,
             seed in proptest::prelude::any::<u64>(),
         ) {
-            let mut rng = seed | 1;
-            let mut next = move || {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                rng
-            };
+            let mut next = xorshift(seed);
             let id = |i: usize| format!("j{i:04}");
             let jobs: Vec<JobSpec> = (0..nodes)
                 .map(|i| {

@@ -2,7 +2,7 @@
 
 mod collect;
 mod edit;
-mod graph;
+pub(crate) mod graph;
 mod groups;
 mod parse;
 mod spec;
