@@ -166,6 +166,35 @@ async fn secret_env_values_are_kept_apart_and_come_back_whole() {
 }
 
 #[tokio::test]
+async fn compactions_in_the_background_hide_secret_values_too() {
+    let root = tempfile::tempdir().expect("tempdir");
+    // Every compaction on a thread of its own: the snapshot is hidden when it is put in place.
+    let compaction = Compaction::default()
+        .max_journal_records(3)
+        .background_bytes(0);
+    let options = options().compaction(compaction);
+    let store = FsPlanRepository::with_options(root.path(), options.clone());
+    let mut expected = record();
+    let id = expected.state.id.clone();
+    store.create(&expected).await.expect("create");
+    let mut changes = vec![deploy_edit()];
+    changes.extend((0..8).map(|at| StateChange::Paused { at }));
+    for change in changes {
+        store
+            .append(&id, std::slice::from_ref(&change))
+            .await
+            .expect("append");
+        expected.apply(&change).expect("applies");
+    }
+    store.settle();
+    assert!(store.io_stats().compactions > 0, "a compaction ran");
+    assert_kept_apart(root.path(), &secrets());
+    let fresh = FsPlanRepository::with_options(root.path(), options);
+    assert_eq!(fresh.load(&id).await.expect("load"), expected);
+    assert_eq!(store.load(&id).await.expect("load"), expected);
+}
+
+#[tokio::test]
 async fn attempt_specs_keep_secrets_apart() {
     let root = tempfile::tempdir().expect("tempdir");
     let store = FsPlanRepository::with_options(root.path(), options());

@@ -21,7 +21,7 @@ use orchestrator_core::StoreError;
 
 use super::{encode_snapshot, new_journal, remove_journal, Ctx, Live};
 use crate::fsutil::{file_id, io_err, sync_dir, tmp_path, write_new, FileId};
-use crate::snapshot::SpecJson;
+use crate::snapshot::{Encoded, SpecJson};
 use crate::stats::Account;
 
 /// Where a [`SnapshotJob`] hands its snapshot over to the state that started it.
@@ -94,11 +94,11 @@ impl Live {
             let _ = fs::remove_file(&written.tmp);
             return Ok(());
         }
-        if let Some(bytes) = written.secret_bytes {
-            let bytes = ctx.hide_secrets(&bytes)?.unwrap_or(bytes);
+        if let Some(mut snapshot) = written.with_secrets {
+            snapshot.hide_secrets(|json| ctx.hide_secrets(json))?;
             write_new(
                 &written.tmp,
-                &[&bytes],
+                &snapshot.pieces(),
                 ctx.sync(),
                 ctx.counters,
                 Account::Snapshot,
@@ -142,7 +142,7 @@ pub(crate) struct Written {
     tmp: PathBuf,
     /// The encoded snapshot when it may hold secret values: those are hidden (which may
     /// update the plan's secrets table) and it is written under the write lock.
-    secret_bytes: Option<Vec<u8>>,
+    with_secrets: Option<Encoded>,
 }
 
 impl SnapshotJob {
@@ -169,8 +169,8 @@ impl SnapshotJob {
         let snapshot = encode_snapshot(ctx, &record, generation, created_ns, &mut spec_json)?;
         drop(record);
         let tmp = tmp_path(&ctx.paths.snapshot());
-        let secret_bytes = if snapshot.may_hold_secrets() {
-            Some(snapshot.to_vec())
+        let with_secrets = if snapshot.may_hold_secrets() {
+            Some(snapshot)
         } else {
             let pieces = snapshot.pieces();
             if let Err(e) = write_new(&tmp, &pieces, ctx.sync(), ctx.counters, Account::Snapshot) {
@@ -184,7 +184,7 @@ impl SnapshotJob {
             replaces,
             spec_json,
             tmp,
-            secret_bytes,
+            with_secrets,
         })
     }
 }
