@@ -386,17 +386,21 @@ impl Inner {
         snapshot.hide_secrets(|json| secrets::hide_in(&probe.secrets(), json, names, sync, c))?;
         let (snapshot_path, journal_path) = (probe.snapshot(), probe.journal(0));
         let written = [
-            write_file(&snapshot_path, &snapshot.pieces(), c, Account::Snapshot)?,
-            write_file(&journal_path, &[&journal::header(0)], c, Account::Journal)?,
+            (
+                write_file(&snapshot_path, &snapshot.pieces(), c, Account::Snapshot)?,
+                snapshot_path,
+            ),
+            (
+                write_file(&journal_path, &[&journal::header(0)], c, Account::Journal)?,
+                journal_path,
+            ),
         ];
         write_new(&probe.write_lock(), &[], false, c, Account::Other)?;
         write_new(&probe.owner_lock(), &[], false, c, Account::Other)?;
         if sync {
             // All of it must be on the disk before the folder is renamed into place, in no
             // particular order.
-            let [snapshot_file, journal_file] = written;
-            let files = [(snapshot_file, snapshot_path), (journal_file, journal_path)];
-            sync_together(&files, dir, c)?;
+            sync_together(&written, dir, c)?;
         }
         Ok((created_ns, spec_json))
     }
@@ -425,6 +429,7 @@ impl Inner {
             Some(live) if live.is_current(&ctx)? => live,
             _ => self.read(&ctx)?,
         };
+        let ended_before = live.record.state.ended_at;
         live.append(&ctx, changes)?;
         let mut later = None;
         if live.compaction_due(&ctx) {
@@ -438,13 +443,10 @@ impl Inner {
                 }
             }
         } else if live.record.state.ended_at.is_some()
-            && changes
-                .iter()
-                .any(|c| matches!(c, StateChange::Ended { .. }))
+            && live.record.state.ended_at != ended_before
             && live.compaction_due_at_end(&ctx)
         {
-            // The end time is checked first: a running plan has none, so its batches are
-            // never scanned for `Ended`.
+            // This append ended the plan: its end time is new (no scan of the batch).
             later = Some(Later::Compact);
         }
         *slot = Some(live);
