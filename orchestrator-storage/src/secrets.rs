@@ -144,12 +144,14 @@ impl Secrets {
         path: &Path,
     ) -> Result<Cow<'a, [u8]>, StoreError> {
         let prefix = self.prefix();
+        // The same byte search as `refers`: text without this plan's placeholders (a whole
+        // snapshot, on every read of a plan with secrets) is not checked for UTF-8 at all.
+        if memmem::find(json, prefix.as_bytes()).is_none() {
+            return Ok(Cow::Borrowed(json));
+        }
         let Ok(text) = std::str::from_utf8(json) else {
             return Ok(Cow::Borrowed(json));
         };
-        if !text.contains(&prefix) {
-            return Ok(Cow::Borrowed(json));
-        }
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(at) = rest.find(&prefix) {
