@@ -98,6 +98,7 @@ mod pool {
         _: &Path,
         _: &Path,
         _: &PoolLimits,
+        _: Option<Vec<git2::IndexEntry>>,
     ) -> Result<Option<Parked>, GitError> {
         Ok(None)
     }

@@ -456,7 +456,7 @@ impl GitOperations for Git2Operations {
             let removal = self
                 .locked_repo(repo, "remove worktree", move |inner, repo| {
                     let target = inner.confine(repo, &path, false)?;
-                    worktree::remove(repo, &target, Some(&inner.pool))
+                    worktree::remove(repo, &target, Some((&inner.pool, &inner.worktrees)))
                 })
                 .await?;
             match removal {

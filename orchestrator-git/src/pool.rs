@@ -30,13 +30,15 @@
 //!   a fresh checkout.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
+use git2::{ErrorCode, Index, IndexEntry, IndexTime, Oid, Repository};
 use orchestrator_core::git::GitError;
 
 use crate::builder::PoolLimits;
@@ -45,7 +47,7 @@ use crate::error::{self, Context};
 use crate::paths::{Mark, Marks};
 use crate::repos::Repos;
 use crate::settled::Settled;
-use crate::tidy::{tidy, tidy_names, Want, Wanted};
+use crate::tidy::{tidy, tidy_names, PathHasher, Want, Wanted};
 use crate::{paths, worktree};
 
 /// The entries this process is changing right now (their marker paths), so that a sweep in
@@ -102,14 +104,17 @@ pub(crate) fn has_ready(repo: &Repository) -> bool {
 }
 
 /// Moves the valid worktree at `path` (physical), registered in `admin`, into the pool, within
-/// `limits`. `Ok(None)`: nothing was changed, the caller removes the worktree itself;
-/// `Ok(Some(_))`: the worktree is gone from `path` and from git, and [`Parked::settle`]
-/// finishes the parking (it needs no lock: the entry is this process's).
+/// `limits`. `index` is its index's entries when a kept handle has them loaded (read just now,
+/// so they are its file's), sparing the settling a read of that file. `Ok(None)`: nothing was
+/// changed, the caller removes the worktree itself; `Ok(Some(_))`: the worktree is gone from
+/// `path` and from git, and [`Parked::settle`] finishes the parking (it needs no lock: the
+/// entry is this process's).
 pub(crate) fn park(
     repo: &Repository,
     path: &Path,
     admin: &Path,
     limits: &PoolLimits,
+    index: Option<Vec<IndexEntry>>,
 ) -> Result<Option<Parked>, GitError> {
     if !limits.enabled() || !checkout::plain_config(repo)? {
         return Ok(None);
@@ -140,6 +145,7 @@ pub(crate) fn park(
         id,
         parking,
         limits: *limits,
+        index,
         _busy: busy,
     }))
 }
@@ -150,6 +156,8 @@ pub(crate) struct Parked {
     id: String,
     parking: PathBuf,
     limits: PoolLimits,
+    /// The entries of the index moved in with it, if known (see [`park`]).
+    index: Option<Vec<IndexEntry>>,
     _busy: Mark,
 }
 
@@ -157,7 +165,7 @@ impl Parked {
     /// Brings the entry down to what its index says and makes it ready (or deletes it when it
     /// is not worth keeping), then trims the pool to its limits.
     pub(crate) fn settle(self) -> Result<(), GitError> {
-        match settle(&self.parking, &self.limits) {
+        match settle(&self.parking, self.index, &self.limits) {
             Ok(Some(entries)) => {
                 SETTLED.put(&self.id, &self.parking.join("index"), entries);
                 match std::fs::rename(&self.parking, self.dir.join(&self.id)) {
@@ -180,26 +188,33 @@ impl Parked {
 }
 
 /// Brings a parked entry's files down to what its index names (see the module docs) and
-/// writes its new index and size; returns the index's entries. `Ok(None)` when the entry is
-/// not worth keeping.
-fn settle(entry: &Path, limits: &PoolLimits) -> Result<Option<Vec<IndexEntry>>, GitError> {
+/// writes its new index and size; returns the index's entries. `index`: those entries, when
+/// known, else the index file is read. `Ok(None)` when the entry is not worth keeping.
+fn settle(
+    entry: &Path,
+    index: Option<Vec<IndexEntry>>,
+    limits: &PoolLimits,
+) -> Result<Option<Vec<IndexEntry>>, GitError> {
     let files = entry.join("files");
     paths::remove_tree(&files.join(".git"))?;
     let index_file = entry.join("index");
     if !index_file.exists() {
         return Ok(None);
     }
-    let index = Index::open(&index_file).ctx("read index")?;
-    let mut wanted = Wanted::default();
+    let index = match index {
+        Some(entries) => entries,
+        None => Index::open(&index_file).ctx("read index")?.iter().collect(),
+    };
+    let mut wanted = Wanted::with_capacity(index.len());
     let mut entries = 0;
-    for mut e in index.iter() {
+    for mut e in index {
         entries += 1;
         let attributes = e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes");
         if attributes {
             // Its blobs may not be its files' bytes (filters): nothing in it can be trusted.
             return Ok(None);
         }
-        let stage = (e.flags >> 12) & 3;
+        let stage = stage(&e);
         let assume_valid = e.flags & 0x8000 != 0;
         let file = [0o100644, 0o100755, 0o120000].contains(&e.mode);
         // Intent-to-add and skip-worktree entries say nothing about the file on disk.
@@ -228,24 +243,43 @@ fn settle(entry: &Path, limits: &PoolLimits) -> Result<Option<Vec<IndexEntry>>, 
         let written = std::fs::metadata(&index_file)
             .and_then(|m| m.modified())
             .ok();
-        write_index(&index_file, &tidied.kept, written)?;
+        keep_only(&index_file, &tidied.kept, written)?;
     }
     let bytes = entry.join("bytes");
     std::fs::write(&bytes, tidied.bytes.to_string()).map_err(|e| error::io("pool", &bytes, e))?;
     Ok(Some(tidied.kept))
 }
 
-/// Replaces the index file `file` by one of `entries`, modified at `time` when given (set
-/// before it takes `file`'s place, so that no crash leaves it there with a later time).
-fn write_index(
-    file: &Path,
-    entries: &[IndexEntry],
-    time: Option<SystemTime>,
-) -> Result<(), GitError> {
+/// The merge stage of an index entry (0 unless it is a side of a conflict).
+fn stage(entry: &IndexEntry) -> i32 {
+    i32::from((entry.flags >> 12) & 3)
+}
+
+/// Replaces the index file `file` by itself without its entries other than `kept` (stage-0
+/// entries it holds), modified at `time` when given (set before it takes `file`'s place, so
+/// that no crash leaves it there with a later time). The other entries are removed from a copy,
+/// rather than the kept ones added to an empty index, so that the tree cache stays valid for
+/// every folder no removal touched: the take changes the index in place (`update_index`) and
+/// keeps its cache for the job's commit.
+fn keep_only(file: &Path, kept: &[IndexEntry], time: Option<SystemTime>) -> Result<(), GitError> {
     let fresh = file.with_extension("new");
     let _ = std::fs::remove_file(&fresh);
+    std::fs::copy(file, &fresh).map_err(|e| error::io("pool", &fresh, e))?;
     let mut index = Index::open(&fresh).ctx("write index")?;
-    checkout::add_in_order(&mut index, entries)?;
+    let keep: HashSet<&[u8], PathHasher> = kept.iter().map(|e| e.path.as_slice()).collect();
+    let gone: Vec<(Vec<u8>, i32)> = index
+        .iter()
+        .filter(|e| stage(e) != 0 || !keep.contains(e.path.as_slice()))
+        .map(|e| {
+            let stage = stage(&e);
+            (e.path, stage)
+        })
+        .collect();
+    for (path, stage) in gone {
+        index
+            .remove(Path::new(OsStr::from_bytes(&path)), stage)
+            .ctx("write index")?;
+    }
     index.write().ctx("write index")?;
     if let Some(time) = time {
         std::fs::File::options()
@@ -333,6 +367,8 @@ pub(crate) struct Taken {
     target: Arc<[PlainEntry]>,
     /// Those the entry's index says it holds as they are, with the index's stat data.
     wanted: Wanted,
+    /// The paths of the entry's index that are not among them.
+    stale: Vec<Vec<u8>>,
     /// When that index was written.
     racy_from: Option<IndexTime>,
     _busy: Mark,
@@ -354,7 +390,7 @@ fn claim(
     let Claimed(id, entry, busy) = claimed;
     let index_file = entry.join("index");
     let racy_from = modified(&index_file);
-    let registered = wanted(id, &index_file, &target).and_then(|wanted| {
+    let registered = wanted(id, &index_file, &target).and_then(|(wanted, stale)| {
         if path.exists() {
             std::fs::remove_dir(path).map_err(|e| error::io("create worktree", path, e))?;
         }
@@ -366,7 +402,7 @@ fn claim(
             std::fs::rename(&files, path).map_err(|e| error::io("create worktree", &files, e))
         });
         match moved {
-            Ok(()) => Ok((admin, wanted)),
+            Ok(()) => Ok((admin, wanted, stale)),
             Err(e) => {
                 let _ = paths::remove_tree(&admin);
                 Err(e)
@@ -374,13 +410,14 @@ fn claim(
         }
     });
     match registered {
-        Ok((admin, wanted)) => Ok(Taken {
+        Ok((admin, wanted, stale)) => Ok(Taken {
             entry,
             path: path.to_path_buf(),
             admin,
             tree,
             target,
             wanted,
+            stale,
             racy_from,
             _busy: busy,
         }),
@@ -392,8 +429,13 @@ fn claim(
 }
 
 /// The files of `target` that the index `index_file` of the pool entry `id` records with the
-/// same content and mode, with the stat data it recorded.
-fn wanted(id: &str, index_file: &Path, target: &[PlainEntry]) -> Result<Wanted, GitError> {
+/// same content and mode, with the stat data it recorded; and the paths of the index's other
+/// entries.
+fn wanted(
+    id: &str,
+    index_file: &Path,
+    target: &[PlainEntry],
+) -> Result<(Wanted, Vec<Vec<u8>>), GitError> {
     let pooled = match SETTLED.take(id, index_file) {
         Some(entries) => entries,
         None => Index::open(index_file)
@@ -402,11 +444,12 @@ fn wanted(id: &str, index_file: &Path, target: &[PlainEntry]) -> Result<Wanted, 
             .collect(),
     };
     // Keyed by the entry's own path, moved out of it (see `Want::seen`).
-    let mut pooled: HashMap<Vec<u8>, IndexEntry> = pooled
+    let mut pooled: HashMap<Vec<u8>, IndexEntry, PathHasher> = pooled
         .into_iter()
         .map(|mut e| (std::mem::take(&mut e.path), e))
         .collect();
-    let mut wanted = Wanted::default();
+    let mut wanted = Wanted::with_capacity(target.len());
+    let mut stale = Vec::new();
     for t in target {
         let Some((path, seen)) = pooled.remove_entry(t.path.as_bytes()) else {
             continue;
@@ -415,9 +458,12 @@ fn wanted(id: &str, index_file: &Path, target: &[PlainEntry]) -> Result<Wanted, 
             let (id, mode) = (t.id, t.mode as u32);
             let seen = Some(seen);
             wanted.insert(path, Want { id, mode, seen });
+        } else {
+            stale.push(path);
         }
     }
-    Ok(wanted)
+    stale.extend(pooled.into_keys());
+    Ok((wanted, stale))
 }
 
 impl Taken {
@@ -435,7 +481,8 @@ impl Taken {
     ) -> Result<bool, GitError> {
         let path = &self.path;
         let filled = tidy(path, &self.wanted, self.racy_from).and_then(|tidied| {
-            let kept: HashSet<&[u8]> = tidied.kept.iter().map(|e| e.path.as_slice()).collect();
+            let kept: HashSet<&[u8], PathHasher> =
+                tidied.kept.iter().map(|e| e.path.as_slice()).collect();
             let missing: Vec<PlainEntry> = self
                 .target
                 .iter()
@@ -445,12 +492,15 @@ impl Taken {
             worktrees.with(path, |wt| {
                 let written = checkout::write_entries(wt, path, &missing)?;
                 // When the entry's index describes the kept files exactly, it becomes the
-                // worktree's: `write_index` then takes their stat data from it and needs only
-                // the files just written (adding every kept file's entry again cost as much
-                // as the walk that checked them).
+                // worktree's, changed only where the commit's files differ (adding every kept
+                // file's entry again cost as much as the walk that checked them, and rebuilding
+                // it from the commit's tree a third of that).
                 let entries: Vec<IndexEntry> = if tidied.exact
                     && std::fs::rename(self.entry.join("index"), self.admin.join("index")).is_ok()
                 {
+                    if update_index(wt, &self.stale, &written, self.target.len())? {
+                        return Ok(());
+                    }
                     written
                 } else {
                     tidied.kept.into_iter().chain(written).collect()
@@ -475,6 +525,35 @@ impl Taken {
             }
         }
     }
+}
+
+/// Brings the index of the worktree `wt`, the one its pool entry held, to the files of its
+/// commit (`files` of them) by changing only what differs: the `stale` entries are removed
+/// and the `written` ones added; the others are the commit's files with their stat data.
+/// libgit2 invalidates the tree cache of each folder a change touches, so the cache stays the
+/// commit's wherever it is valid, as `checkout::write_index` would make it, without rebuilding
+/// the index from the commit's tree. `Ok(false)` (nothing written) when the result would not
+/// hold exactly `files` entries.
+fn update_index(
+    wt: &Repository,
+    stale: &[Vec<u8>],
+    written: &[IndexEntry],
+    files: usize,
+) -> Result<bool, GitError> {
+    let mut index = crate::repos::current_index(wt)?;
+    // Removed first: a written file may take the place of a stale folder, or the reverse.
+    for path in stale {
+        match index.remove(Path::new(OsStr::from_bytes(path)), 0) {
+            Err(e) if e.code() == ErrorCode::NotFound => {}
+            removed => removed.ctx("write index")?,
+        }
+    }
+    checkout::add_in_order(&mut index, written)?;
+    if index.len() != files {
+        return Ok(false);
+    }
+    index.write().ctx("write index")?;
+    Ok(true)
 }
 
 /// Reports that the pooled worktree moved to `path` was unusable, and deletes what is there.

@@ -24,7 +24,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use git2::{Index, Repository};
+use git2::{Index, IndexEntry, Repository};
 use orchestrator_core::git::GitError;
 
 use crate::error::Context;
@@ -89,7 +89,20 @@ pub(crate) fn current_index(repo: &Repository) -> Result<Index, GitError> {
     Ok(index)
 }
 
+/// The entries of `repo`'s index as its file holds them now (see [`current_index`]): a kept
+/// handle's loaded index is not read again when the file is unchanged.
+pub(crate) fn index_entries(repo: &Repository) -> Result<Vec<IndexEntry>, GitError> {
+    Ok(current_index(repo)?.iter().collect())
+}
+
 impl Repos {
+    /// Takes the handle kept for `path` out for good, if it is still the repository there:
+    /// that of a worktree being removed, which would only go stale.
+    pub(crate) fn take(&self, path: &Path) -> Option<Repository> {
+        let kept = self.lock().remove(path)?;
+        (identity(&kept.repo).as_ref() == Some(&kept.id)).then_some(kept.repo)
+    }
+
     /// Runs `f` on the repository at `path`: a kept one when it is still the repository there,
     /// else one opened now. It is kept afterwards when `f` succeeded.
     pub(crate) fn with<T>(

@@ -102,6 +102,12 @@ fn is_initializing(admin: &Path) -> bool {
 /// file still names `admin` (a job may have pointed it at another repository) and its HEAD is
 /// a readable commit.
 fn is_valid(admin: &Path, path: &Path) -> bool {
+    is_valid_by(admin, path, None)
+}
+
+/// [`is_valid`], reading HEAD through `kept` (the worktree's handle kept in a [`Repos`],
+/// which is the repository a fresh handle would open) when given.
+fn is_valid_by(admin: &Path, path: &Path, kept: Option<&Repository>) -> bool {
     if is_initializing(admin) {
         return false;
     }
@@ -109,10 +115,12 @@ fn is_valid(admin: &Path, path: &Path) -> bool {
         .and_then(|named| paths::resolve_physical(&named).ok())
         .zip(paths::resolve_physical(admin).ok())
         .is_some_and(|(named, admin)| named == admin);
+    let has_commit = |wt: &Repository| wt.head().and_then(|h| h.peel_to_commit()).is_ok();
     names_admin
-        && Repository::open(path)
-            .and_then(|wt| wt.head().and_then(|h| h.peel_to_commit()).map(|_| ()))
-            .is_ok()
+        && match kept {
+            Some(wt) => has_commit(wt),
+            None => Repository::open(path).is_ok_and(|wt| has_commit(&wt)),
+        }
 }
 
 /// Deletes the folder at `path` (physical, confined) unless it is a valid worktree of `repo`,
@@ -387,19 +395,23 @@ pub(crate) enum Removal {
 
 /// Removes the worktree at `path` (physical, confined) and its registration. A missing worktree
 /// is fine; a folder that is not a worktree of `repo` is refused. With `pool`, a valid worktree
-/// is parked in the pool (within its limits) instead of deleted.
+/// is parked in the pool (within its limits) instead of deleted; the worktree's handle kept in
+/// its [`Repos`] is dropped then, and the index entries it has loaded go with the worktree.
 pub(crate) fn remove(
     repo: &Repository,
     path: &Path,
-    pool: Option<&PoolLimits>,
+    pool: Option<(&PoolLimits, &Repos)>,
 ) -> Result<Removal, GitError> {
     if is_creating(path) {
         return Ok(Removal::Busy);
     }
     let admin = admin_of(repo, path);
-    if let (Some(limits), Some(admin)) = (pool, &admin) {
-        if path.is_dir() && is_valid(admin, path) {
-            if let Some(parked) = pool::park(repo, path, admin, limits)? {
+    if let (Some((limits, worktrees)), Some(admin)) = (pool, &admin) {
+        let kept = worktrees.take(path);
+        if path.is_dir() && is_valid_by(admin, path, kept.as_ref()) {
+            // The index as the job's commit left it loaded, when that is still its file.
+            let index = kept.and_then(|wt| crate::repos::index_entries(&wt).ok());
+            if let Some(parked) = pool::park(repo, path, admin, limits, index)? {
                 return Ok(Removal::Parked(parked));
             }
         }

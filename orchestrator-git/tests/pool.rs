@@ -164,6 +164,13 @@ impl Fixture {
             index.windows(4).any(|w| w == b"TREE"),
             "{label}: no tree cache in the index"
         );
+        // And the cache is the commit's: `write-tree` takes every folder it marks valid from
+        // it, so a stale folder would give another tree.
+        assert_eq!(
+            git(wt, &["write-tree"]),
+            git(wt, &["rev-parse", "HEAD^{tree}"]),
+            "{label}: tree cache"
+        );
         let status = git(
             wt,
             &[
@@ -480,6 +487,26 @@ fn an_index_the_pool_rewrites_keeps_its_time_and_a_left_edit_is_undone_on_reuse(
         written
     );
     fx.create_from_pool(&rt, &ops, "b", &head);
+}
+
+#[test]
+fn the_index_a_job_changes_after_its_commit_is_the_one_pooled() {
+    let fx = Fixture::new();
+    let ops = Git2Operations::new();
+    let rt = runtime();
+    let wt = fx.create(&rt, &ops, "a", &fx.head());
+    std::fs::write(wt.join("notes.txt"), "notes\n").expect("write");
+    let commit = rt
+        .block_on(ops.commit_all(&wt, "job"))
+        .expect("commit")
+        .expect("a commit");
+    // The commit's handle keeps the index loaded; then the job's own git changes the file.
+    git(&wt, &["rm", "-q", "--cached", "docs/guide.md"]);
+    rt.block_on(ops.remove_worktree(&fx.repo, &wt))
+        .expect("remove");
+    assert_eq!(fx.pooled().len(), 1);
+    // The unstaged file was not the entry's: it is written afresh, with its stat data.
+    fx.create_from_pool(&rt, &ops, "b", &commit);
 }
 
 #[test]
