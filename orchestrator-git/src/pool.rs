@@ -29,7 +29,6 @@
 //!   commit without it ([`Taken::fill`]). Any failure deletes the entry, and the caller makes
 //!   a fresh checkout.
 
-use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -47,7 +46,7 @@ use crate::error::{self, Context};
 use crate::paths::{Mark, Marks};
 use crate::repos::Repos;
 use crate::settled::Settled;
-use crate::tidy::{tidy, tidy_names, PathHasher, Want, Wanted};
+use crate::tidy::{tidy, tidy_names, Want, Wanted};
 use crate::{paths, worktree};
 
 /// The entries this process is changing right now (their marker paths), so that a sweep in
@@ -266,10 +265,14 @@ fn keep_only(file: &Path, kept: &[IndexEntry], time: Option<SystemTime>) -> Resu
     let _ = std::fs::remove_file(&fresh);
     std::fs::copy(file, &fresh).map_err(|e| error::io("pool", &fresh, e))?;
     let mut index = Index::open(&fresh).ctx("write index")?;
-    let keep: HashSet<&[u8], PathHasher> = kept.iter().map(|e| e.path.as_slice()).collect();
+    // (`kept` is in path order.)
+    let keep = |path: &[u8]| {
+        kept.binary_search_by(|e| e.path.as_slice().cmp(path))
+            .is_ok()
+    };
     let gone: Vec<(Vec<u8>, i32)> = index
         .iter()
-        .filter(|e| stage(e) != 0 || !keep.contains(e.path.as_slice()))
+        .filter(|e| stage(e) != 0 || !keep(&e.path))
         .map(|e| {
             let stage = stage(&e);
             (e.path, stage)
@@ -443,26 +446,36 @@ fn wanted(
             .iter()
             .collect(),
     };
-    // Keyed by the entry's own path, moved out of it (see `Want::seen`).
-    let mut pooled: HashMap<Vec<u8>, IndexEntry, PathHasher> = pooled
-        .into_iter()
-        .map(|mut e| (std::mem::take(&mut e.path), e))
-        .collect();
-    let mut wanted = Wanted::with_capacity(target.len());
+    // The commit's files by path: a tree's walk gives them in path order already, as an
+    // index (and a settled entry) holds its entries, so both come without sorting.
+    let mut by_path: Vec<&PlainEntry> = target.iter().collect();
+    if !by_path.is_sorted_by(|a, b| a.path <= b.path) {
+        by_path.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    }
+    let mut wanted = Wanted::with_capacity(pooled.len());
     let mut stale = Vec::new();
-    for t in target {
-        let Some((path, seen)) = pooled.remove_entry(t.path.as_bytes()) else {
-            continue;
-        };
-        if seen.id == t.id && seen.mode == t.mode as u32 {
-            let (id, mode) = (t.id, t.mode as u32);
-            let seen = Some(seen);
-            wanted.insert(path, Want { id, mode, seen });
-        } else {
-            stale.push(path);
+    for mut seen in pooled {
+        let found = by_path
+            .binary_search_by(|t| t.path.as_bytes().cmp(&seen.path))
+            .ok()
+            .map(|at| by_path[at]);
+        match found {
+            Some(t) if seen.id == t.id && seen.mode == t.mode as u32 => {
+                // The path moves out of the entry into the key (see `Want::seen`).
+                let path = std::mem::take(&mut seen.path);
+                let (id, mode) = (t.id, t.mode as u32);
+                wanted.insert(
+                    path,
+                    Want {
+                        id,
+                        mode,
+                        seen: Some(seen),
+                    },
+                );
+            }
+            _ => stale.push(seen.path),
         }
     }
-    stale.extend(pooled.into_keys());
     Ok((wanted, stale))
 }
 
@@ -481,12 +494,17 @@ impl Taken {
     ) -> Result<bool, GitError> {
         let path = &self.path;
         let filled = tidy(path, &self.wanted, self.racy_from).and_then(|tidied| {
-            let kept: HashSet<&[u8], PathHasher> =
-                tidied.kept.iter().map(|e| e.path.as_slice()).collect();
+            // (`kept` is in path order.)
+            let is_kept = |t: &&PlainEntry| {
+                let found = tidied
+                    .kept
+                    .binary_search_by(|e| e.path.as_slice().cmp(t.path.as_bytes()));
+                found.is_ok()
+            };
             let missing: Vec<PlainEntry> = self
                 .target
                 .iter()
-                .filter(|t| !kept.contains(t.path.as_bytes()))
+                .filter(|t| !is_kept(t))
                 .cloned()
                 .collect();
             worktrees.with(path, |wt| {
