@@ -42,7 +42,7 @@ pub(crate) struct Want {
 /// looked up by binary search, and a folder is wanted when a wanted file's path starts with it.
 /// The pool builds it from an index's entries or a tree's, which come in that order already,
 /// so it costs no hashing and no rebuilding (a hash map of the paths and one of their folders
-/// took a twentieth of the pool's time on a 900-file repository).
+/// took about 7% of the git work of one-file jobs on a 900-file repository).
 #[derive(Default)]
 pub(crate) struct Wanted {
     files: Vec<(Vec<u8>, Want)>,
