@@ -22,8 +22,15 @@ pub(crate) enum Step {
 
 /// Merges `theirs` into `ours` in memory. A fast-forward when `fast_forward` allows it, else a
 /// two-parent merge commit (`ours` first) that no ref points at yet.
+///
+/// The history is walked through `walk`, a handle on the same repository (or `repo` itself).
+/// libgit2 caches an object either parsed or as its raw bytes, and the walk reads raw ones: on
+/// a handle that parsed the commits (as merging does), it reads each from disk again, so a
+/// branch that took k merges made the next merge read 2k loose commits. A handle kept only for
+/// walks keeps them cached.
 pub(crate) fn merge_step(
     repo: &Repository,
+    walk: &Repository,
     ours: Oid,
     theirs: Oid,
     fast_forward: bool,
@@ -33,7 +40,7 @@ pub(crate) fn merge_step(
     // One walk of the history answers all three questions (libgit2's `graph_descendant_of`
     // is a merge-base walk too): `theirs` is already in `ours` when it is their merge base,
     // `ours` can move to `theirs` when `ours` is, and else the tree merge starts from it.
-    let bases = tree_merge::merge_bases(repo, ours, theirs).ctx("merge")?;
+    let bases = tree_merge::merge_bases(walk, ours, theirs).ctx("merge")?;
     if ours == theirs || bases == [theirs] {
         return Ok(Step::Contained);
     }

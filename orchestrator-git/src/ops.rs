@@ -65,6 +65,8 @@ pub(crate) struct Inner {
     pub(crate) repos: Repos,
     /// Worktrees kept open from their creation to their job's commit (`repos.rs`).
     pub(crate) worktrees: Repos,
+    /// Repositories kept open only to walk their history (merge bases; see `merge_step`).
+    walks: Repos,
 }
 
 impl Default for Git2Operations {
@@ -108,6 +110,7 @@ impl Git2Operations {
                 settles: Settles::default(),
                 repos: Repos::default(),
                 worktrees: Repos::default(),
+                walks: Repos::default(),
             }),
         }
     }
@@ -657,17 +660,19 @@ impl GitOperations for Git2Operations {
             let theirs = refs::resolve_commit(repo, &commit)?;
             let signature = inner.signature(repo)?;
             let fast_forward = style == MergeStyle::FastForward;
-            let new =
-                match merge::merge_step(repo, tip, theirs, fast_forward, &signature, &message)? {
-                    Step::Contained => return Ok(tip.to_string()),
-                    Step::Moved(id) => id,
-                    Step::Conflict(paths) => {
-                        return Err(GitError::MergeConflict {
-                            context: format!("merging {} into {branch}", short(theirs)),
-                            paths,
-                        })
-                    }
-                };
+            let step = inner.walks.with(repo.path(), |walk| {
+                merge::merge_step(repo, walk, tip, theirs, fast_forward, &signature, &message)
+            })?;
+            let new = match step {
+                Step::Contained => return Ok(tip.to_string()),
+                Step::Moved(id) => id,
+                Step::Conflict(paths) => {
+                    return Err(GitError::MergeConflict {
+                        context: format!("merging {} into {branch}", short(theirs)),
+                        paths,
+                    })
+                }
+            };
             land(repo, &branch, tip, new, &message)?;
             Ok(new.to_string())
         })

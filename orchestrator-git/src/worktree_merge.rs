@@ -87,7 +87,7 @@ pub(crate) fn advance(
     let signature = inner.signature(wt)?;
     for (at, rev) in commits.iter().enumerate().skip(from) {
         let theirs = refs::resolve_commit(wt, rev)?;
-        match merge::merge_step(wt, head, theirs, true, &signature, message)? {
+        match merge::merge_step(wt, wt, head, theirs, true, &signature, message)? {
             Step::Contained => {}
             Step::Moved(id) => head = id,
             Step::Conflict(paths) => {
