@@ -82,7 +82,8 @@ pub(crate) fn plain_entries(repo: &Repository, tree: &Tree<'_>) -> Result<Files,
 /// The files of the trees listed last, by tree id (see [`RecentTrees`]).
 static LISTED: RecentTrees = RecentTrees::new();
 
-/// A tree's files, or `None` when it is not plain (see [`plain_entries`]).
+/// A tree's files in path order (as an index holds its entries), or `None` when it is not
+/// plain (see [`plain_entries`]).
 type Files = Option<Arc<[PlainEntry]>>;
 
 /// The files of the [`RecentTrees::KEPT`] trees listed last, by tree id, the newest last: a
@@ -122,7 +123,7 @@ impl RecentTrees {
     }
 }
 
-/// The files of `tree` if all its entries are ordinary (see [`plain_entries`]).
+/// The files of `tree` in path order if all its entries are ordinary (see [`plain_entries`]).
 fn tree_files(tree: &Tree<'_>) -> Result<Files, GitError> {
     let mut entries = Vec::new();
     let mut plain = true;
@@ -151,6 +152,11 @@ fn tree_files(tree: &Tree<'_>) -> Result<Files, GitError> {
     })
     .or_else(|e| if plain { Err(e) } else { Ok(()) })
     .ctx("read tree")?;
+    // A walk of a well-formed tree is in path order already (git sorts a folder's entries as if
+    // folder names ended in `/`); a malformed one is sorted here, once per listed tree.
+    if !entries.is_sorted_by(|a, b| a.path <= b.path) {
+        entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    }
     Ok(plain.then(|| entries.into()))
 }
 
@@ -481,5 +487,22 @@ mod tests {
         assert!(recent.files(&tree).expect("list").is_none());
         assert!(recent.files(&tree).expect("list").is_none());
         assert_eq!(recent.lock().len(), 2);
+    }
+
+    #[test]
+    fn a_trees_files_are_listed_in_path_order() {
+        // Names that sort around a folder's `/`: the walk's order must be the index's.
+        let files = [
+            ("a/b", "1"),
+            ("a-b", "2"),
+            ("a.txt", "3"),
+            ("a0", "4"),
+            ("ab/c", "5"),
+        ];
+        let (_dir, repo, id) = repo_with(&files);
+        let tree = repo.find_tree(id).expect("tree");
+        let listed = tree_files(&tree).expect("list").expect("plain");
+        let paths: Vec<&str> = listed.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["a-b", "a.txt", "a/b", "a0", "ab/c"]);
     }
 }

@@ -204,10 +204,9 @@ fn settle(
         Some(entries) => entries,
         None => Index::open(&index_file).ctx("read index")?.iter().collect(),
     };
-    let mut wanted = Wanted::with_capacity(index.len());
-    let mut entries = 0;
+    let entries = index.len();
+    let mut wanted = Wanted::with_capacity(entries);
     for mut e in index {
-        entries += 1;
         let attributes = e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes");
         if attributes {
             // Its blobs may not be its files' bytes (filters): nothing in it can be trusted.
@@ -446,19 +445,16 @@ fn wanted(
             .iter()
             .collect(),
     };
-    // The commit's files by path: a tree's walk gives them in path order already, as an
-    // index (and a settled entry) holds its entries, so both come without sorting.
-    let mut by_path: Vec<&PlainEntry> = target.iter().collect();
-    if !by_path.is_sorted_by(|a, b| a.path <= b.path) {
-        by_path.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    }
+    // The commit's files are in path order (`checkout::plain_entries`), as an index (and a
+    // settled entry) holds its entries: each is found by binary search, and `wanted` grows by
+    // appending.
     let mut wanted = Wanted::with_capacity(pooled.len());
     let mut stale = Vec::new();
     for mut seen in pooled {
-        let found = by_path
+        let found = target
             .binary_search_by(|t| t.path.as_bytes().cmp(&seen.path))
             .ok()
-            .map(|at| by_path[at]);
+            .map(|at| &target[at]);
         match found {
             Some(t) if seen.id == t.id && seen.mode == t.mode as u32 => {
                 // The path moves out of the entry into the key (see `Want::seen`).
