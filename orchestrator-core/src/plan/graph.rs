@@ -80,10 +80,8 @@ impl PlanGraph {
     /// assert_eq!(g.snapshot(), Some(2)); // worktree isolation injects snapshot validation
     /// ```
     pub fn build(spec: &PlanSpec) -> Result<PlanGraph, ValidationErrors> {
-        let mut by_producer = producers::Producers::with_capacity(spec.jobs.len());
-        for job in &spec.jobs {
-            by_producer.push(&job.producer_id);
-        }
+        let ids = spec.jobs.iter().map(|job| job.producer_id.as_str());
+        let (by_producer, _) = producers::Producers::of(ids);
         Self::build_indexed(spec, by_producer).map_err(|(errors, _)| errors)
     }
 
@@ -110,6 +108,25 @@ impl PlanGraph {
         // Jobs with sub-jobs and sub-agents, found in this pass: a plan's jobs are read once.
         let mut parents: Vec<NodeIndex> = Vec::new();
         let mut sub_agents: Vec<NodeIndex> = Vec::new();
+        // Every dependency's job, looked up all at once (in the table's order, see
+        // `Producers::find_all`); job `i`'s are from `starts[i]` on.
+        let mut starts = Vec::with_capacity(jobs);
+        let mut count = 0;
+        for job in &spec.jobs {
+            starts.push(count);
+            count += job.dependencies.len();
+        }
+        let dependency = |k: usize| {
+            // The last job whose dependencies start at or before `k` (jobs without any start
+            // where the next one does).
+            let i = starts
+                .partition_point(|&start| start <= k)
+                .saturating_sub(1);
+            let at = |start: &usize| spec.jobs.get(i)?.dependencies.get(k.checked_sub(*start)?);
+            starts.get(i).and_then(at).map_or("", String::as_str)
+        };
+        let all = spec.jobs.iter().flat_map(|job| &job.dependencies);
+        let found = by_producer.find_all(all.map(String::as_str), dependency);
         for (i, job) in spec.jobs.iter().enumerate() {
             parents.extend(job.extra.parent.as_deref().and_then(|p| by_producer.get(p)));
             if job.extra.sub_agent.is_some() {
@@ -118,7 +135,12 @@ impl PlanGraph {
             seen.clear();
             for (d, dep) in job.dependencies.iter().enumerate() {
                 let field = || format!("dependencies[{d}]");
-                match by_producer.get(dep) {
+                match found
+                    .get(starts[i] + d)
+                    .copied()
+                    .flatten()
+                    .map(|j| j as usize)
+                {
                     None => errors.push(ValidationError::new(
                         Some(job),
                         field(),
@@ -557,6 +579,65 @@ pub(crate) mod tests {
         assert_eq!(g.dependents(0).count(), n, "duplicates add one edge");
         assert_eq!(g.priority(0).dependents as usize, n);
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// A plan large enough for its dependencies to be looked up in the table's order (not
+    /// plan order): each job's edges, and each problem at the dependency it is about.
+    #[test]
+    fn a_large_plans_dependencies_are_found_whatever_order_they_are_looked_up_in() {
+        let n = 40_000;
+        let name = |i: usize| format!("job-with-a-long-name-{i}");
+        let mut next = xorshift(7);
+        let mut expected = Vec::new();
+        let mut spec = PlanSpec::new("large").isolation(Isolation::None);
+        for i in 0..n {
+            let deps: Vec<usize> = (0..(i % 3).min(i))
+                .map(|_| (next() % i as u64) as usize)
+                .collect();
+            let mut names: Vec<String> = deps.iter().map(|&d| name(d)).collect();
+            if i % 9_999 == 5 {
+                names.push(format!("missing-{i}"));
+            }
+            for (k, &d) in deps.iter().enumerate() {
+                if !deps[..k].contains(&d) {
+                    expected.push((d, i));
+                }
+            }
+            spec = spec.job(job(
+                if i % 2 == 0 { name(i) } else { format!("j{i}") },
+                names,
+            ));
+        }
+        // Odd jobs are named `j<i>`: a dependency on `job-with-a-long-name-<odd>` is unknown.
+        let errors = PlanGraph::build(&spec).expect_err("unknown dependencies");
+        let mut unknown: Vec<String> = errors.0.iter().map(|e| e.value.clone()).collect();
+        let mut want: Vec<String> = (spec.jobs.iter())
+            .flat_map(|j| j.dependencies.iter())
+            .filter(|d| {
+                d.starts_with("missing-")
+                    || d.rsplit('-')
+                        .next()
+                        .is_some_and(|i| i.parse::<usize>().is_ok_and(|i| i % 2 == 1))
+            })
+            .cloned()
+            .collect();
+        unknown.sort();
+        want.sort();
+        assert!(want.len() > 1_000);
+        assert_eq!(unknown, want);
+        // Every job named alike: the graph holds each listed dependency, once.
+        for (i, job) in spec.jobs.iter_mut().enumerate() {
+            job.producer_id = name(i);
+            job.dependencies.retain(|d| !d.starts_with("missing-"));
+        }
+        let g = PlanGraph::build(&spec).expect("valid");
+        let mut edges: Vec<(usize, usize)> = (0..n)
+            .flat_map(|i| g.dependencies(i).map(move |d| (d, i)))
+            .collect();
+        edges.sort();
+        expected.sort();
+        assert_eq!(edges, expected);
+        assert_eq!(g.index_of(&name(n - 1)), Some(n - 1));
     }
 
     #[test]

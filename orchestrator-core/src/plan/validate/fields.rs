@@ -75,12 +75,13 @@ impl<'a> Validator<'a> {
 
     /// Checks every job; returns the index of the first job with each producerId.
     pub(super) fn jobs(&mut self, spec: &'a PlanSpec) -> Producers {
-        let mut producers = Producers::with_capacity(spec.jobs.len());
+        let (producers, repeated) = Producers::of(spec.jobs.iter().map(|j| j.producer_id.as_str()));
+        let mut repeated = repeated.into_iter().peekable();
         for (index, job) in spec.jobs.iter().enumerate() {
             self.current = Some(Current { index, job });
             self.section = Section::BeforeDependencies;
             self.producer_id(job);
-            if let Some(first) = producers.push(&job.producer_id) {
+            if let Some((_, first)) = repeated.next_if(|&(job, _)| job == index) {
                 self.report(
                     "producerId",
                     &job.producer_id,
