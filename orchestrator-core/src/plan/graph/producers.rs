@@ -20,12 +20,13 @@ type Hasher = foldhash::fast::FixedState;
 const HEAD: usize = 11;
 
 /// The table is cut into this many regions (as a power of two) to order ids by
-/// ([`Producers::table_order`]): a region of a 1M-job table is ~8 KiB.
+/// ([`in_table_order`]): a region of a 1M-job table is ~8 KiB.
 const REGION_BITS: u32 = 12;
 
-/// Fewer ids than this are inserted and looked up in plan order: their table (~16 bytes an
-/// id) fits in the processor's cache, so the order of its accesses does not matter.
-const IN_ORDER_BELOW: usize = 1 << 15;
+/// A table for fewer ids than this is filled and searched in plan order: it is small enough
+/// for the processor's caches (~17 bytes a slot), and ordering cost more than it saved (a
+/// 100k-job plan was created in 48 ms instead of 40).
+pub(crate) const IN_ORDER_BELOW: usize = 1 << 18;
 
 /// A job index with its id's length (at most 255) and first [`HEAD`] bytes.
 #[derive(Debug, Clone, Copy)]
@@ -113,20 +114,20 @@ impl Producers {
             table: HashTable::with_capacity(ids.len()),
             hasher: Hasher::default(),
         };
-        let mut keys = Vec::with_capacity(ids.len());
         for id in ids {
-            // Past 4 billion jobs an id is not indexed (no such plan fits in memory).
-            if let Ok(at) = u32::try_from(p.ends.len()) {
-                keys.push(Key::new(p.hasher.hash_one(id), id, at));
-            }
             p.text.push_str(id);
             p.ends.push(p.text.len());
         }
         let mut repeated = Vec::new();
-        let (text, ends, hasher) = (&p.text, &p.ends, &p.hasher);
-        for key in p.table_order(keys) {
+        let (text, ends, hasher, table) = (&p.text, &p.ends, &p.hasher, &mut p.table);
+        // Past 4 billion jobs an id is not indexed (no such plan fits in memory).
+        let keys = (0..ends.len().min(u32::MAX as usize) as u32).map(|at| {
+            let id = id_at(text, ends, at);
+            Key::new(hasher.hash_one(id), id, at)
+        });
+        in_table_order(table.capacity(), keys, |key| {
             let id = || id_at(text, ends, key.at);
-            match p.table.entry(
+            match table.entry(
                 key.hash,
                 |slot| key.is(slot, id, text, ends),
                 |slot| hasher.hash_one(id_at(text, ends, slot.index)),
@@ -138,7 +139,7 @@ impl Producers {
                     room.insert(key.slot(key.at));
                 }
             }
-        }
+        });
         repeated.sort_unstable();
         (p, repeated)
     }
@@ -155,55 +156,58 @@ impl Producers {
             .map(|slot| slot.index as usize)
     }
 
-    /// [`Producers::get`] of each of `ids`, in their order; `id(k)` is the `k`-th again (read
-    /// only for the rare id longer than a slot's head that matches one's). Looked up in the
-    /// table's order, as [`Producers::of`] inserts: a 1M-job plan's 2M dependencies, looked
-    /// up in plan order, missed the cache at each (~65 ns).
+    /// [`Producers::get`] of each of the `count` `ids`, in their order; `id(k)` is the `k`-th
+    /// again (read only for the rare id longer than a slot's head that matches one's). Looked
+    /// up in the table's order, as [`Producers::of`] inserts: a 1M-job plan's 2M dependencies,
+    /// looked up in plan order, missed the cache at each (~65 ns).
     pub(crate) fn find_all<'a>(
         &self,
+        count: usize,
         ids: impl Iterator<Item = &'a str>,
         id: impl Fn(usize) -> &'a str,
     ) -> Vec<Option<u32>> {
-        let keys: Vec<Key> = ids
+        let mut found = vec![None; count];
+        let keys = ids
+            .take(count)
             .zip(0..u32::MAX)
-            .map(|(text, at)| Key::new(self.hasher.hash_one(text), text, at))
-            .collect();
-        let mut found = vec![None; keys.len()];
-        for key in self.table_order(keys) {
+            .map(|(text, at)| Key::new(self.hasher.hash_one(text), text, at));
+        in_table_order(self.table.capacity(), keys, |key| {
             let index = self.find(&key, || id(key.at as usize));
             if let Some(place) = found.get_mut(key.at as usize) {
                 *place = index.and_then(|i| u32::try_from(i).ok());
             }
-        }
+        });
         found
     }
+}
 
-    /// `keys` in the order of the regions of the table their probing starts in (a stable
-    /// counting sort: the same id keeps its plan order), or as they are when few.
-    fn table_order(&self, keys: Vec<Key>) -> Vec<Key> {
-        if keys.len() < IN_ORDER_BELOW {
-            return keys;
-        }
-        // hashbrown probes from the hash's low bits, masked to its bucket count: a power of
-        // two of which 7/8 is the capacity. (A wrong guess only costs speed.)
-        let buckets = (self.table.capacity().max(1) * 8 / 7).next_power_of_two() as u64;
-        let shift = buckets.trailing_zeros().saturating_sub(REGION_BITS);
-        let region = |key: &Key| ((key.hash & (buckets - 1)) >> shift) as usize;
-        let mut starts = vec![0usize; (1 << REGION_BITS) + 1];
-        for key in &keys {
-            starts[region(key) + 1] += 1;
-        }
-        for r in 1..starts.len() {
-            starts[r] += starts[r - 1];
-        }
-        let mut sorted = vec![Key::default(); keys.len()];
-        for key in keys {
-            let place = &mut starts[region(&key)];
-            sorted[*place] = key;
-            *place += 1;
-        }
-        sorted
+/// Calls `f` with each of `keys`, in the order of the regions of a table of `capacity` their
+/// probing starts in (a stable counting sort: the same id keeps its plan order), or in their
+/// own order when there are few (then nothing is allocated).
+fn in_table_order(capacity: usize, keys: impl Iterator<Item = Key>, f: impl FnMut(Key)) {
+    if capacity < IN_ORDER_BELOW {
+        return keys.for_each(f);
     }
+    let keys: Vec<Key> = keys.collect();
+    // hashbrown probes from the hash's low bits, masked to its bucket count: a power of two
+    // of which 7/8 is the capacity. (A wrong guess only costs speed.)
+    let buckets = (capacity * 8 / 7).next_power_of_two() as u64;
+    let shift = buckets.trailing_zeros().saturating_sub(REGION_BITS);
+    let region = |key: &Key| ((key.hash & (buckets - 1)) >> shift) as usize;
+    let mut starts = vec![0usize; (1 << REGION_BITS) + 1];
+    for key in &keys {
+        starts[region(key) + 1] += 1;
+    }
+    for r in 1..starts.len() {
+        starts[r] += starts[r - 1];
+    }
+    let mut sorted = vec![Key::default(); keys.len()];
+    for key in keys {
+        let place = &mut starts[region(&key)];
+        sorted[*place] = key;
+        *place += 1;
+    }
+    sorted.into_iter().for_each(f);
 }
 
 /// Job `k`'s id.
@@ -263,7 +267,7 @@ mod tests {
     /// found where plan order finds it.
     #[test]
     fn ids_taken_in_table_order_find_what_plan_order_finds() {
-        let n = 3 * IN_ORDER_BELOW;
+        let n = IN_ORDER_BELOW + 5_000;
         let ids: Vec<String> = (0..n)
             .map(|i| match i % 7 {
                 // Repeats of earlier ids, short and long (past HEAD bytes).
@@ -292,7 +296,7 @@ mod tests {
                 _ => format!("absent-{i}"),
             })
             .collect();
-        let found = p.find_all(lookups.iter().map(String::as_str), |k| &lookups[k]);
+        let found = p.find_all(n, lookups.iter().map(String::as_str), |k| &lookups[k]);
         assert_eq!(found.len(), n);
         for (k, id) in lookups.iter().enumerate() {
             let want = first.get(id).map(|&i| i as u32);
