@@ -306,6 +306,11 @@ impl PlanGraph {
         self.dependents.row(n)
     }
 
+    /// The `k`-th node that depends on `n` (in [`PlanGraph::dependents`]' order).
+    pub(crate) fn dependent(&self, n: NodeIndex, k: usize) -> Option<NodeIndex> {
+        self.dependents.at(n, k)
+    }
+
     /// Dependencies of `n` in the order the job lists them (merge-fi starts from the first),
     /// each once; the snapshot node's in plan order. The rows are built in that order, so no
     /// producerId is looked up here.
@@ -446,6 +451,15 @@ impl Csr {
             _ => (0, 0),
         };
         self.targets[start..end].iter().map(|&x| x as usize)
+    }
+
+    /// The `k`-th node of row `n`.
+    fn at(&self, n: NodeIndex, k: usize) -> Option<NodeIndex> {
+        let (&start, &end) = (self.offsets.get(n)?, self.offsets.get(n + 1)?);
+        let i = (start as usize)
+            .checked_add(k)
+            .filter(|&i| i < end as usize)?;
+        self.targets.get(i).map(|&x| x as usize)
     }
 }
 

@@ -277,8 +277,13 @@ impl PlanMachine {
         } else {
             self.transition(n, NodeStatus::Succeeded, at)?;
         }
-        let graph = self.graph.clone();
-        for d in graph.dependents(n) {
+        // By place in the row rather than through a clone of the graph's `Arc`: that was an
+        // atomic increment and decrement of a count the threads running jobs touch too, a
+        // sixth of this function's time on a 1M-node plan.
+        for k in 0.. {
+            let Some(d) = self.graph.dependent(n, k) else {
+                break;
+            };
             self.waiting[d] = self.waiting[d].saturating_sub(1);
             self.promote(d, at)?;
         }
