@@ -105,7 +105,7 @@ impl PlanGraph {
         // order is a topological order, and no sort (a pass of random reads over the rows of
         // a 1M-node plan) is needed.
         let mut forward = true;
-        // Jobs with sub-jobs and sub-agents, found in this pass: a plan's jobs are read once.
+        // Jobs with sub-jobs and sub-agents, found in this pass.
         let mut parents: Vec<NodeIndex> = Vec::new();
         let mut sub_agents: Vec<NodeIndex> = Vec::new();
         // Every dependency's job, looked up all at once (in the table's order, see
@@ -624,19 +624,23 @@ pub(crate) mod tests {
         }
         // Odd jobs are named `j<i>`: a dependency on `job-with-a-long-name-<odd>` is unknown.
         let errors = PlanGraph::build(&spec).expect_err("unknown dependencies");
-        let mut unknown: Vec<String> = errors.0.iter().map(|e| e.value.clone()).collect();
-        let mut want: Vec<String> = (spec.jobs.iter())
-            .flat_map(|j| j.dependencies.iter())
-            .filter(|d| {
-                d.starts_with("missing-")
-                    || d.rsplit('-')
-                        .next()
-                        .is_some_and(|i| i.parse::<usize>().is_ok_and(|i| i % 2 == 1))
-            })
-            .cloned()
+        let unknown: Vec<(Option<String>, String, String)> = (errors.0.into_iter())
+            .map(|e| (e.job, e.field, e.value))
             .collect();
-        unknown.sort();
-        want.sort();
+        let odd = |d: &str| {
+            d.rsplit('-')
+                .next()
+                .is_some_and(|i| i.parse::<usize>().is_ok_and(|i| i % 2 == 1))
+        };
+        // In plan order, as the errors come.
+        let want: Vec<(Option<String>, String, String)> = (spec.jobs.iter())
+            .flat_map(|j| {
+                let job = &j.producer_id;
+                (j.dependencies.iter().enumerate())
+                    .filter(|(_, d)| d.starts_with("missing-") || odd(d))
+                    .map(move |(k, d)| (Some(job.clone()), format!("dependencies[{k}]"), d.clone()))
+            })
+            .collect();
         assert!(want.len() > 10_000);
         assert_eq!(unknown, want);
         // Every job named alike: the graph holds each listed dependency, once.
