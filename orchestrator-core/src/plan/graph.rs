@@ -108,25 +108,37 @@ impl PlanGraph {
         // Jobs with sub-jobs and sub-agents, found in this pass.
         let mut parents: Vec<NodeIndex> = Vec::new();
         let mut sub_agents: Vec<NodeIndex> = Vec::new();
-        // Every dependency's job, looked up all at once (in the table's order, see
-        // `Producers::find_all`); job `i`'s are from `starts[i]` on.
-        let mut starts = Vec::with_capacity(jobs);
-        let mut count = 0;
-        for job in &spec.jobs {
-            starts.push(count);
-            count += job.dependencies.len();
-        }
-        let dependency = |k: usize| {
-            // The last job whose dependencies start at or before `k` (jobs without any start
-            // where the next one does).
-            let i = starts
-                .partition_point(|&start| start <= k)
-                .saturating_sub(1);
-            let at = |start: &usize| spec.jobs.get(i)?.dependencies.get(k.checked_sub(*start)?);
-            starts.get(i).and_then(at).map_or("", String::as_str)
+        // On a large plan every dependency's job is looked up at once, in the table's order
+        // (see `Producers::find_all`), job `i`'s from `starts[i]` on; on a smaller one each is
+        // looked up where it is listed (two more passes over the jobs cost more than it saves).
+        let ordered = by_producer.orders_lookups().then(|| {
+            let mut starts = Vec::with_capacity(jobs);
+            let mut count = 0;
+            for job in &spec.jobs {
+                starts.push(count);
+                count += job.dependencies.len();
+            }
+            let dependency = |k: usize| {
+                // The last job whose dependencies start at or before `k` (jobs without any
+                // start where the next one does).
+                let i = starts
+                    .partition_point(|&start| start <= k)
+                    .saturating_sub(1);
+                let at = |start: &usize| spec.jobs.get(i)?.dependencies.get(k.checked_sub(*start)?);
+                starts.get(i).and_then(at).map_or("", String::as_str)
+            };
+            let all = spec.jobs.iter().flat_map(|job| &job.dependencies);
+            let found = by_producer.find_all(count, all.map(String::as_str), dependency);
+            (starts, found)
+        });
+        let job_of = |i: usize, d: usize, dep: &str| match &ordered {
+            Some((starts, found)) => found
+                .get(starts[i] + d)
+                .copied()
+                .flatten()
+                .map(|j| j as usize),
+            None => by_producer.get(dep),
         };
-        let all = spec.jobs.iter().flat_map(|job| &job.dependencies);
-        let found = by_producer.find_all(count, all.map(String::as_str), dependency);
         for (i, job) in spec.jobs.iter().enumerate() {
             parents.extend(job.extra.parent.as_deref().and_then(|p| by_producer.get(p)));
             if job.extra.sub_agent.is_some() {
@@ -135,12 +147,7 @@ impl PlanGraph {
             seen.clear();
             for (d, dep) in job.dependencies.iter().enumerate() {
                 let field = || format!("dependencies[{d}]");
-                match found
-                    .get(starts[i] + d)
-                    .copied()
-                    .flatten()
-                    .map(|j| j as usize)
-                {
+                match job_of(i, d, dep) {
                     None => errors.push(ValidationError::new(
                         Some(job),
                         field(),

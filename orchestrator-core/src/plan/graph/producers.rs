@@ -156,6 +156,12 @@ impl Producers {
             .map(|slot| slot.index as usize)
     }
 
+    /// Whether [`Producers::find_all`] looks its ids up in the table's order (the table is
+    /// large enough for that to pay).
+    pub(crate) fn orders_lookups(&self) -> bool {
+        self.table.capacity() >= IN_ORDER_BELOW
+    }
+
     /// [`Producers::get`] of each of the `count` `ids`, in their order; `id(k)` is the `k`-th
     /// again (read only for the rare id longer than a slot's head that matches one's). Looked
     /// up in the table's order, as [`Producers::of`] inserts: a 1M-job plan's 2M dependencies,
