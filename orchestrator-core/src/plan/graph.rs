@@ -108,29 +108,8 @@ impl PlanGraph {
         // Jobs with sub-jobs and sub-agents, found in this pass.
         let mut parents: Vec<NodeIndex> = Vec::new();
         let mut sub_agents: Vec<NodeIndex> = Vec::new();
-        // On a large plan every dependency's job is looked up at once, in the table's order
-        // (see `Producers::find_all`), job `i`'s from `starts[i]` on; on a smaller one each is
-        // looked up where it is listed (two more passes over the jobs cost more than it saves).
-        let ordered = by_producer.orders_lookups().then(|| {
-            let mut starts = Vec::with_capacity(jobs);
-            let mut count = 0;
-            for job in &spec.jobs {
-                starts.push(count);
-                count += job.dependencies.len();
-            }
-            let dependency = |k: usize| {
-                // The last job whose dependencies start at or before `k` (jobs without any
-                // start where the next one does).
-                let i = starts
-                    .partition_point(|&start| start <= k)
-                    .saturating_sub(1);
-                let at = |start: &usize| spec.jobs.get(i)?.dependencies.get(k.checked_sub(*start)?);
-                starts.get(i).and_then(at).map_or("", String::as_str)
-            };
-            let all = spec.jobs.iter().flat_map(|job| &job.dependencies);
-            let found = by_producer.find_all(count, all.map(String::as_str), dependency);
-            (starts, found)
-        });
+        // Each dependency's job: found all at once on a large plan, else where it is listed.
+        let ordered = dependency_jobs(spec, &by_producer);
         let job_of = |i: usize, d: usize, dep: &str| match &ordered {
             Some((starts, found)) => found
                 .get(starts[i] + d)
@@ -452,22 +431,53 @@ impl Csr {
         Csr { offsets, targets }
     }
 
+    /// Row `n`'s nodes (none for a node out of range).
+    fn targets_of(&self, n: NodeIndex) -> &[u32] {
+        match (self.offsets.get(n), self.offsets.get(n + 1)) {
+            (Some(&a), Some(&b)) => self.targets.get(a as usize..b as usize).unwrap_or_default(),
+            _ => &[],
+        }
+    }
+
     fn row(&self, n: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
-        let (start, end) = match (self.offsets.get(n), self.offsets.get(n + 1)) {
-            (Some(&a), Some(&b)) => (a as usize, b as usize),
-            _ => (0, 0),
-        };
-        self.targets[start..end].iter().map(|&x| x as usize)
+        self.targets_of(n).iter().map(|&x| x as usize)
     }
 
     /// The `k`-th node of row `n`.
     fn at(&self, n: NodeIndex, k: usize) -> Option<NodeIndex> {
-        let (&start, &end) = (self.offsets.get(n)?, self.offsets.get(n + 1)?);
-        let i = (start as usize)
-            .checked_add(k)
-            .filter(|&i| i < end as usize)?;
-        self.targets.get(i).map(|&x| x as usize)
+        self.targets_of(n).get(k).map(|&x| x as usize)
     }
+}
+
+/// On a large plan, every dependency's job, looked up at once in the table's order (see
+/// `Producers::find_all`): job `i`'s dependencies are at `starts[i]` on in the list returned
+/// with `starts`. `None` for a smaller plan, whose dependencies are looked up where they are
+/// listed (the two passes over the jobs here cost more than the order saves).
+fn dependency_jobs(
+    spec: &PlanSpec,
+    by_producer: &producers::Producers,
+) -> Option<(Vec<usize>, Vec<Option<u32>>)> {
+    if !by_producer.orders_lookups() {
+        return None;
+    }
+    let mut starts = Vec::with_capacity(spec.jobs.len());
+    let mut count = 0;
+    for job in &spec.jobs {
+        starts.push(count);
+        count += job.dependencies.len();
+    }
+    let dependency = |k: usize| {
+        // The last job whose dependencies start at or before `k` (jobs without any start
+        // where the next one does).
+        let i = starts
+            .partition_point(|&start| start <= k)
+            .saturating_sub(1);
+        let at = |start: &usize| spec.jobs.get(i)?.dependencies.get(k.checked_sub(*start)?);
+        starts.get(i).and_then(at).map_or("", String::as_str)
+    };
+    let all = spec.jobs.iter().flat_map(|job| &job.dependencies);
+    let found = by_producer.find_all(count, all.map(String::as_str), dependency);
+    Some((starts, found))
 }
 
 /// A topological order by Kahn's algorithm over the compressed rows (iterative, linear, and

@@ -48,23 +48,23 @@ struct Key {
 }
 
 impl Key {
-    fn new(hash: u64, id: &str, at: u32) -> Key {
+    fn new(hasher: &Hasher, id: &str, at: u32) -> Key {
         let bytes = id.as_bytes();
         let mut head = [0; HEAD];
         let n = bytes.len().min(HEAD);
         head[..n].copy_from_slice(&bytes[..n]);
         Key {
-            hash,
+            hash: hasher.hash_one(id),
             at,
             len: bytes.len().min(255) as u8,
             head,
         }
     }
 
-    /// The slot that indexes this key's id as job `index`.
-    fn slot(&self, index: u32) -> Slot {
+    /// The slot that indexes this key's id as job `at`.
+    fn slot(&self) -> Slot {
         Slot {
-            index,
+            index: self.at,
             len: self.len,
             head: self.head,
         }
@@ -121,10 +121,8 @@ impl Producers {
         let mut repeated = Vec::new();
         let (text, ends, hasher, table) = (&p.text, &p.ends, &p.hasher, &mut p.table);
         // Past 4 billion jobs an id is not indexed (no such plan fits in memory).
-        let keys = (0..ends.len().min(u32::MAX as usize) as u32).map(|at| {
-            let id = id_at(text, ends, at);
-            Key::new(hasher.hash_one(id), id, at)
-        });
+        let keys = (0..ends.len().min(u32::MAX as usize) as u32)
+            .map(|at| Key::new(hasher, id_at(text, ends, at), at));
         in_table_order(table.capacity(), keys, |key| {
             let id = || id_at(text, ends, key.at);
             match table.entry(
@@ -136,7 +134,7 @@ impl Producers {
                     repeated.push((key.at as usize, first.get().index as usize));
                 }
                 Entry::Vacant(room) => {
-                    room.insert(key.slot(key.at));
+                    room.insert(key.slot());
                 }
             }
         });
@@ -146,7 +144,7 @@ impl Producers {
 
     /// The index of the first job with `id`.
     pub(crate) fn get(&self, id: &str) -> Option<usize> {
-        let key = Key::new(self.hasher.hash_one(id), id, 0);
+        let key = Key::new(&self.hasher, id, 0);
         self.find(&key, || id)
     }
 
@@ -176,7 +174,7 @@ impl Producers {
         let keys = ids
             .take(count)
             .zip(0..u32::MAX)
-            .map(|(text, at)| Key::new(self.hasher.hash_one(text), text, at));
+            .map(|(text, at)| Key::new(&self.hasher, text, at));
         in_table_order(self.table.capacity(), keys, |key| {
             let index = self.find(&key, || id(key.at as usize));
             if let Some(place) = found.get_mut(key.at as usize) {
