@@ -23,6 +23,7 @@
 
 pub mod blob;
 mod codec;
+mod fast_json;
 mod fsutil;
 mod journal;
 mod layout;

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::fast_json;
 use crate::fsutil::{both, corrupt};
 use crate::schema;
 use crate::secrets::Secrets;
@@ -145,8 +146,9 @@ fn encode_with(
         "{{\"schemaVersion\":{SCHEMA_VERSION},\"generation\":{generation},\"createdNs\":{created_ns},\"record\":{{\"spec\":"
     )
     .into_bytes();
-    let spec_json = || to_json(&*record.spec, record.spec.jobs.len() * JOB_JSON + 1024);
-    let state_json = || to_json(&record.state, record.state.nodes.len() * NODE_JSON + 1024);
+    let spec_json = || fast_json::spec(&record.spec, record.spec.jobs.len() * JOB_JSON + 1024);
+    let state_json =
+        || fast_json::state(&record.state, record.state.nodes.len() * NODE_JSON + 1024);
     if let Some(spec) = cache.of(&record.spec) {
         let spec = spec.clone();
         return Ok(Encoded(Text::Pieces {
@@ -163,12 +165,6 @@ fn encode_with(
     let spec = Arc::new(spec);
     cache.0 = Some((record.spec.clone(), spec.clone()));
     Ok(Encoded(Text::Pieces { head, spec, state }))
-}
-
-/// `value` as JSON, in a buffer of `capacity` bytes to start with.
-fn to_json(value: &impl serde::Serialize, capacity: usize) -> Result<Vec<u8>, serde_json::Error> {
-    let mut out = Vec::with_capacity(capacity);
-    serde_json::to_writer(&mut out, value).map(|()| out)
 }
 
 /// A snapshot whose envelope has been read and whose record is not decoded yet.
