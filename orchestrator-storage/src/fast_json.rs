@@ -18,50 +18,66 @@ use serde_json::Error;
 
 /// `spec` as compact JSON, in a buffer of `capacity` bytes to start with.
 pub(crate) fn spec(spec: &PlanSpec, capacity: usize) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::with_capacity(capacity);
-    let shell = serde_json::to_vec(&without_jobs(spec))?;
-    let Some((before, after)) = split_at(&shell, b"\"jobs\":[]") else {
-        // Not the layout expected: all of it the usual way.
-        serde_json::to_writer(&mut out, spec)?;
-        return Ok(out);
+    let items = |out: &mut Vec<u8>, job: &JobSpec| match write_job(out, job) {
+        true => Ok(()),
+        false => serde_json::to_writer(out, job),
     };
-    out.extend_from_slice(before);
-    out.extend_from_slice(b"\"jobs\":[");
-    for (i, job) in spec.jobs.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        if !write_job(&mut out, job) {
-            serde_json::to_writer(&mut out, job)?;
-        }
-    }
-    out.push(b']');
-    out.extend_from_slice(after);
-    Ok(out)
+    spliced(
+        spec,
+        &without_jobs(spec),
+        "jobs",
+        &spec.jobs,
+        capacity,
+        items,
+    )
 }
 
 /// `state` as compact JSON, in a buffer of `capacity` bytes to start with.
 pub(crate) fn state(state: &PlanState, capacity: usize) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::with_capacity(capacity);
-    let shell = serde_json::to_vec(&without_nodes(state))?;
-    let Some((before, after)) = split_at(&shell, b"\"nodes\":[]") else {
-        serde_json::to_writer(&mut out, state)?;
-        return Ok(out);
-    };
-    out.extend_from_slice(before);
-    out.extend_from_slice(b"\"nodes\":[");
     // A plan's nodes share a handful of statuses: each is encoded once.
     let mut statuses: Vec<(NodeStatus, Vec<u8>)> = Vec::new();
-    for (i, node) in state.nodes.iter().enumerate() {
+    let items = |out: &mut Vec<u8>, node: &NodeState| match write_node(out, node, &mut statuses)? {
+        true => Ok(()),
+        false => serde_json::to_writer(out, node),
+    };
+    spliced(
+        state,
+        &without_nodes(state),
+        "nodes",
+        &state.nodes,
+        capacity,
+        items,
+    )
+}
+
+/// `whole` as compact JSON, made of the JSON of `shell` (`whole` with its list `key` empty)
+/// with `items` written by `item` into that list. `whole` the usual way if the shell's JSON
+/// has no `"<key>":[]`; its first one must be the list's (see [`without_jobs`]).
+fn spliced<T: serde::Serialize, I>(
+    whole: &T,
+    shell: &T,
+    key: &str,
+    items: &[I],
+    capacity: usize,
+    mut item: impl FnMut(&mut Vec<u8>, &I) -> Result<(), Error>,
+) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(capacity);
+    let shell = serde_json::to_vec(shell)?;
+    let empty = format!("\"{key}\":[]");
+    let Some(at) = memchr::memmem::find(&shell, empty.as_bytes()) else {
+        serde_json::to_writer(&mut out, whole)?;
+        return Ok(out);
+    };
+    // Up to the list's `[`, the items, then from its `]` on.
+    let (head, tail) = shell.split_at(at + empty.len() - 1);
+    out.extend_from_slice(head);
+    for (i, it) in items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        if !write_node(&mut out, node, &mut statuses)? {
-            serde_json::to_writer(&mut out, node)?;
-        }
+        item(&mut out, it)?;
     }
-    out.push(b']');
-    out.extend_from_slice(after);
+    out.extend_from_slice(tail);
     Ok(out)
 }
 
@@ -155,12 +171,6 @@ fn quoted(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     out.extend_from_slice(s.as_bytes());
     out.push(b'"');
-}
-
-/// The text before and after the first `marker` in `text`.
-fn split_at<'a>(text: &'a [u8], marker: &[u8]) -> Option<(&'a [u8], &'a [u8])> {
-    let at = memchr::memmem::find(text, marker)?;
-    Some((&text[..at], &text[at + marker.len()..]))
 }
 
 /// `spec`'s own fields, with no jobs. The first `"jobs":[]` of its JSON is its own: `name`,
