@@ -37,6 +37,7 @@ where
     create_twice_is_already_exists(factory().await).await;
     missing_plan_is_not_found(factory().await).await;
     append_then_load_equals_replay(factory().await).await;
+    an_owned_list_is_appended_and_a_refused_one_comes_back_whole(factory().await).await;
     many_small_appends(factory().await).await;
     empty_append_is_a_no_op(factory().await).await;
     rejected_change_leaves_state_untouched(factory().await).await;
@@ -199,6 +200,44 @@ async fn append_then_load_equals_replay<R: PlanRepository>(store: R) {
         PlanStatus::Succeeded,
         "[{CASE}] list shows a stale status"
     );
+}
+
+async fn an_owned_list_is_appended_and_a_refused_one_comes_back_whole<R: PlanRepository>(store: R) {
+    const CASE: &str = "an_owned_list_is_appended_and_a_refused_one_comes_back_whole";
+    let plan = record("owned");
+    let id = plan.state.id.clone();
+    ok(CASE, "create", store.create(&plan).await);
+    let mut expected = plan.clone();
+    for (i, batch) in diamond_run().into_iter().enumerate() {
+        for change in &batch {
+            if let Err(e) = expected.apply(change) {
+                panic!("[{CASE}] fixture batch {i} does not apply: {e}");
+            }
+        }
+        let (result, _) = store.append_owned(&id, batch).await;
+        ok(CASE, "append_owned", result);
+        let loaded = ok(CASE, "load", store.load(&id).await);
+        assert_eq!(loaded, expected, "[{CASE}] state after batch {i} differs");
+    }
+    // Refused, by the plan or for want of one: the list comes back as it was, to retry.
+    let bad = vec![node(T0 + 50, 99, NodeStatus::Ready)];
+    let (result, back) = store.append_owned(&id, bad.clone()).await;
+    assert!(
+        matches!(result, Err(StoreError::Rejected { .. })),
+        "[{CASE}] appending {bad:?} returned {result:?}, expected Rejected"
+    );
+    assert_eq!(back, bad, "[{CASE}] a rejected list comes back whole");
+    let (result, back) = store.append_owned(&PlanId::random(), bad.clone()).await;
+    assert!(
+        matches!(result, Err(StoreError::NotFound(_))),
+        "[{CASE}] appending to a missing plan returned {result:?}, expected NotFound"
+    );
+    assert_eq!(
+        back, bad,
+        "[{CASE}] a list for a missing plan comes back whole"
+    );
+    let loaded = ok(CASE, "final load", store.load(&id).await);
+    assert_eq!(loaded, expected, "[{CASE}] a refused list changed the plan");
 }
 
 async fn many_small_appends<R: PlanRepository>(store: R) {

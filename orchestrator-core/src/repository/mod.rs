@@ -248,6 +248,32 @@ pub trait PlanRepository: Send + Sync + Debug + 'static {
     /// prefix of all changes ever appended, never a partial or altered change.
     async fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError>;
 
+    /// [`PlanRepository::append`] of a list the caller gives up until the append is over: a
+    /// store that appends on another thread takes it there instead of copying it, and hands
+    /// it back for the caller to reuse. After a success its changes may be gone; after an
+    /// error it must come back whole, for the caller to retry it (a list that comes back
+    /// shorter after an error cannot be retried, and the caller gives its changes up). The
+    /// default appends the list as a slice and hands it back as it was.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use orchestrator_core::repository::PlanRepository;
+    /// use orchestrator_core::{InMemoryPlanRepository, PlanId};
+    ///
+    /// let store = InMemoryPlanRepository::new();
+    /// let (result, changes) = store.append_owned(&PlanId::random(), Vec::new()).await;
+    /// assert!(result.is_ok() && changes.is_empty());
+    /// # });
+    /// ```
+    async fn append_owned(
+        &self,
+        plan: &PlanId,
+        changes: Vec<StateChange>,
+    ) -> (Result<(), StoreError>, Vec<StateChange>) {
+        let result = self.append(plan, &changes).await;
+        (result, changes)
+    }
+
     /// The plan with every appended change applied.
     async fn load(&self, plan: &PlanId) -> Result<PlanRecord, StoreError>;
 
