@@ -165,18 +165,7 @@ async fn append_then_load_equals_replay<R: PlanRepository>(store: R) {
     const CASE: &str = "append_then_load_equals_replay";
     let plan = record("replay");
     let id = plan.state.id.clone();
-    ok(CASE, "create", store.create(&plan).await);
-    let mut expected = plan.clone();
-    for (i, batch) in diamond_run().into_iter().enumerate() {
-        for change in &batch {
-            if let Err(e) = expected.apply(change) {
-                panic!("[{CASE}] fixture batch {i} does not apply: {e}");
-            }
-        }
-        ok(CASE, "append", store.append(&id, &batch).await);
-        let loaded = ok(CASE, "load", store.load(&id).await);
-        assert_eq!(loaded, expected, "[{CASE}] state after batch {i} differs");
-    }
+    append_diamond(CASE, &store, &plan, false).await;
     let loaded = ok(CASE, "final load", store.load(&id).await);
     assert_eq!(
         loaded.status(),
@@ -202,23 +191,39 @@ async fn append_then_load_equals_replay<R: PlanRepository>(store: R) {
     );
 }
 
-async fn an_owned_list_is_appended_and_a_refused_one_comes_back_whole<R: PlanRepository>(store: R) {
-    const CASE: &str = "an_owned_list_is_appended_and_a_refused_one_comes_back_whole";
-    let plan = record("owned");
-    let id = plan.state.id.clone();
-    ok(CASE, "create", store.create(&plan).await);
+/// Creates `plan` and appends the batches of [`diamond_run`] to it, with `append` or (when
+/// `owned`) `append_owned`, checking the loaded plan after each; returns the plan they make.
+async fn append_diamond<R: PlanRepository>(
+    case: &str,
+    store: &R,
+    plan: &crate::state::PlanRecord,
+    owned: bool,
+) -> crate::state::PlanRecord {
+    let id = &plan.state.id;
+    ok(case, "create", store.create(plan).await);
     let mut expected = plan.clone();
     for (i, batch) in diamond_run().into_iter().enumerate() {
         for change in &batch {
             if let Err(e) = expected.apply(change) {
-                panic!("[{CASE}] fixture batch {i} does not apply: {e}");
+                panic!("[{case}] fixture batch {i} does not apply: {e}");
             }
         }
-        let (result, _) = store.append_owned(&id, batch).await;
-        ok(CASE, "append_owned", result);
-        let loaded = ok(CASE, "load", store.load(&id).await);
-        assert_eq!(loaded, expected, "[{CASE}] state after batch {i} differs");
+        let result = match owned {
+            true => store.append_owned(id, batch).await.0,
+            false => store.append(id, &batch).await,
+        };
+        ok(case, "append", result);
+        let loaded = ok(case, "load", store.load(id).await);
+        assert_eq!(loaded, expected, "[{case}] state after batch {i} differs");
     }
+    expected
+}
+
+async fn an_owned_list_is_appended_and_a_refused_one_comes_back_whole<R: PlanRepository>(store: R) {
+    const CASE: &str = "an_owned_list_is_appended_and_a_refused_one_comes_back_whole";
+    let plan = record("owned");
+    let id = plan.state.id.clone();
+    let expected = append_diamond(CASE, &store, &plan, true).await;
     // Refused, by the plan or for want of one: the list comes back as it was, to retry.
     let bad = vec![node(T0 + 50, 99, NodeStatus::Ready)];
     let (result, back) = store.append_owned(&id, bad.clone()).await;
