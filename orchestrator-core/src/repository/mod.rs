@@ -257,12 +257,16 @@ pub trait PlanRepository: Send + Sync + Debug + 'static {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// use orchestrator_core::repository::PlanRepository;
+    /// use orchestrator_core::repository::{PlanRepository, StoreError};
+    /// use orchestrator_core::state::StateChange;
     /// use orchestrator_core::{InMemoryPlanRepository, PlanId};
     ///
     /// let store = InMemoryPlanRepository::new();
-    /// let (result, changes) = store.append_owned(&PlanId::random(), Vec::new()).await;
-    /// assert!(result.is_ok() && changes.is_empty());
+    /// let changes = vec![StateChange::Paused { at: 1 }];
+    /// // No such plan: refused, and the list comes back whole.
+    /// let (result, back) = store.append_owned(&PlanId::random(), changes.clone()).await;
+    /// assert!(matches!(result, Err(StoreError::NotFound(_))));
+    /// assert_eq!(back, changes);
     /// # });
     /// ```
     async fn append_owned(
