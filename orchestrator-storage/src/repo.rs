@@ -167,8 +167,8 @@ where
     }
 }
 
-/// The error of a store task that panicked or was cancelled.
-fn task_failed(e: tokio::task::JoinError) -> StoreError {
+/// The error of a store task that panicked or was cancelled, saying why.
+fn task_failed(e: impl std::fmt::Display) -> StoreError {
     StoreError::Io {
         operation: "run a store task",
         path: PathBuf::new(),
@@ -710,13 +710,8 @@ impl PlanRepository for FsPlanRepository {
         let ran = tokio::task::spawn_blocking(move || {
             // A panic must not take the list with it: the caller retries with it.
             let append = std::panic::AssertUnwindSafe(|| inner.append(&id, &changes));
-            let later = std::panic::catch_unwind(append).unwrap_or_else(|_| {
-                Err(StoreError::Io {
-                    operation: "append to",
-                    path: PathBuf::new(),
-                    source: io::Error::other("the append panicked"),
-                })
-            });
+            let later = std::panic::catch_unwind(append)
+                .unwrap_or_else(|_| Err(task_failed("the append panicked")));
             (later, changes)
         })
         .await;
