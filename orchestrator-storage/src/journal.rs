@@ -43,15 +43,6 @@ pub(crate) const RECORD_HEAD: usize = 8;
 /// under an older header.
 pub(crate) const VERSION: u32 = SCHEMA_VERSION + 1;
 
-/// The schema version of the records of a journal whose header says `version`.
-fn schema_version(version: u32) -> u32 {
-    match version {
-        // 0 is refused; 1 is the journal of a build before binary records.
-        0 | 1 => version,
-        v => v - 1,
-    }
-}
-
 /// The header of a journal of `generation`, at [`VERSION`].
 pub(crate) fn header(generation: u64) -> [u8; HEADER_LEN as usize] {
     header_at(VERSION, generation)
@@ -161,7 +152,7 @@ pub(crate) fn scan(
         return Err(corrupt(path, "journal header checksum mismatch"));
     }
     let version = u32_at(head, 8).unwrap_or(0);
-    let schema = schema_version(version);
+    let schema = schema::of_format(version);
     schema::check(schema, path)?;
     let mut stored_gen = [0u8; 8];
     stored_gen.copy_from_slice(&head[12..20]);
@@ -302,8 +293,8 @@ mod tests {
     fn the_header_version_is_one_older_builds_refuse() {
         // Builds before binary records read versions 1 (their schema version) and below.
         assert_eq!(u32_at(&header(0), 8), Some(SCHEMA_VERSION + 1));
-        assert_eq!(schema_version(VERSION), SCHEMA_VERSION);
-        assert_eq!(schema_version(1), 1);
+        assert_eq!(schema::of_format(VERSION), SCHEMA_VERSION);
+        assert_eq!(schema::of_format(1), 1);
         let scan = |version| {
             let bytes = header_at(version, 3);
             super::scan(&bytes, 3, Path::new("j"), None).map(|s| s.version)
@@ -313,7 +304,7 @@ mod tests {
         for version in [0, VERSION + 1] {
             match scan(version) {
                 Err(StoreError::SchemaVersion { found, .. }) => {
-                    assert_eq!(found, schema_version(version))
+                    assert_eq!(found, schema::of_format(version))
                 }
                 other => panic!("{other:?}"),
             }

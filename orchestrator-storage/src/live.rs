@@ -99,7 +99,7 @@ const PARALLEL_JOURNAL_BYTES: usize = 64 * 1024;
 
 /// The journal bytes a change counts as, at least, for compaction (see
 /// [`Live::compaction_due`]).
-const CHANGE_BYTES: u64 = 32;
+const CHANGE_BYTES: u64 = 16;
 
 /// Reading a plan races with compactions in other processes; this many tries before giving up.
 const READ_TRIES: usize = 20;
@@ -334,14 +334,15 @@ impl Live {
     /// Whether the journal should be folded into a new snapshot now.
     ///
     /// Each change counts as at least [`CHANGE_BYTES`] bytes of journal, which is what its
-    /// replay costs in snapshot bytes decoded, rounded up: binary records take ~5 bytes a
-    /// change, so by bytes alone a journal could hold six times the changes before a
-    /// compaction, and a reload take that much longer. Measured on a 10,000-node plan: its
-    /// 1.85 MB snapshot as created decodes in ~15.5 ms (8.4 ns a byte), and the 40k changes
-    /// of its run replay in ~6 ms more (150 ns a change, the cost of ~18 snapshot bytes). So
-    /// a journal at the threshold replays in about half the time its snapshot decodes in.
-    /// (At 64, as before, the 40k changes of a 10,000-node run outweighed its snapshot and
-    /// compacted it half-way, rewriting 3.2 MB while it ran.)
+    /// replay costs in snapshot bytes decoded: binary records take ~5 bytes a change, so by
+    /// bytes alone a journal could hold three times the changes before a compaction, and a
+    /// reload take that much longer. Measured on a 10,000-node plan: its snapshot as created
+    /// (0.88 MB, compact lists) decodes in 5-6 ms (6-7 ns a byte), and the 40k changes of its
+    /// run replay in 3-4 ms more (75-105 ns a change, the cost of 12-20 snapshot bytes); its
+    /// final snapshot decodes at 4-8 ns a byte. So a journal at the threshold replays in
+    /// about the time its snapshot decodes in. (At 32, as before the compact lists, the
+    /// creation's halved snapshot made a 10,000-node run compact half-way, rewriting 2.5 MB
+    /// while it ran; at 64, before that, the same with the old snapshot.)
     pub(crate) fn compaction_due(&self, ctx: &Ctx<'_>) -> bool {
         ctx.options.compaction.is_due(
             self.journal_weight(),

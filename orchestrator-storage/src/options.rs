@@ -29,7 +29,7 @@ pub enum Durability {
 /// appended byte constant, so a transition costs O(size of the change) whatever the plan's
 /// size, while bounding the replay work of a reload.
 ///
-/// The file store counts each change as at least 32 bytes of journal, about what replaying
+/// The file store counts each change as at least 16 bytes of journal, about what replaying
 /// it costs in snapshot bytes decoded: its binary records take ~5 bytes a change. It also
 /// compacts a plan once when it ends (its `Ended` change is appended), on a thread of its
 /// own, if the journal is past `min_journal_bytes`: an ended plan is only read from then on.

@@ -15,7 +15,7 @@ use crate::fsutil::{both, corrupt};
 use crate::schema;
 use crate::secrets::Secrets;
 
-/// The envelope [`encode`] writes, as serde would (its tests check the bytes are the same).
+/// The envelope as builds before [`VERSION`] wrote it (serde's, lists of objects), for tests.
 #[cfg(test)]
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -35,6 +35,16 @@ struct EnvelopeIn<R> {
     created_ns: u64,
     record: R,
 }
+
+/// The version in the envelope of the snapshots this build writes: its schema version plus
+/// one, as for journals (see [`crate::schema::of_format`]).
+///
+/// Builds before it wrote the schema version itself, 1, with every job and node as an object,
+/// and refuse a newer version: they report these snapshots as of an unsupported version
+/// instead of reading their compact lists as damage (or, where a list is absent, as a plan
+/// with no jobs). So an envelope version of 1 is a snapshot of those builds, and any later
+/// version `v` one of schema `v - 1` whose lists may be compact (see [`fast_json`]).
+pub(crate) const VERSION: u32 = SCHEMA_VERSION + 1;
 
 /// Plans with more nodes than this encode their two halves on two threads: a create or
 /// compaction of a 10,000-node plan spent 5 ms encoding its 1.9 MB snapshot.
@@ -141,9 +151,9 @@ fn encode_with(
     cache: &mut SpecJson,
     parallel: bool,
 ) -> Result<Encoded, serde_json::Error> {
-    // The envelope as `EnvelopeOut` serializes it, its record's halves encoded on their own.
+    // The envelope, with its record's halves encoded on their own.
     let head = format!(
-        "{{\"schemaVersion\":{SCHEMA_VERSION},\"generation\":{generation},\"createdNs\":{created_ns},\"record\":{{\"spec\":"
+        "{{\"schemaVersion\":{VERSION},\"generation\":{generation},\"createdNs\":{created_ns},\"record\":{{\"spec\":"
     )
     .into_bytes();
     let spec_json = || fast_json::spec(&record.spec, record.spec.jobs.len() * JOB_JSON + 1024);
@@ -173,16 +183,18 @@ pub(crate) struct Envelope<'a> {
     pub(crate) generation: u64,
     /// Creation time in nanoseconds (orders plans created in the same millisecond).
     pub(crate) created_ns: u64,
-    /// The schema version the file was written with.
+    /// The schema version the file was written with (not its envelope's version).
     pub(crate) version: u32,
     body: Body<'a>,
 }
 
 enum Body<'a> {
-    /// The current schema: the two halves, still as JSON text.
+    /// The current schema: the two halves, still as JSON text, their lists compact or (a
+    /// snapshot of a build before [`VERSION`]) not.
     Current {
         spec: &'a RawValue,
         state: &'a RawValue,
+        compact: bool,
     },
     /// An older schema, to upgrade.
     Older(Value),
@@ -201,14 +213,16 @@ struct RawRecord<'a> {
 pub(crate) fn open<'a>(bytes: &'a [u8], path: &Path) -> Result<Envelope<'a>, StoreError> {
     let raw = serde_json::from_slice::<EnvelopeIn<RawRecord<'a>>>(bytes);
     if let Ok(env) = &raw {
-        if env.schema_version == SCHEMA_VERSION {
+        let version = schema::of_format(env.schema_version);
+        if version == SCHEMA_VERSION {
             return Ok(Envelope {
                 generation: env.generation,
                 created_ns: env.created_ns,
-                version: env.schema_version,
+                version,
                 body: Body::Current {
                     spec: env.record.spec,
                     state: env.record.state,
+                    compact: env.schema_version != 1,
                 },
             });
         }
@@ -222,18 +236,21 @@ pub(crate) fn open<'a>(bytes: &'a [u8], path: &Path) -> Result<Envelope<'a>, Sto
         };
         corrupt(path, format!("{what}: {e}"))
     })?;
-    schema::check(env.schema_version, path)?;
-    if env.schema_version == SCHEMA_VERSION {
+    let version = schema::of_format(env.schema_version);
+    schema::check(version, path)?;
+    if version == SCHEMA_VERSION {
         let message = match raw {
             Err(e) => format!("invalid plan record: {e}"),
             Ok(_) => "invalid plan record".to_string(),
         };
         return Err(corrupt(path, message));
     }
+    // (Only builds before VERSION wrote older schemas; their lists are objects. An upgrade
+    // step added for schema 2 must read compact lists of schema-1 snapshots.)
     Ok(Envelope {
         generation: env.generation,
         created_ns: env.created_ns,
-        version: env.schema_version,
+        version,
         body: Body::Older(env.record),
     })
 }
@@ -248,12 +265,22 @@ impl Envelope<'_> {
             corrupt(path, format!("invalid plan record: {half}: {e}"))
         };
         match self.body {
-            Body::Current { spec, state } => {
+            Body::Current {
+                spec,
+                state,
+                compact,
+            } => {
                 let parallel = spec.get().len() + state.get().len() > PARALLEL_BYTES;
                 let (spec, state) = both(
                     parallel,
-                    || serde_json::from_str::<PlanSpec>(spec.get()),
-                    || serde_json::from_str::<PlanState>(state.get()),
+                    || match compact {
+                        true => fast_json::read_spec(spec.get()),
+                        false => serde_json::from_str::<PlanSpec>(spec.get()),
+                    },
+                    || match compact {
+                        true => fast_json::read_state(state.get()),
+                        false => serde_json::from_str::<PlanState>(state.get()),
+                    },
                 )
                 .map_err(|message| corrupt(path, message))?;
                 Ok(PlanRecord {
@@ -284,51 +311,103 @@ mod tests {
     use orchestrator_core::ids::PlanId;
     use orchestrator_core::plan::{JobSpec, PlanGraph, WorkSpec};
 
+    /// `bytes` read as a snapshot.
+    fn read(bytes: &[u8]) -> Result<PlanRecord, StoreError> {
+        open(bytes, Path::new("p")).and_then(|e| e.decode(Path::new("p")))
+    }
+
     #[test]
-    fn every_way_of_encoding_makes_the_bytes_serde_makes() {
+    fn every_way_of_encoding_reads_back_and_old_snapshots_still_read() {
         let mut spec = PlanSpec::new("p");
         for i in 0..5 {
             spec = spec.job(JobSpec::new(format!("j{i}"), "T", WorkSpec::shell("true")));
         }
+        spec = spec.job(JobSpec::new("env", "T", WorkSpec::agent("do it")).env("K", "v"));
         let nodes = PlanGraph::build(&spec).map(|g| g.node_count()).unwrap_or(0);
         let mut record = PlanRecord::new(PlanId::random(), spec, "/repo".into(), nodes, 7);
-        let serde = |r: &PlanRecord| {
+        // A snapshot of a build before VERSION: serde's objects at envelope version 1.
+        let old = |r: &PlanRecord| {
             serde_json::to_vec(&EnvelopeOut {
-                schema_version: SCHEMA_VERSION,
+                schema_version: 1,
                 generation: 3,
                 created_ns: u64::MAX,
                 record: r,
             })
-            .map_err(|e| e.to_string())
+            .unwrap_or_default()
         };
+        assert_eq!(read(&old(&record)).ok().as_ref(), Some(&record));
         let mut cache = SpecJson::default();
         let fresh = encode(&record, 3, u64::MAX, &mut cache)
             .map(|e| e.to_vec())
-            .map_err(|e| e.to_string());
-        assert!(fresh.as_ref().is_ok_and(|s| s.len() > 100), "{fresh:?}");
-        assert_eq!(fresh, serde(&record));
+            .unwrap_or_default();
+        assert!(fresh.len() < old(&record).len(), "compact lists");
+        let envelope = open(&fresh, Path::new("p")).ok();
+        assert_eq!(
+            envelope.map(|e| (e.generation, e.created_ns, e.version)),
+            Some((3, u64::MAX, SCHEMA_VERSION))
+        );
+        assert_eq!(read(&fresh).ok().as_ref(), Some(&record));
         assert!(cache.of(&record.spec).is_some(), "the spec's JSON is kept");
-        // The state changes, the spec stays: its JSON is reused, the bytes still serde's.
+        // The state changes, the spec stays: its JSON is reused.
         record.state.paused = true;
         let cached = encode(&record, 3, u64::MAX, &mut cache)
             .map(|e| e.to_vec())
-            .map_err(|e| e.to_string());
-        assert_eq!(cached, serde(&record));
+            .unwrap_or_default();
         assert_ne!(cached, fresh);
-        // A replaced spec (a reshape) is encoded again.
+        assert_eq!(read(&cached).ok().as_ref(), Some(&record));
+        // A replaced spec (a reshape) is encoded again; on two threads, the same bytes.
         let mut other = (*record.spec).clone();
         other.name = "renamed".into();
         record.spec = Arc::new(other);
         assert!(cache.of(&record.spec).is_none());
         let parallel = encode_with(&record, 3, u64::MAX, &mut cache, true)
             .map(|e| e.to_vec())
-            .map_err(|e| e.to_string());
-        assert_eq!(parallel, serde(&record));
-        assert!(parallel
-            .as_ref()
-            .is_ok_and(|p| String::from_utf8_lossy(p).contains("renamed")));
-        let bytes = parallel.unwrap_or_default();
-        let back = open(&bytes, Path::new("p")).and_then(|e| e.decode(Path::new("p")));
-        assert_eq!(back.ok(), Some(record));
+            .unwrap_or_default();
+        let serial = encode_with(&record, 3, u64::MAX, &mut SpecJson::default(), false)
+            .map(|e| e.to_vec())
+            .unwrap_or_default();
+        assert_eq!(parallel, serial);
+        assert!(String::from_utf8_lossy(&parallel).contains("renamed"));
+        assert_eq!(read(&parallel).ok().as_ref(), Some(&record));
+    }
+
+    #[test]
+    fn damaged_compact_lists_are_named_as_such() {
+        let spec = PlanSpec::new("p").job(JobSpec::new("a", "T", WorkSpec::shell("true")));
+        let record = PlanRecord::new(PlanId::random(), spec, "/repo".into(), 1, 7);
+        let good = encode(&record, 0, 1, &mut SpecJson::default())
+            .map(|e| String::from_utf8_lossy(&e.to_vec()).into_owned())
+            .unwrap_or_default();
+        assert!(good.contains(r#""jobs":[["a","T","true"]]"#), "{good}");
+        let node = format!("\"{}\"", record.state.nodes[0].id.as_str());
+        assert!(good.contains(&format!(r#""nodes":[{node}]"#)), "{good}");
+        for (from, to, says) in [
+            (
+                r#"[["a","T","true"]]"#,
+                r#"[["a","T"]]"#,
+                "invalid length 2",
+            ),
+            (
+                r#"[["a","T","true"]]"#,
+                r#"[["a","T",7]]"#,
+                "invalid type: integer",
+            ),
+            (
+                r#"[["a","T","true"]]"#,
+                r#"[true]"#,
+                "a job: an object, or an array",
+            ),
+            (node.as_str(), "7", "a node: an object, or the id"),
+        ] {
+            let bad = good.replacen(from, to, 1);
+            assert_ne!(bad, good);
+            match read(bad.as_bytes()) {
+                Err(StoreError::Corrupt { path, message }) => {
+                    assert_eq!(path, Path::new("p"));
+                    assert!(message.contains(says), "{message}");
+                }
+                other => panic!("{to}: {other:?}"),
+            }
+        }
     }
 }

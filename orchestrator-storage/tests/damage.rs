@@ -133,7 +133,9 @@ async fn snapshot_with_an_invalid_record() {
     let (f, _) = Fixture::new().await;
     let mut v: serde_json::Value =
         serde_json::from_slice(&fs::read(f.snapshot()).expect("read")).expect("json");
-    v["record"]["state"]["nodes"][0]["status"] = "exploded".into();
+    // A pending node is stored as its id alone; as an object, it can have any status.
+    let node = &mut v["record"]["state"]["nodes"][0];
+    *node = serde_json::json!({ "id": node.clone(), "status": "exploded" });
     fs::write(f.snapshot(), serde_json::to_vec(&v).expect("json")).expect("write");
     assert_corrupt(&f.damaged().await, &f.snapshot(), "invalid plan record");
 }
@@ -161,7 +163,8 @@ async fn newer_schema_version_is_refused_naming_the_file() {
     let (f, _) = Fixture::new().await;
     let mut v: serde_json::Value =
         serde_json::from_slice(&fs::read(f.snapshot()).expect("read")).expect("json");
-    v["schemaVersion"] = (SCHEMA_VERSION + 1).into();
+    // A snapshot's envelope version is its schema version + 1.
+    v["schemaVersion"] = (SCHEMA_VERSION + 2).into();
     fs::write(f.snapshot(), serde_json::to_vec(&v).expect("json")).expect("write");
     let err = f.damaged().await;
     match &err {
