@@ -589,7 +589,7 @@ async fn an_empty_root_lists_nothing_and_leftovers_are_ignored() {
 }
 
 #[tokio::test]
-async fn journals_of_json_records_still_load_and_are_compacted_before_binary_records() {
+async fn files_of_older_builds_still_load_and_are_compacted_before_binary_records() {
     let root = tempfile::tempdir().expect("tempdir");
     let store = FsPlanRepository::new(root.path());
     let record = plan(40);
@@ -597,6 +597,25 @@ async fn journals_of_json_records_still_load_and_are_compacted_before_binary_rec
     store.create(&record).await.expect("create");
     let dir = store.plan_dir(&id).expect("dir");
     let journal = dir.join("journal-000000.log");
+    // The snapshot of an older build: envelope version 1, every job and node an object.
+    let snapshot = dir.join("plan.json");
+    let read_json = |path: &std::path::Path| -> serde_json::Value {
+        serde_json::from_slice(&fs::read(path).expect("read")).expect("json")
+    };
+    let current = read_json(&snapshot);
+    assert_eq!(current["schemaVersion"], SCHEMA_VERSION + 1);
+    assert!(current["record"]["spec"]["jobs"][0].is_array(), "{current}");
+    assert!(
+        current["record"]["state"]["nodes"][0].is_string(),
+        "{current}"
+    );
+    let old = serde_json::json!({
+        "schemaVersion": 1,
+        "generation": 0,
+        "createdNs": current["createdNs"],
+        "record": record,
+    });
+    fs::write(&snapshot, serde_json::to_vec(&old).expect("json")).expect("write");
     // The journal of an older build: header version 1, every batch a JSON array, rare
     // changes among them.
     let mut batches = full_run(40);
@@ -632,4 +651,11 @@ async fn journals_of_json_records_still_load_and_are_compacted_before_binary_rec
     assert!(grown.len() - 24 < 16, "{} bytes", grown.len() - 24);
     let again = FsPlanRepository::new(root.path());
     assert_eq!(again.load(&id).await.expect("load"), expected);
+    // The compaction wrote the snapshot in the current format too.
+    let rewritten = read_json(&snapshot);
+    assert_eq!(rewritten["schemaVersion"], SCHEMA_VERSION + 1);
+    assert!(
+        rewritten["record"]["spec"]["jobs"][0].is_array(),
+        "{rewritten}"
+    );
 }
