@@ -16,6 +16,10 @@ use serde_json::Value;
 type Step = fn(Value) -> Result<Value, String>;
 
 /// `RECORD_STEPS[i]` upgrades a stored `PlanRecord` from version `i + 1` to `i + 2`.
+///
+/// A snapshot's lists may be compact from schema 1 on (see `fast_json`): the first step
+/// added here must be given its jobs and nodes as objects, which `snapshot::open` does not do
+/// yet for an older schema (there is none).
 const RECORD_STEPS: &[Step] = &[];
 
 /// `CHANGE_STEPS[i]` upgrades one stored `StateChange` from version `i + 1` to `i + 2`.
