@@ -41,9 +41,9 @@ struct EnvelopeIn<R> {
 ///
 /// Builds before it wrote the schema version itself, 1, with every job and node as an object,
 /// and refuse a newer version: they report these snapshots as of an unsupported version
-/// instead of reading their compact lists as damage (or, where a list is absent, as a plan
-/// with no jobs). So an envelope version of 1 is a snapshot of those builds, and any later
-/// version `v` one of schema `v - 1` whose lists may be compact (see [`fast_json`]).
+/// instead of taking their compact lists for damage. So an envelope version of 1 is a
+/// snapshot of those builds, and any later version `v` one of schema `v - 1` whose lists may
+/// be compact (see [`fast_json`]).
 pub(crate) const VERSION: u32 = SCHEMA_VERSION + 1;
 
 /// Plans with more nodes than this encode their two halves on two threads: a create or
