@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use orchestrator_core::plan::PlanSpec;
-use orchestrator_core::state::{PlanRecord, PlanState, SCHEMA_VERSION};
+use orchestrator_core::state::{PlanRecord, SCHEMA_VERSION};
 use orchestrator_core::StoreError;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -190,11 +190,10 @@ pub(crate) struct Envelope<'a> {
 
 enum Body<'a> {
     /// The current schema: the two halves, still as JSON text, their lists compact or (a
-    /// snapshot of a build before [`VERSION`]) not.
+    /// snapshot of a build before [`VERSION`]) not: one reader takes both.
     Current {
         spec: &'a RawValue,
         state: &'a RawValue,
-        compact: bool,
     },
     /// An older schema, to upgrade.
     Older(Value),
@@ -222,7 +221,6 @@ pub(crate) fn open<'a>(bytes: &'a [u8], path: &Path) -> Result<Envelope<'a>, Sto
                 body: Body::Current {
                     spec: env.record.spec,
                     state: env.record.state,
-                    compact: env.schema_version != 1,
                 },
             });
         }
@@ -265,22 +263,12 @@ impl Envelope<'_> {
             corrupt(path, format!("invalid plan record: {half}: {e}"))
         };
         match self.body {
-            Body::Current {
-                spec,
-                state,
-                compact,
-            } => {
+            Body::Current { spec, state } => {
                 let parallel = spec.get().len() + state.get().len() > PARALLEL_BYTES;
                 let (spec, state) = both(
                     parallel,
-                    || match compact {
-                        true => fast_json::read_spec(spec.get()),
-                        false => serde_json::from_str::<PlanSpec>(spec.get()),
-                    },
-                    || match compact {
-                        true => fast_json::read_state(state.get()),
-                        false => serde_json::from_str::<PlanState>(state.get()),
-                    },
+                    || fast_json::read_spec(spec.get()),
+                    || fast_json::read_state(state.get()),
                 )
                 .map_err(|message| corrupt(path, message))?;
                 Ok(PlanRecord {
