@@ -19,7 +19,6 @@
 //! a 10,000-node plan's creation. The tests check that every shape comes back as it was, and
 //! that the reader takes `serde_json`'s objects as well.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use orchestrator_core::ids::NodeId;
@@ -288,18 +287,20 @@ pub(crate) fn read_state(text: &str) -> Result<PlanState, Error> {
 }
 
 /// The object `text` read as a `T` with its list `key` empty, and that list's items read as
-/// `I`: the undoing of [`spliced`]. The object's other fields are read again as a small
-/// object of their own (found by key, wherever they are).
+/// `I`: the undoing of [`spliced`]. One pass over the text: the list's items are read where
+/// they stand, the object's other fields kept as raw text, then read again as a small object
+/// of their own (found by key, wherever they are).
 fn unspliced<T: DeserializeOwned, I: DeserializeOwned>(
     text: &str,
     key: &str,
 ) -> Result<(T, Vec<I>), Error> {
-    let mut fields: BTreeMap<String, &RawValue> = serde_json::from_str(text)?;
-    let items = match fields.remove(key) {
-        Some(list) => serde_json::from_str(list.get())?,
-        None => Vec::new(),
-    };
-    let mut shell = String::with_capacity(text.len().min(4096));
+    let mut de = serde_json::Deserializer::from_str(text);
+    let Split { items, fields } = de.deserialize_map(SplitVisitor::<I> {
+        key,
+        items: std::marker::PhantomData,
+    })?;
+    de.end()?;
+    let mut shell = String::with_capacity(4096);
     shell.push('{');
     for (name, value) in &fields {
         shell.push_str(&serde_json::to_string(name)?);
@@ -310,6 +311,44 @@ fn unspliced<T: DeserializeOwned, I: DeserializeOwned>(
     shell.push_str(&serde_json::to_string(key)?);
     shell.push_str(":[]}");
     Ok((serde_json::from_str(&shell)?, items))
+}
+
+/// An object split by [`SplitVisitor`]: the items of its list, and its other fields' text.
+struct Split<'de, I> {
+    items: Vec<I>,
+    fields: Vec<(String, &'de RawValue)>,
+}
+
+/// Reads an object's list `key` as items `I` and keeps every other field as raw text.
+struct SplitVisitor<'k, I> {
+    key: &'k str,
+    items: std::marker::PhantomData<I>,
+}
+
+impl<'de, I: Deserialize<'de>> Visitor<'de> for SplitVisitor<'_, I> {
+    type Value = Split<'de, I>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "an object with a list `{}`", self.key)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Split<'de, I>, A::Error> {
+        let (mut items, mut fields) = (None, Vec::new());
+        while let Some(name) = map.next_key::<String>()? {
+            if name == self.key {
+                if items.is_some() {
+                    return Err(de::Error::custom(format!("duplicate field `{}`", self.key)));
+                }
+                items = Some(map.next_value::<Vec<I>>()?);
+            } else {
+                fields.push((name, map.next_value::<&'de RawValue>()?));
+            }
+        }
+        Ok(Split {
+            items: items.unwrap_or_default(),
+            fields,
+        })
+    }
 }
 
 /// A job of a spec's list: a common job's array (see [`write_job`]) or any job's object.
@@ -629,5 +668,20 @@ mod tests {
             }
             assert_state_round_trips(&record.state);
         }
+    }
+
+    #[test]
+    fn a_list_given_twice_is_refused() {
+        let twice = r#"{"name":"p","jobs":[["a","T","true"]],"jobs":[]}"#;
+        let err = read_spec(twice)
+            .map(|s| s.jobs.len())
+            .map_err(|e| e.to_string());
+        assert!(
+            err.as_ref()
+                .is_err_and(|e| e.contains("duplicate field `jobs`")),
+            "{err:?}"
+        );
+        let once = r#"{"name":"p","jobs":[["a","T","true"]]}"#;
+        assert_eq!(read_spec(once).map(|s| s.jobs.len()).ok(), Some(1));
     }
 }
