@@ -243,8 +243,7 @@ pub(crate) fn open<'a>(bytes: &'a [u8], path: &Path) -> Result<Envelope<'a>, Sto
         };
         return Err(corrupt(path, message));
     }
-    // (Only builds before VERSION wrote older schemas; their lists are objects. An upgrade
-    // step added for schema 2 must read compact lists of schema-1 snapshots.)
+    // (Only builds before VERSION wrote older schemas: see `schema::RECORD_STEPS` for newer.)
     Ok(Envelope {
         generation: env.generation,
         created_ns: env.created_ns,
