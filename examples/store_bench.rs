@@ -3,7 +3,7 @@
 //! several rounds; then bytes written per transition and the reload time of the plan.
 //!
 //! Each store's line ends with where its median run's time went: `run()` is what
-//! `Orchestrator::run` took (validation, the plan's creation in the store, the start's reply),
+//! `Orchestrator::run` took (validation, and the plan's creation in the store, as started),
 //! `rest` the run's jobs until the plan's end is stored. The file store's creation writes and
 //! flushes the whole plan before its first job starts (SPEC §5).
 //!
@@ -27,7 +27,7 @@ use orchestrator::synthetic;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// One run to the end: its seconds in all, the seconds `Orchestrator::run` took (validation,
-/// creation in the store, the start's reply), and the plan's id.
+/// creation in the store), and the plan's id.
 async fn run(
     store: Arc<dyn PlanRepository>,
     nodes: usize,

@@ -429,13 +429,27 @@ async fn events_cover_transitions_phases_logs_and_status() {
     assert!(seen
         .iter()
         .any(|e| matches!(e, OrchestratorEvent::Log { line, .. } if line == "hello from the job")));
-    assert!(seen.iter().any(|e| matches!(
-        e,
-        OrchestratorEvent::PlanStatusChanged {
-            to: PlanStatus::Succeeded,
-            ..
-        }
-    )));
+    // The plan is announced before anything of it, and its status changes from `pending`
+    // to `succeeded`, each change from where the last one left it (a change made while the
+    // last was being written is announced with it), as for a plan created and then started
+    // (`run` stores it started).
+    assert!(
+        matches!(&seen[0], OrchestratorEvent::PlanCreated { plan, .. } if *plan == id),
+        "{:?}",
+        seen[0]
+    );
+    let statuses: Vec<(PlanStatus, PlanStatus)> = seen
+        .iter()
+        .filter_map(|e| match e {
+            OrchestratorEvent::PlanStatusChanged { from, to, .. } => Some((*from, *to)),
+            _ => None,
+        })
+        .collect();
+    let chain: Vec<PlanStatus> = statuses.iter().map(|(from, _)| *from).collect();
+    let ends: Vec<PlanStatus> = statuses.iter().map(|(_, to)| *to).collect();
+    assert_eq!(chain.first(), Some(&PlanStatus::Pending), "{statuses:?}");
+    assert_eq!(ends.last(), Some(&PlanStatus::Succeeded), "{statuses:?}");
+    assert_eq!(chain[1..], ends[..ends.len() - 1], "{statuses:?}");
     let log = o
         .repository()
         .read_log(

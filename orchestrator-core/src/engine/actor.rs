@@ -28,7 +28,8 @@ use crate::ids::{now_millis, NodeIndex, PlanId};
 use crate::plan::{Isolation, PlanGraph, PlanSpec};
 use crate::repository::Lease;
 use crate::state::{
-    ApplyError, FailureReason, NodeStatus, Phase, PlanMachine, PlanRecord, PlanStatus, StateChange,
+    ApplyError, FailureReason, NodeStatus, OutboxEntry, Phase, PlanMachine, PlanRecord, PlanStatus,
+    StateChange,
 };
 use crate::view::resolve as resolve_job;
 
@@ -82,6 +83,9 @@ pub(crate) struct PlanActor {
     chain_pending: bool,
     /// Set by the first start/resume of this actor: an opened plan waits to be told to run.
     activated: bool,
+    /// The changes of a start stored with the plan's creation, whose events the first turn
+    /// publishes (they are not appended: the store has them).
+    started: Vec<OutboxEntry>,
     closing: Option<Reply<()>>,
     /// Replies to host requests, sent at the end of the turn.
     after_turn: Vec<AfterDurable>,
@@ -151,21 +155,25 @@ fn max_parallel_of(spec: &PlanSpec) -> usize {
 }
 
 impl PlanActor {
+    /// The actor of a plan created or opened in `machine`. `start` holds the changes of a
+    /// start stored with the plan's creation ([`crate::Orchestrator::run`]): the plan is
+    /// active at once, and their events, and the status change from `pending`, are published
+    /// in its first turn, as a start's would be.
     pub(crate) fn new(
         ctx: Arc<EngineCtx>,
-        record: PlanRecord,
-        graph: Arc<PlanGraph>,
+        mut machine: PlanMachine,
         lease: Lease,
+        start: Option<Vec<OutboxEntry>>,
         tx: mpsc::UnboundedSender<Message>,
         rx: mpsc::UnboundedReceiver<Message>,
     ) -> (PlanActor, watch::Receiver<PlanStatus>) {
+        let record = machine.record();
         let id = record.state.id.clone();
         let spec = record.spec.clone();
         let repo = Arc::from(record.state.repo.as_path());
         let holds = waiting::plan_holds(&spec);
         let max_parallel = max_parallel_of(&spec);
         let n = record.state.nodes.len();
-        let mut machine = PlanMachine::new(record, graph);
         // Jobs found running belong to a process that is gone: a failed attempt, re-queued.
         if let Err(e) = machine.recover_crashed(now_millis()) {
             tracing::error!(error = %e, "could not recover crashed jobs");
@@ -173,7 +181,13 @@ impl PlanActor {
         let status = machine.plan_status();
         let usage = crate::usage::Usage::of_plan(machine.record());
         let (status_tx, status_rx) = watch::channel(status);
-        let writer = JournalWriter::spawn(ctx.clone(), id.clone(), lease, status_tx);
+        // A plan stored started was `pending` until then, for the writer's status event.
+        let published = if start.is_some() {
+            PlanStatus::Pending
+        } else {
+            status
+        };
+        let writer = JournalWriter::spawn(ctx.clone(), id.clone(), lease, status_tx, published);
         let mut actor = PlanActor {
             ctx,
             id,
@@ -190,9 +204,10 @@ impl PlanActor {
             waiting_slot: None,
             to_spawn: Vec::new(),
             writer,
-            sent_status: status,
+            sent_status: published,
             chain_pending: false,
-            activated: false,
+            activated: start.is_some(),
+            started: start.unwrap_or_default(),
             closing: None,
             after_turn: Vec::new(),
             cleanups: tokio::task::JoinSet::new(),
@@ -227,6 +242,13 @@ impl PlanActor {
     }
 
     pub(crate) async fn run(mut self) {
+        let started = std::mem::take(&mut self.started);
+        if self.ctx.events.is_observed() {
+            for (change, from) in &started {
+                self.publish(change, *from);
+            }
+        }
+        drop(started); // not held for the plan's life
         self.turn().await;
         loop {
             tokio::select! {

@@ -15,7 +15,26 @@ use crate::events::OrchestratorEvent;
 use crate::ids::{now_millis, PlanId};
 use crate::plan::{validate, PlanEdit, PlanGraph, PlanSpec, ValidationContext};
 use crate::repository::{Lease, PlanRepository};
-use crate::state::{PlanRecord, PlanStatus};
+use crate::state::{OutboxEntry, PlanMachine, PlanRecord, PlanStatus};
+
+/// How a plan is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Creation {
+    /// Stored, not started ([`Orchestrator::create_plan`]).
+    Stored,
+    /// Stored as scaffolding ([`Orchestrator::scaffold_plan`]).
+    Scaffolding,
+    /// Stored to be started at once ([`Orchestrator::run`]): started as it is stored where
+    /// [`starts_as_stored`] allows.
+    Run,
+}
+
+/// Whether a plan's first start changes nothing but its state, so that it can be stored
+/// started: a plan with worktrees pins its base and target branches first (git), and a plan
+/// chained to another waits for that one.
+fn starts_as_stored(spec: &PlanSpec) -> bool {
+    spec.isolation != crate::plan::Isolation::Worktree && spec.resume_after_plan.is_none()
+}
 
 /// Runs plans. Cheap to clone; every clone drives the same plans.
 ///
@@ -50,7 +69,8 @@ impl Orchestrator {
     /// Validates and stores a plan working on `dir` (the repository, or the working directory
     /// with `isolation: "none"`), takes ownership of it, and returns its id. It does not start.
     pub async fn create_plan(&self, spec: PlanSpec, dir: impl Into<PathBuf>) -> Result<PlanId> {
-        self.create(spec, dir.into(), false).await
+        let (id, _) = self.create(spec, dir.into(), Creation::Stored).await?;
+        Ok(id)
     }
 
     /// Stores a plan that is still being assembled (MCP scaffolding): it may have no jobs yet,
@@ -80,10 +100,19 @@ impl Orchestrator {
     /// # });
     /// ```
     pub async fn scaffold_plan(&self, spec: PlanSpec, dir: impl Into<PathBuf>) -> Result<PlanId> {
-        self.create(spec, dir.into(), true).await
+        let (id, _) = self.create(spec, dir.into(), Creation::Scaffolding).await?;
+        Ok(id)
     }
 
-    async fn create(&self, mut spec: PlanSpec, dir: PathBuf, scaffolding: bool) -> Result<PlanId> {
+    /// Validates and stores a plan, takes ownership of it and returns its id, and whether it
+    /// was stored started (see [`Creation::Run`]).
+    async fn create(
+        &self,
+        mut spec: PlanSpec,
+        dir: PathBuf,
+        creation: Creation,
+    ) -> Result<(PlanId, bool)> {
+        let scaffolding = creation == Creation::Scaffolding;
         // A host may build the nested-groups form itself; everything stored is flat (SPEC §2).
         spec.flatten_groups()?;
         self.prepare_composites(&mut spec, &dir)?;
@@ -104,19 +133,33 @@ impl Orchestrator {
             super::repair::sweep_once(&self.ctx, &dir, &root).await;
         }
         let id = PlanId::random();
-        let mut record = PlanRecord::new(id.clone(), spec, dir, graph.node_count(), now_millis());
+        let now = now_millis();
+        let started = creation == Creation::Run && starts_as_stored(&spec);
+        let mut record = PlanRecord::new(id.clone(), spec, dir, graph.node_count(), now);
         record.state.scaffolding = scaffolding;
-        self.ctx.repository.create(&record).await?;
-        let name = record.spec.name.clone();
+        let mut machine = PlanMachine::new(record, Arc::new(graph));
+        // What the start changed is in the stored record; its events are published by the
+        // actor, after the plan's creation is announced.
+        let start = if started {
+            machine
+                .start(now, None, None, None)
+                .map_err(|source| Error::Transition {
+                    plan: id.clone(),
+                    source,
+                })?;
+            Some(machine.drain_outbox().collect())
+        } else {
+            None
+        };
+        self.ctx.repository.create(machine.record()).await?;
+        let name = machine.record().spec.name.clone();
         let lease = self.ctx.repository.acquire(&id).await?;
-        self.spawn_actor(record, Arc::new(graph), lease);
-        self.ctx
-            .events
-            .emit_with(|| OrchestratorEvent::PlanCreated {
-                plan: id.clone(),
-                name,
-            });
-        Ok(id)
+        let created = OrchestratorEvent::PlanCreated {
+            plan: id.clone(),
+            name,
+        };
+        self.spawn_actor(machine, lease, start, Some(created));
+        Ok((id, started))
     }
 
     /// Lets the controller of each composite job complete its spec before the plan is
@@ -185,9 +228,15 @@ impl Orchestrator {
     }
 
     /// Creates a plan and starts it.
+    ///
+    /// A plan whose start needs nothing prepared (no worktrees to base, no plan to wait for)
+    /// is stored already started: one write and flush of the store, not a creation and then
+    /// the start's append (SPEC §5's durability holds: nothing runs before it is stored).
     pub async fn run(&self, spec: PlanSpec, dir: impl Into<PathBuf>) -> Result<PlanId> {
-        let id = self.create_plan(spec, dir).await?;
-        self.start(&id).await?;
+        let (id, started) = self.create(spec, dir.into(), Creation::Run).await?;
+        if !started {
+            self.start(&id).await?;
+        }
         Ok(id)
     }
 
@@ -219,22 +268,34 @@ impl Orchestrator {
             )?;
         }
         super::repair::repair(&self.ctx, &record, &graph).await;
-        self.spawn_actor(record, Arc::new(graph), lease);
+        self.spawn_actor(PlanMachine::new(record, Arc::new(graph)), lease, None, None);
         Ok(())
     }
 
-    fn spawn_actor(&self, record: PlanRecord, graph: Arc<PlanGraph>, lease: Lease) {
-        let id = record.state.id.clone();
+    /// Hands a plan to its actor. `start` holds the changes of a start already stored (see
+    /// [`Orchestrator::run`]); `announce` is published once the plan can be asked about and
+    /// before the actor publishes anything.
+    fn spawn_actor(
+        &self,
+        machine: PlanMachine,
+        lease: Lease,
+        start: Option<Vec<OutboxEntry>>,
+        announce: Option<OrchestratorEvent>,
+    ) {
+        let id = machine.record().state.id.clone();
         let (tx, rx) = mpsc::unbounded_channel();
         let (actor, status) =
-            PlanActor::new(self.ctx.clone(), record, graph, lease, tx.clone(), rx);
-        let span = tracing::info_span!("plan", plan = %id);
-        tokio::spawn(actor.run().instrument(span));
+            PlanActor::new(self.ctx.clone(), machine, lease, start, tx.clone(), rx);
         self.ctx
             .plans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id, PlanHandle { tx, status });
+            .insert(id.clone(), PlanHandle { tx, status });
+        if let Some(event) = announce {
+            self.ctx.events.emit_with(|| event);
+        }
+        let span = tracing::info_span!("plan", plan = %id);
+        tokio::spawn(actor.run().instrument(span));
     }
 
     async fn ask<T>(

@@ -123,11 +123,14 @@ pub(crate) struct JournalWriter {
 
 impl JournalWriter {
     /// Starts the writer; it owns the plan's lease until it has written everything.
+    /// `published` is the status the plan's events last announced: the writer announces
+    /// each status it persists that differs from the one before.
     pub(crate) fn spawn(
         ctx: Arc<EngineCtx>,
         plan: PlanId,
         lease: Lease,
         status_tx: watch::Sender<PlanStatus>,
+        published: PlanStatus,
     ) -> Self {
         let queue = Arc::new(Queue::default());
         let failing = Arc::new(AtomicBool::new(false));
@@ -136,6 +139,7 @@ impl JournalWriter {
             plan,
             lease,
             status_tx,
+            published,
             queue.clone(),
             failing.clone(),
         ));
@@ -189,10 +193,10 @@ async fn write_loop(
     plan: PlanId,
     lease: Lease,
     status_tx: watch::Sender<PlanStatus>,
+    mut published: PlanStatus,
     queue: Arc<Queue>,
     failing: Arc<AtomicBool>,
 ) {
-    let mut published = *status_tx.borrow();
     loop {
         queue.queued.notified().await;
         // The first turn wakes the writer at once; letting the tasks already woken run

@@ -4,7 +4,7 @@ mod machine;
 mod record;
 mod status;
 
-pub use machine::PlanMachine;
+pub use machine::{OutboxEntry, PlanMachine};
 pub use record::{
     ApplyError, Attempt, AttemptExtra, AttemptStatus, Heal, NodeExtra, NodeState, PhaseRecord,
     PlanRecord, PlanState, StateChange, StatusCounts, ToolState, Waiting, WaitingFor,
