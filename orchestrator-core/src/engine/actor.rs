@@ -1,9 +1,10 @@
 //! The plan actor: the single owner of a plan's state machine.
 //!
 //! Each turn it handles every message waiting (commands, node progress, node completions),
-//! schedules ready nodes within capacity, appends the turn's changes to the store in one batch,
-//! publishes events, and only then spawns the newly scheduled nodes. So a crash at any moment
-//! leaves on disk a prefix of what happened, and nothing ran that the store does not know about.
+//! schedules ready nodes within capacity, hands the turn's changes to the journal writer as one
+//! batch, publishes events, and only then spawns the newly scheduled nodes. The nodes do not
+//! wait for the append: the store always holds a prefix of what happened, and a node whose
+//! start a crash lost runs again.
 
 use std::path::PathBuf;
 use std::sync::Arc;
