@@ -274,14 +274,14 @@ fn without_nodes(state: &PlanState) -> PlanState {
 
 /// Reads a spec [`spec`] wrote: its jobs objects or common jobs' arrays.
 pub(crate) fn read_spec(text: &str) -> Result<PlanSpec, Error> {
-    let (mut spec, jobs) = unspliced::<PlanSpec, JobItem>(text, "jobs")?;
+    let (mut spec, jobs) = unspliced::<PlanSpec, Item<JobSpec>>(text, "jobs")?;
     spec.jobs = jobs.into_iter().map(|j| j.0).collect();
     Ok(spec)
 }
 
 /// Reads a state [`state`] wrote: its nodes objects or pending nodes' ids.
 pub(crate) fn read_state(text: &str) -> Result<PlanState, Error> {
-    let (mut state, nodes) = unspliced::<PlanState, NodeItem>(text, "nodes")?;
+    let (mut state, nodes) = unspliced::<PlanState, Item<NodeState>>(text, "nodes")?;
     state.nodes = nodes.into_iter().map(|n| n.0).collect();
     Ok(state)
 }
@@ -351,28 +351,69 @@ impl<'de, I: Deserialize<'de>> Visitor<'de> for SplitVisitor<'_, I> {
     }
 }
 
-/// A job of a spec's list: a common job's array (see [`write_job`]) or any job's object.
-struct JobItem(JobSpec);
+/// An item of a compact list: its short form ([`Short`]) or the object `serde_json` writes.
+struct Item<T>(T);
 
-impl<'de> Deserialize<'de> for JobItem {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(JobItemVisitor)
+/// The short forms a list's items may take besides their object; each form an item does not
+/// have is refused as `serde` refuses it (naming what was found and [`Short::EXPECTING`]).
+trait Short: DeserializeOwned {
+    /// What an item of the list is, for errors.
+    const EXPECTING: &'static str;
+
+    /// The item from an array.
+    fn from_seq<'de, A: SeqAccess<'de>>(
+        _seq: A,
+        item: &ItemVisitor<Self>,
+    ) -> Result<Self, A::Error> {
+        Err(de::Error::invalid_type(de::Unexpected::Seq, item))
+    }
+
+    /// The item from a string.
+    fn from_str<E: de::Error>(s: &str, item: &ItemVisitor<Self>) -> Result<Self, E> {
+        Err(E::invalid_type(de::Unexpected::Str(s), item))
     }
 }
 
-struct JobItemVisitor;
+impl<'de, T: Short> Deserialize<'de> for Item<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ItemVisitor(std::marker::PhantomData))
+    }
+}
 
-impl<'de> Visitor<'de> for JobItemVisitor {
-    type Value = JobItem;
+struct ItemVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Short> Visitor<'de> for ItemVisitor<T> {
+    type Value = Item<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a job: an object, or an array of producerId, task, command and dependencies")
+        f.write_str(T::EXPECTING)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JobItem, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Item<T>, A::Error> {
+        T::from_seq(seq, &self).map(Item)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Item<T>, E> {
+        T::from_str(s, &self).map(Item)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Item<T>, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Item)
+    }
+}
+
+/// A job: a common job's array (see [`write_job`]) or any job's object.
+impl Short for JobSpec {
+    const EXPECTING: &'static str =
+        "a job: an object, or an array of producerId, task, command and dependencies";
+
+    fn from_seq<'de, A: SeqAccess<'de>>(
+        mut seq: A,
+        item: &ItemVisitor<Self>,
+    ) -> Result<Self, A::Error> {
         let mut next = |i| {
             seq.next_element::<String>()?
-                .ok_or_else(|| de::Error::invalid_length(i, &self))
+                .ok_or_else(|| de::Error::invalid_length(i, item))
         };
         let (producer_id, task, command) = (next(0)?, next(1)?, next(2)?);
         let mut dependencies = Vec::with_capacity(seq.size_hint().unwrap_or(0));
@@ -381,39 +422,16 @@ impl<'de> Visitor<'de> for JobItemVisitor {
         }
         let mut job = JobSpec::new(producer_id, task, WorkSpec::shell(command));
         job.dependencies = dependencies;
-        Ok(JobItem(job))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<JobItem, A::Error> {
-        JobSpec::deserialize(de::value::MapAccessDeserializer::new(map)).map(JobItem)
+        Ok(job)
     }
 }
 
-/// A node of a state's list: a pending fresh node's id (see [`write_node`]) or any node's
-/// object.
-struct NodeItem(NodeState);
+/// A node: a pending fresh node's id (see [`write_node`]) or any node's object.
+impl Short for NodeState {
+    const EXPECTING: &'static str = "a node: an object, or the id of a pending node";
 
-impl<'de> Deserialize<'de> for NodeItem {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NodeItemVisitor)
-    }
-}
-
-struct NodeItemVisitor;
-
-impl<'de> Visitor<'de> for NodeItemVisitor {
-    type Value = NodeItem;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a node: an object, or the id of a pending node")
-    }
-
-    fn visit_str<E: de::Error>(self, id: &str) -> Result<NodeItem, E> {
-        Ok(NodeItem(NodeState::new(NodeId::from(id))))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<NodeItem, A::Error> {
-        NodeState::deserialize(de::value::MapAccessDeserializer::new(map)).map(NodeItem)
+    fn from_str<E: de::Error>(id: &str, _: &ItemVisitor<Self>) -> Result<Self, E> {
+        Ok(NodeState::new(NodeId::from(id)))
     }
 }
 

@@ -152,13 +152,8 @@ impl Orchestrator {
             None
         };
         self.ctx.repository.create(machine.record()).await?;
-        let name = machine.record().spec.name.clone();
         let lease = self.ctx.repository.acquire(&id).await?;
-        let created = OrchestratorEvent::PlanCreated {
-            plan: id.clone(),
-            name,
-        };
-        self.spawn_actor(machine, lease, start, Some(created));
+        self.spawn_actor(machine, lease, start, true);
         Ok((id, started))
     }
 
@@ -268,21 +263,27 @@ impl Orchestrator {
             )?;
         }
         super::repair::repair(&self.ctx, &record, &graph).await;
-        self.spawn_actor(PlanMachine::new(record, Arc::new(graph)), lease, None, None);
+        self.spawn_actor(
+            PlanMachine::new(record, Arc::new(graph)),
+            lease,
+            None,
+            false,
+        );
         Ok(())
     }
 
     /// Hands a plan to its actor. `start` holds the changes of a start already stored (see
-    /// [`Orchestrator::run`]); `announce` is published once the plan can be asked about and
-    /// before the actor publishes anything.
+    /// [`Orchestrator::run`]). A new plan (`created`) is announced once it can be asked about
+    /// and before its actor publishes anything.
     fn spawn_actor(
         &self,
         machine: PlanMachine,
         lease: Lease,
         start: Option<Vec<OutboxEntry>>,
-        announce: Option<OrchestratorEvent>,
+        created: bool,
     ) {
         let id = machine.record().state.id.clone();
+        let spec = machine.record().spec.clone();
         let (tx, rx) = mpsc::unbounded_channel();
         let (actor, status) =
             PlanActor::new(self.ctx.clone(), machine, lease, start, tx.clone(), rx);
@@ -291,8 +292,13 @@ impl Orchestrator {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id.clone(), PlanHandle { tx, status });
-        if let Some(event) = announce {
-            self.ctx.events.emit_with(|| event);
+        if created {
+            self.ctx
+                .events
+                .emit_with(|| OrchestratorEvent::PlanCreated {
+                    plan: id.clone(),
+                    name: spec.name.clone(),
+                });
         }
         let span = tracing::info_span!("plan", plan = %id);
         tokio::spawn(actor.run().instrument(span));
