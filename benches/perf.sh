@@ -23,6 +23,9 @@
 # the agent jobs' overhead went from 15-18 to 55-78 ms for both builds compared. Compare builds
 # side by side, alternating; when numbers jump, time the creation of 100 empty files in $TMPDIR.
 #
+# It builds the examples and the CLI from this checkout into $CARGO_TARGET_DIR: to compare two
+# builds, run each from its own checkout (`git worktree add`) with its own CARGO_TARGET_DIR.
+#
 # Usage: benches/perf.sh   (env: RUNS=5 PART=all|git|engine|store|ninja|agent)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,8 +81,16 @@ fi
 if want store; then
   echo "== 3. store_bench and list over 1,000 plans" >&2
   # Three times RUNS rounds: a run is ~20 ms, and medians of 5 moved the ratio by +-0.15
-  # between invocations of the same build; of 15, by about half that.
-  "$EX/store_bench" --nodes 10000 --rounds "$((RUNS * 3))" | sed 's/^/store: /'
+  # between invocations of the same build; of 15, by about half that. And three invocations,
+  # whose median ratio is the one to quote: with 15 rounds, one build still gave 1.10-1.22
+  # within minutes (the disk's flush latency moves; see each invocation's `disk floor`).
+  ratios=()
+  for ((k = 1; k <= 3; k++)); do
+    out=$("$EX/store_bench" --nodes 10000 --rounds "$((RUNS * 3))")
+    sed 's/^/store: /' <<<"$out"
+    ratios+=("$(sed -nE 's/^file\(full\) .* ratio=([0-9.]+) .*/\1/p' <<<"$out")")
+  done
+  echo "store: file(full) ratio, median of 3 invocations: $(printf '%s\n' "${ratios[@]}" | median) (goal <= 1.2)"
   repo="$WORK/thousand"
   mkdir -p "$repo"
   git -C "$repo" init -q -b main
