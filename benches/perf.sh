@@ -10,8 +10,8 @@
 # 3. The store: `store_bench` (file vs memory ratio, reload of 10k nodes; goals <= 1.2x,
 #    < 30 ms) and `orchestrator list` with 1,000 stored plans (goal < 50 ms). Its `disk floor`
 #    line is what the disk alone takes to flush the plan's first snapshot as a creation does,
-#    after the same idle, and the best ratio that leaves any store that flushes a plan before
-#    it starts it.
+#    after the same idle, and the best ratio any store can reach on this disk if it flushes a
+#    plan before starting it.
 # 4. The ninja ratio (benches/vs_ninja.sh PART=tree; goal <= 1.0).
 # 5. An agent job's own overhead: sequential agent jobs on the 900-file repository whose CLI is
 #    a stand-in `claude` that writes one file and exits at once; the time per job minus the
