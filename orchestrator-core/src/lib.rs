@@ -22,6 +22,7 @@ pub mod extra;
 pub mod git;
 pub mod ids;
 pub mod inputs;
+pub mod parallel;
 pub mod plan;
 pub mod redact;
 pub mod remote;

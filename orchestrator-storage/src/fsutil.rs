@@ -272,32 +272,6 @@ pub(crate) fn file_len(path: &Path) -> Result<Option<u64>, StoreError> {
     Ok(file_id(path)?.map(|id| id.len))
 }
 
-/// Runs `a` and `b`, on two threads when `parallel` (on one if no thread can be started).
-pub(crate) fn both<A, B>(
-    parallel: bool,
-    a: impl FnOnce() -> A + Send,
-    b: impl FnOnce() -> B,
-) -> Result<(A, B), String>
-where
-    A: Send,
-{
-    if !parallel {
-        return Ok((a(), b()));
-    }
-    let a = std::sync::Mutex::new(Some(a));
-    let take_a = || a.lock().unwrap_or_else(|e| e.into_inner()).take();
-    std::thread::scope(|scope| {
-        let spawned = std::thread::Builder::new()
-            .name("orchestrator-store-decode".into())
-            .spawn_scoped(scope, || take_a().map(|f| f()));
-        let b = b();
-        let a = match spawned {
-            Ok(handle) => handle
-                .join()
-                .map_err(|_| "a decoding thread panicked".to_string())?,
-            Err(_) => take_a().map(|f| f()),
-        };
-        a.map(|a| (a, b))
-            .ok_or_else(|| "a decoding step did not run".to_string())
-    })
-}
+/// The name of the thread that encodes, decodes or replays half of a large plan
+/// ([`orchestrator_core::parallel::both`]).
+pub(crate) const DECODE_THREAD: &str = "orchestrator-store-decode";

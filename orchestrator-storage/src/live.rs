@@ -18,12 +18,13 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::Path;
 
+use orchestrator_core::parallel::both;
 use orchestrator_core::state::{PlanRecord, StateChange, SCHEMA_VERSION};
 use orchestrator_core::{PlanId, StoreError};
 
 use crate::fsutil::{
-    both, corrupt, file_id, file_len, io_err, is_tmp_name, read_if_exists, sync_dir, write_atomic,
-    FileId,
+    corrupt, file_id, file_len, io_err, is_tmp_name, read_if_exists, sync_dir, write_atomic,
+    FileId, DECODE_THREAD,
 };
 use crate::journal::{self, HEADER_LEN};
 use crate::layout::{journal_generation, PlanPaths};
@@ -213,10 +214,10 @@ impl Live {
                 };
                 Ok::<_, StoreError>((scan, next))
             };
-            let (scans, record) = both(journal_bytes > PARALLEL_JOURNAL_BYTES, scan_all, || {
-                envelope.decode(&path)
-            })
-            .map_err(|message| corrupt(&path, message))?;
+            let parallel = journal_bytes > PARALLEL_JOURNAL_BYTES;
+            let (scans, record) =
+                both(DECODE_THREAD, parallel, scan_all, || envelope.decode(&path))
+                    .map_err(|message| corrupt(&path, message))?;
             let ((scan, next), mut record) = (scans?, record?);
             if &record.state.id != ctx.plan {
                 return Err(corrupt(

@@ -11,9 +11,10 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::fast_json;
-use crate::fsutil::{both, corrupt};
+use crate::fsutil::{corrupt, DECODE_THREAD};
 use crate::schema;
 use crate::secrets::Secrets;
+use orchestrator_core::parallel::both;
 
 /// The envelope as builds before [`VERSION`] wrote it (serde's, lists of objects), for tests.
 #[cfg(test)]
@@ -167,7 +168,7 @@ fn encode_with(
             state: state_json()?,
         }));
     }
-    let (spec, state) = match both(parallel, spec_json, state_json) {
+    let (spec, state) = match both(DECODE_THREAD, parallel, spec_json, state_json) {
         Ok((spec, state)) => (spec?, state?),
         // No thread could run: one after the other.
         Err(_) => (spec_json()?, state_json()?),
@@ -265,6 +266,7 @@ impl Envelope<'_> {
             Body::Current { spec, state } => {
                 let parallel = spec.get().len() + state.get().len() > PARALLEL_BYTES;
                 let (spec, state) = both(
+                    DECODE_THREAD,
                     parallel,
                     || fast_json::read_spec(spec.get()),
                     || fast_json::read_state(state.get()),

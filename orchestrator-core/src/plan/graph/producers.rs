@@ -180,23 +180,18 @@ impl Producers {
             return found;
         }
         let half = count / 2;
-        std::thread::scope(|scope| {
-            let rest = ids.clone().skip(half);
-            let other = std::thread::Builder::new()
-                .name("orchestrator-graph".into())
-                .spawn_scoped(scope, || {
-                    let mut second = vec![None; count - half];
-                    self.find_into(&mut second, half, rest, &id);
-                    second
-                });
-            let (first, second) = found.split_at_mut(half);
-            self.find_into(first, 0, ids.clone(), &id);
-            match other.ok().and_then(|thread| thread.join().ok()) {
-                Some(theirs) => second.copy_from_slice(&theirs),
-                // No thread: looked up here, in turn.
-                None => self.find_into(second, half, ids.skip(half), &id),
-            }
-        });
+        let (rest, lookup) = (ids.clone().skip(half), &id);
+        let (first, second) = found.split_at_mut(half);
+        let halves = crate::parallel::both(
+            "orchestrator-graph",
+            true,
+            move || self.find_into(second, half, rest, lookup),
+            || self.find_into(first, 0, ids.clone(), lookup),
+        );
+        if halves.is_err() {
+            // A lookup panicked (none does): every id again, here.
+            self.find_into(&mut found, 0, ids, &id);
+        }
         found
     }
 

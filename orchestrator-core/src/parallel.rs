@@ -1,0 +1,47 @@
+//! Two halves of a large plan's work on two threads: looking up a 1M-job plan's dependencies
+//! ([`crate::plan::PlanGraph`]), and the file store's encoding, decoding and replay of a large
+//! stored plan.
+
+/// Runs `a` and `b`: `a` on a new thread named `name` while `b` runs on the calling thread
+/// when `parallel`, else (or when no thread can be started) both on the calling thread, one
+/// after the other. Errs, saying so, when `a`'s thread panicked.
+///
+/// ```
+/// use orchestrator_core::parallel::both;
+///
+/// let mut halves = [0u64; 2];
+/// let (left, right) = halves.split_at_mut(1);
+/// let done = both("example", true, || left[0] = (0..1_000).sum(), || right[0] = (1_000..2_000).sum());
+/// assert!(done.is_ok());
+/// assert_eq!(halves, [499_500, 1_499_500]);
+/// ```
+pub fn both<A, B>(
+    name: &str,
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B,
+) -> Result<(A, B), String>
+where
+    A: Send,
+{
+    if !parallel {
+        return Ok((a(), b()));
+    }
+    // Held where the calling thread can still take it if no thread starts.
+    let a = std::sync::Mutex::new(Some(a));
+    let take_a = || a.lock().unwrap_or_else(|e| e.into_inner()).take();
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn_scoped(scope, || take_a().map(|f| f()));
+        let b = b();
+        let a = match spawned {
+            Ok(handle) => handle
+                .join()
+                .map_err(|_| format!("the thread {name} panicked"))?,
+            Err(_) => take_a().map(|f| f()),
+        };
+        a.map(|a| (a, b))
+            .ok_or_else(|| format!("the work of the thread {name} did not run"))
+    })
+}
