@@ -1,6 +1,13 @@
-//! Two halves of a large plan's work on two threads: looking up a 1M-job plan's dependencies
-//! ([`crate::plan::PlanGraph`]), and the file store's encoding, decoding and replay of a large
-//! stored plan.
+//! Two halves of a large plan's work on two threads: a 1M-job plan's creation (its producerIds
+//! indexed while its jobs are checked, its nodes made while it is validated, its dependencies
+//! looked up in [`crate::plan::PlanGraph`]), and the file store's encoding, decoding and
+//! replay of a large stored plan.
+
+/// The number of jobs from which a plan's creation splits its longest passes over two threads
+/// (indexing producerIds while the jobs are checked, looking dependencies up, making the
+/// nodes' ids). Below it each pass takes a few milliseconds at most, and starting a thread
+/// is not worth it.
+pub const LARGE_PLAN: usize = 1 << 18;
 
 /// Runs `a` and `b`: `a` on a new thread named `name` while `b` runs on the calling thread
 /// when `parallel`, else (or when no thread can be started) both on the calling thread, one

@@ -815,3 +815,60 @@ async fn a_heal_stopped_by_a_pause_is_done_again_in_the_same_round() {
         .collect();
     assert_eq!(heals, [None, Some(1), Some(1)]);
 }
+
+/// A plan large enough for its creation to split work over two threads (its producerIds
+/// indexed while its jobs are checked, its nodes made while it is validated) is stored whole:
+/// one pending node per job, each with an id of its own. A duplicate producerId in its last
+/// job refuses it, naming both jobs, and stores nothing.
+#[tokio::test]
+async fn a_large_plan_is_stored_whole_or_refused_whole() {
+    let count = orchestrator_core::parallel::LARGE_PLAN;
+    let plan = |last: String| {
+        let mut spec = PlanSpec::new("large").isolation(Isolation::None);
+        spec.jobs = (0..count)
+            .map(|i| {
+                let id = if i + 1 == count {
+                    last.clone()
+                } else {
+                    format!("job-{i}")
+                };
+                let job = JobSpec::new(id, "t", shell("ok"));
+                match i {
+                    0 => job,
+                    _ => job.depends_on([format!("job-{}", i / 2)]),
+                }
+            })
+            .collect();
+        spec
+    };
+    let store = InMemoryPlanRepository::new();
+    let o = orchestrator(store.clone());
+    let dir = std::env::temp_dir();
+    let duplicate = o.create_plan(plan("job-7".into()), &dir).await;
+    let Err(Error::Invalid(problems)) = duplicate else {
+        panic!("a repeated producerId must be refused: {duplicate:?}");
+    };
+    let last = count - 1;
+    let texts: Vec<String> = problems.0.iter().map(|p| p.to_string()).collect();
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(
+        texts[0].contains(&format!("jobs[7] and jobs[{last}]")),
+        "{texts:?}"
+    );
+    assert!(store.list().await.expect("list").plans.is_empty());
+
+    let id = o
+        .create_plan(plan(format!("job-{last}")), &dir)
+        .await
+        .expect("a valid large plan");
+    let record = store.load(&id).await.expect("stored");
+    assert_eq!(record.state.nodes.len(), count);
+    assert!(record
+        .state
+        .nodes
+        .iter()
+        .all(|n| n.status == NodeStatus::Pending && n.attempts.is_empty()));
+    let ids: HashSet<&str> = record.state.nodes.iter().map(|n| n.id.as_str()).collect();
+    assert_eq!(ids.len(), count, "every node has an id of its own");
+    assert_eq!(o.plan_status(&id).expect("status"), PlanStatus::Pending);
+}

@@ -124,8 +124,10 @@ pub(crate) fn with_parse_problems(
             .and_then(|i| Some(job_label(i, spec.jobs.get(i)?)));
         let top = p.field.split(['.', '[']).next().unwrap_or_default();
         let section = match top {
-            _ if p.slot == 0 => Section::BeforeDependencies,
-            "producerId" | "producer_id" | "task" | "work" | "" => Section::BeforeDependencies,
+            // The first section of a job: a parse problem sorts before the job's other
+            // problems in the fields checked before `dependencies`.
+            _ if p.slot == 0 => Section::ProducerId,
+            "producerId" | "producer_id" | "task" | "work" | "" => Section::ProducerId,
             "dependencies" => Section::Dependencies,
             _ => Section::AfterDependencies,
         };
@@ -157,8 +159,10 @@ struct Position {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Section {
-    /// producerId, task, work.
-    BeforeDependencies,
+    /// producerId (its own problems, then whether an earlier job has it).
+    ProducerId,
+    /// task, work.
+    Fields,
     /// dependencies (reported by the graph).
     Dependencies,
     /// name, prechecks, postchecks, baseBranch, group, env.
@@ -193,7 +197,7 @@ impl<'a> Validator<'a> {
             fs_cache: HashMap::new(),
             scaffolding: ctx.scaffolding,
             current: None,
-            section: Section::BeforeDependencies,
+            section: Section::ProducerId,
             problems: Vec::new(),
         }
     }

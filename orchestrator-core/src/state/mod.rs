@@ -5,6 +5,7 @@ mod record;
 mod status;
 
 pub use machine::{OutboxEntry, PlanMachine};
+pub(crate) use record::fresh_nodes;
 pub use record::{
     ApplyError, Attempt, AttemptExtra, AttemptStatus, Heal, NodeExtra, NodeState, PhaseRecord,
     PlanRecord, PlanState, StateChange, StatusCounts, ToolState, Waiting, WaitingFor,

@@ -86,15 +86,30 @@ pub struct PlanState {
     pub nodes: Vec<NodeState>,
 }
 
+/// The states of `count` nodes of a new plan: pending, each with a new random id.
+pub(crate) fn fresh_nodes(count: usize) -> Vec<NodeState> {
+    (0..count)
+        .map(|_| NodeState::new(NodeId::random()))
+        .collect()
+}
+
 impl PlanRecord {
     /// A fresh record: every node pending, ids random.
     ///
     /// `node_count` is the number of graph nodes (jobs plus the snapshot node, if any; see
     /// [`crate::plan::PlanGraph::node_count`]).
     pub fn new(id: PlanId, spec: PlanSpec, repo: PathBuf, node_count: usize, at: Millis) -> Self {
-        let nodes = (0..node_count)
-            .map(|_| NodeState::new(NodeId::random()))
-            .collect();
+        Self::with_nodes(id, spec, repo, fresh_nodes(node_count), at)
+    }
+
+    /// [`PlanRecord::new`] with its `nodes` made already (see [`fresh_nodes`]).
+    pub(crate) fn with_nodes(
+        id: PlanId,
+        spec: PlanSpec,
+        repo: PathBuf,
+        nodes: Vec<NodeState>,
+        at: Millis,
+    ) -> Self {
         PlanRecord {
             state: PlanState {
                 id,

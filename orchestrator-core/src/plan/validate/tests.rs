@@ -418,6 +418,38 @@ fn graph_problems_of_a_duplicated_job_are_reported_at_that_job() {
 }
 
 #[test]
+fn a_duplicate_sorts_between_its_jobs_own_producer_id_and_task_problems_in_any_plan_size() {
+    // `AB` breaks the pattern and repeats jobs[0]; jobs[2] also has no task and a bad group.
+    let mut third = JobSpec::new("AB", " ", WorkSpec::shell("true"));
+    third.extra.make_mut().group = Some("a//b".into());
+    let small = plan_of([job("AB"), job("bbb"), third]);
+    let want: Vec<(String, String, String)> = [
+        ("AB", "producerId", "AB"),
+        ("AB", "producerId", "AB"),
+        ("AB", "producerId", "AB"),
+        ("AB", "task", " "),
+        ("AB", "group", "a//b"),
+    ]
+    .map(|(j, f, v)| (j.into(), f.into(), v.into()))
+    .into();
+    let found = problems(&small);
+    assert_eq!(triples(&found), want);
+    assert!(
+        found[2].message.contains("jobs[0] and jobs[2]"),
+        "{}",
+        found[2]
+    );
+    assert!(!found[1].message.contains("duplicate"), "{}", found[1]);
+    // Large enough for the producerId index to be built on a thread of its own: the same
+    // problems, in the same order (the jobs added are valid).
+    let mut large = small.clone();
+    large
+        .jobs
+        .extend((0..crate::parallel::LARGE_PLAN).map(|i| job(&format!("pad-{i}"))));
+    assert_eq!(problems(&large), found);
+}
+
+#[test]
 fn several_graph_problems_across_duplicated_jobs_each_land_at_their_job() {
     let plan = plan_of([
         job("aaa").depends_on(["x", "aaa"]),
