@@ -4,7 +4,8 @@
 # 1. Per-job git cost: 32 one-file jobs at maxParallel 4 on generated 900- and 10,000-file
 #    repositories, against a script doing the same steps with the `git` CLI, and the disk the
 #    worktrees hold at the end (benches/vs_ninja.sh PART=worktrees; goal <= 0.2x); on disk, and
-#    again on tmpfs.
+#    again on tmpfs. Also with ORCHESTRATOR_DURABILITY=flush: the script fsyncs nothing, the
+#    orchestrator its journal about five times a job (160 fdatasyncs for the 32 jobs).
 # 2. The engine: `engine_bench` at 100k and 1M nodes — nodes/s, peak RSS per node, the
 #    1M/100k time ratio (goals >= 300k nodes/s, <= 11x, <= 1 KiB per node).
 # 3. The store: `store_bench` (file vs memory ratio, reload of 10k nodes; goals <= 1.2x,

@@ -152,6 +152,7 @@ EOF
 chmod +x "$WORK/git-job.sh"
 
 wt_orch=()
+wt_flush=()
 wt_git=()
 wt_disk=()
 for ((r = 1; r <= RUNS; r++)); do
@@ -167,6 +168,19 @@ for ((r = 1; r <= RUNS; r++)); do
   # Disk the plan's worktrees, and those pooled for reuse, still hold once it has ended.
   wt_disk+=("$(du -sck "$repo/.worktrees" "$repo/.git/orchestrator/worktree-pool" 2>/dev/null | awk 'END {print $1}')")
 
+  # The same with state changes handed to the OS without fsync (survives kill -9, not power
+  # loss): the git CLI script fsyncs nothing, and the orchestrator fsyncs its journal about
+  # five times a job, which on a slow disk is most of its time.
+  frepo="$WORK/wide-flush-$r"
+  cp -a "$template" "$frepo"
+  sync
+  t0=$(now)
+  ORCHESTRATOR_DURABILITY=flush "$BIN" run "$WORK/wide.json" --repo "$frepo" --quiet >/dev/null
+  t1=$(now)
+  wt_flush+=("$(elapsed "$t0" "$t1")")
+  files=$(git -C "$frepo" ls-tree -r --name-only orchestrator/wide -- out | wc -l)
+  [ "$files" = "$WT_JOBS" ] || { echo "orchestrator (flush) result has $files files, not $WT_JOBS" >&2; exit 1; }
+
   grepo="$WORK/git-$r"
   cp -a "$template" "$grepo"
   git -C "$grepo" branch result main
@@ -177,12 +191,14 @@ for ((r = 1; r <= RUNS; r++)); do
   wt_git+=("$(elapsed "$t0" "$t1")")
   files=$(git -C "$grepo" ls-tree -r --name-only result -- out | wc -l)
   [ "$files" = "$WT_JOBS" ] || { echo "git script result has $files files, not $WT_JOBS" >&2; exit 1; }
-  echo "   run $r: orchestrator ${wt_orch[-1]} s, git CLI script ${wt_git[-1]} s" >&2
+  echo "   run $r: orchestrator ${wt_orch[-1]} s (flush: ${wt_flush[-1]} s), git CLI script ${wt_git[-1]} s" >&2
 done
 wo_med=$(printf '%s\n' "${wt_orch[@]}" | median)
+wf_med=$(printf '%s\n' "${wt_flush[@]}" | median)
 wg_med=$(printf '%s\n' "${wt_git[@]}" | median)
 # Cost per job: a job's share of the wall time with WT_PARALLEL running at once (its own work,
 # one `echo`, is negligible).
 per() { awk -v t="$1" -v n="$WT_JOBS" -v p="$WT_PARALLEL" 'BEGIN { printf "%.1f", t * p / n * 1000 }'; }
 echo "worktrees: orchestrator median ${wo_med} s ($(per "$wo_med") ms per job), git CLI script median ${wg_med} s ($(per "$wg_med") ms per job), ratio $(awk -v a="$wo_med" -v b="$wg_med" 'BEGIN { printf "%.2f", a / b }')"
+echo "worktrees: orchestrator with ORCHESTRATOR_DURABILITY=flush median ${wf_med} s ($(per "$wf_med") ms per job), ratio $(awk -v a="$wf_med" -v b="$wg_med" 'BEGIN { printf "%.2f", a / b }')"
 echo "worktrees: disk held by worktrees after the plan, median $(printf '%s\n' "${wt_disk[@]:-0}" | median) KiB (${FILES}-file repository)"
