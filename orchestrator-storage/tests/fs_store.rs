@@ -659,3 +659,62 @@ async fn files_of_older_builds_still_load_and_are_compacted_before_binary_record
         "{rewritten}"
     );
 }
+
+/// A running job's progress is written at once but not flushed: a second handle reads it,
+/// the flush count does not move, and the next change's flush covers it (with
+/// `Durability::Full`, every other append flushes).
+#[tokio::test]
+async fn progress_is_written_at_once_and_flushed_with_the_next_change() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::new(root.path());
+    let record = plan(2);
+    let id = record.state.id.clone();
+    store.create(&record).await.expect("create");
+    let launched = StateChange::Launched {
+        node: 0,
+        at: 2_000,
+        resume_from: None,
+    };
+    let ready = StateChange::Node {
+        node: 0,
+        status: NodeStatus::Ready,
+        at: 2_000,
+    };
+    store.append(&id, &[ready, launched]).await.expect("launch");
+    let before = store.io_stats();
+
+    let started = StateChange::PhaseStarted {
+        node: 0,
+        phase: Phase::Work,
+        at: 2_001,
+    };
+    assert!(started.is_progress());
+    let (result, _) = store.append_progress(&id, vec![started]).await;
+    result.expect("progress");
+    let written = store.io_stats();
+    assert_eq!(written.appends, before.appends + 1);
+    assert_eq!(written.fsyncs, before.fsyncs, "progress is not flushed");
+    let seen = FsPlanRepository::new(root.path())
+        .load(&id)
+        .await
+        .expect("load");
+    let attempt = seen.state.nodes[0].last_attempt().expect("an attempt");
+    assert_eq!(attempt.phases.len(), 1, "{attempt:?}");
+    assert_eq!(attempt.phases[0].phase, Phase::Work);
+
+    let done = StateChange::Succeeded { node: 0, at: 2_002 };
+    assert!(!done.is_progress());
+    store.append(&id, &[done]).await.expect("succeed");
+    let flushed = store.io_stats();
+    assert_eq!(
+        flushed.fsyncs,
+        written.fsyncs + 1,
+        "the next change is flushed"
+    );
+    let seen = FsPlanRepository::new(root.path())
+        .load(&id)
+        .await
+        .expect("load");
+    assert_eq!(seen.state.nodes[0].status, NodeStatus::Succeeded);
+    assert_eq!(seen.state.nodes[0].attempts[0].phases.len(), 1);
+}
