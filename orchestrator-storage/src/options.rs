@@ -12,11 +12,7 @@ use orchestrator_core::redact::SecretNames;
 #[non_exhaustive]
 pub enum Durability {
     /// Every state append and every snapshot is flushed to the disk (`fsync`) before the call
-    /// returns: nothing acknowledged is lost even on power loss. The default. (A running job's
-    /// progress appended alone, [`PlanRepository::append_progress`], is flushed with the next
-    /// append: a power loss may lose it, never a transition after it.)
-    ///
-    /// [`PlanRepository::append_progress`]: orchestrator_core::PlanRepository::append_progress
+    /// returns: nothing acknowledged is lost even on power loss. The default.
     #[default]
     Full,
     /// Data is handed to the operating system but not flushed: acknowledged changes survive a

@@ -36,9 +36,7 @@ use crate::{logs, secrets, snapshot, specs};
 ///
 /// - Every change is appended to the journal with one write and (with [`Durability::Full`],
 ///   the default) one flush: a transition costs O(size of the change), whatever the plan's
-///   size. A batch of a running job's progress alone
-///   ([`PlanRepository::append_progress`]) is written without its flush: the next batch's
-///   covers it. The journal is folded into a new snapshot from time to time (see
+///   size. The journal is folded into a new snapshot from time to time (see
 ///   [`crate::Compaction`]); a large plan's on a thread of its own while appends go on, which
 ///   the last handle of the store to be dropped waits for. Every file is replaced atomically,
 ///   and a crash at any point leaves a readable plan holding a prefix of the appended batches,
