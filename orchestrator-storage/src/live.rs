@@ -275,25 +275,11 @@ impl Live {
 
     /// Appends `changes` (the caller holds the plan's write lock and has checked
     /// [`Live::is_current`]). Applies them in order and writes the ones that apply as one
-    /// record, flushed (with [`Durability::Full`]). On `Err`, this state may no longer match
-    /// the disk: drop it.
-    #[cfg(test)]
+    /// record. On `Err`, this state may no longer match the disk: drop it.
     pub(crate) fn append(
         &mut self,
         ctx: &Ctx<'_>,
         changes: &[StateChange],
-    ) -> Result<(), StoreError> {
-        self.append_flushing(ctx, changes, true)
-    }
-
-    /// [`Live::append`], flushing the record only when `flush` (and [`Durability::Full`]):
-    /// records written without it are flushed with the next one that is, in the same file,
-    /// or folded into the next snapshot, which is.
-    pub(crate) fn append_flushing(
-        &mut self,
-        ctx: &Ctx<'_>,
-        changes: &[StateChange],
-        flush: bool,
     ) -> Result<(), StoreError> {
         self.finish_pending(ctx);
         self.prepare_journal(ctx)?;
@@ -327,7 +313,7 @@ impl Live {
             let file = self.appender(ctx)?;
             file.write_all(&bytes).map_err(failed("append to"))?;
             ctx.counters.wrote(Account::Journal, bytes.len());
-            if flush && ctx.sync() {
+            if ctx.sync() {
                 ctx.counters.fsync();
                 file.sync_data().map_err(failed("flush"))?;
             }

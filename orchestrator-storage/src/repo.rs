@@ -421,12 +421,7 @@ impl Inner {
 
     /// Appends `changes`; returns the compaction to run in the background, if one is due (see
     /// [`FsPlanRepository::compact_in_background`]).
-    fn append(
-        &self,
-        plan: &PlanId,
-        changes: &[StateChange],
-        flush: bool,
-    ) -> Result<Option<Later>, StoreError> {
+    fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<Option<Later>, StoreError> {
         if changes.is_empty() {
             return self.existing(plan).map(|_| None);
         }
@@ -440,10 +435,10 @@ impl Inner {
             _ => self.read(&ctx)?,
         };
         let ended_before = live.record.state.ended_at;
-        live.append_flushing(&ctx, changes, flush)?;
+        live.append(&ctx, changes)?;
         let mut later = None;
         if live.compaction_due(&ctx) {
-            // The changes are already in the journal: a failed compaction is only reported, and
+            // The changes are already durable: a failed compaction is only reported, and
             // the next append reads the plan afresh.
             match live.start_compaction(&ctx) {
                 Ok(started) => later = started.map(|job| Later::Snapshot(Box::new(job))),
@@ -652,42 +647,6 @@ impl FsPlanRepository {
         .await
     }
 
-    /// Appends `changes` on the blocking pool, flushing them (with [`Durability::Full`]) when
-    /// `flush`; hands the list back.
-    async fn append_on_pool(
-        &self,
-        plan: &PlanId,
-        changes: Vec<StateChange>,
-        flush: bool,
-    ) -> (Result<(), StoreError>, Vec<StateChange>) {
-        // On the blocking pool, which takes the list there and back: the engine's journal
-        // writer gives up its list for the append, so nothing is copied. (Copying it cost a
-        // 10,000-node run ~2 ms of CPU, beside the engine's. Running the append in place with
-        // `block_in_place` saved the copy too, but made the ninja tree of
-        // `benches/vs_ninja.sh` 6-13% slower.)
-        let inner = self.inner.clone();
-        let id = plan.clone();
-        let ran = tokio::task::spawn_blocking(move || {
-            // A panic must not take the list with it: the caller retries with it.
-            let append = std::panic::AssertUnwindSafe(|| inner.append(&id, &changes, flush));
-            let later = std::panic::catch_unwind(append)
-                .unwrap_or_else(|_| Err(task_failed("the append panicked")));
-            (later, changes)
-        })
-        .await;
-        let (later, changes) = match ran {
-            Ok(ran) => ran,
-            // Cancelled before it ran (the runtime is shutting down): the list is gone.
-            Err(e) => (Err(task_failed(e)), Vec::new()),
-        };
-        let result = later.map(|later| {
-            if let Some(later) = later {
-                self.compact_in_background(plan, later);
-            }
-        });
-        (result, changes)
-    }
-
     /// Runs `later` on a thread of its own (see [`crate::Compaction::background_bytes`]).
     fn compact_in_background(&self, plan: &PlanId, later: Later) {
         let (inner, id) = (self.inner.clone(), plan.clone());
@@ -741,17 +700,32 @@ impl PlanRepository for FsPlanRepository {
         plan: &PlanId,
         changes: Vec<StateChange>,
     ) -> (Result<(), StoreError>, Vec<StateChange>) {
-        self.append_on_pool(plan, changes, true).await
-    }
-
-    async fn append_progress(
-        &self,
-        plan: &PlanId,
-        changes: Vec<StateChange>,
-    ) -> (Result<(), StoreError>, Vec<StateChange>) {
-        // Written, not flushed: the next flushed append (to the same journal, or the
-        // snapshot a compaction writes) makes them durable.
-        self.append_on_pool(plan, changes, false).await
+        // On the blocking pool, which takes the list there and back: the engine's journal
+        // writer gives up its list for the append, so nothing is copied. (Copying it cost a
+        // 10,000-node run ~2 ms of CPU, beside the engine's. Running the append in place with
+        // `block_in_place` saved the copy too, but made the ninja tree of
+        // `benches/vs_ninja.sh` 6-13% slower.)
+        let inner = self.inner.clone();
+        let id = plan.clone();
+        let ran = tokio::task::spawn_blocking(move || {
+            // A panic must not take the list with it: the caller retries with it.
+            let append = std::panic::AssertUnwindSafe(|| inner.append(&id, &changes));
+            let later = std::panic::catch_unwind(append)
+                .unwrap_or_else(|_| Err(task_failed("the append panicked")));
+            (later, changes)
+        })
+        .await;
+        let (later, changes) = match ran {
+            Ok(ran) => ran,
+            // Cancelled before it ran (the runtime is shutting down): the list is gone.
+            Err(e) => (Err(task_failed(e)), Vec::new()),
+        };
+        let result = later.map(|later| {
+            if let Some(later) = later {
+                self.compact_in_background(plan, later);
+            }
+        });
+        (result, changes)
     }
 
     async fn load(&self, plan: &PlanId) -> Result<PlanRecord, StoreError> {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use orchestrator_core::plan::{Isolation, JobSpec, PlanSpec, WorkSpec};
 use orchestrator_core::{
-    FnRunner, NodeStatus, Orchestrator, Phase, PlanId, PlanRepository, PlanStatus, WorkOutput,
+    FnRunner, NodeStatus, Orchestrator, PlanId, PlanRepository, PlanStatus, WorkOutput,
 };
 use orchestrator_storage::FsPlanRepository;
 use tokio::sync::Semaphore;
@@ -82,63 +82,5 @@ async fn a_plan_run_at_once_is_stored_started_and_a_chained_one_is_not() {
             .expect("reload");
         assert_eq!(done.status(), PlanStatus::Succeeded);
         assert!(done.state.started_at.is_some());
-    }
-}
-
-/// A chain of jobs whose prechecks and work each take a while: the end of a job's prechecks
-/// and the start of its work are journaled together, and alone (its start went with the
-/// job's launch). Such a batch of progress is written without a flush of its own (the next
-/// change's covers it), so the plan's journal is flushed fewer times than it is appended to.
-/// A second handle then reads every job's work phase, started and ended.
-#[tokio::test]
-async fn a_running_jobs_progress_is_journaled_without_a_flush_of_its_own() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = FsPlanRepository::new(dir.path().join("store"));
-    let o = Orchestrator::builder()
-        .repository(store.clone())
-        .runner(
-            "shell",
-            FnRunner::new(|_, _| async {
-                tokio::time::sleep(std::time::Duration::from_millis(30)).await;
-                Ok(WorkOutput::default())
-            }),
-        )
-        .build()
-        .expect("build");
-    let mut spec = PlanSpec::new("slow chain").isolation(Isolation::None);
-    for i in 0..6 {
-        let job = JobSpec::new(format!("job-{i}"), "Wait", WorkSpec::shell("true"))
-            .prechecks(WorkSpec::shell("true"));
-        spec = spec.job(match i {
-            0 => job,
-            _ => job.depends_on([format!("job-{}", i - 1)]),
-        });
-    }
-    let id = o.create_plan(spec, dir.path()).await.expect("create");
-    let before = store.io_stats();
-    o.start(&id).await.expect("start");
-    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
-    o.close(&id).await.expect("close");
-    let after = store.io_stats();
-    let (appends, fsyncs) = (after.appends - before.appends, after.fsyncs - before.fsyncs);
-    assert!(
-        fsyncs >= 1 && fsyncs < appends,
-        "{appends} appends, {fsyncs} fsyncs"
-    );
-
-    let stored = FsPlanRepository::new(dir.path().join("store"))
-        .load(&id)
-        .await
-        .expect("reload");
-    assert_eq!(stored.status(), PlanStatus::Succeeded);
-    for node in &stored.state.nodes {
-        let attempt = node.last_attempt().expect("an attempt");
-        let work = attempt.phases.iter().find(|p| p.phase == Phase::Work);
-        assert!(
-            work.is_some_and(|w| w.ended_at.is_some()),
-            "{}: {:?}",
-            node.id,
-            attempt.phases
-        );
     }
 }

@@ -206,13 +206,7 @@ async fn write_loop(
         tokio::task::yield_now().await;
         let mut taken = queue.take();
         if !taken.changes.is_empty() {
-            // Nothing waits for a batch of a running job's progress alone: it is written
-            // without waiting for the disk, which the next batch's flush covers.
-            let progress = taken.after.is_empty()
-                && !taken.closed
-                && taken.status.is_none_or(|s| s == published)
-                && taken.changes.iter().all(StateChange::is_progress);
-            taken.changes = append(&ctx, &plan, taken.changes, progress, &failing).await;
+            taken.changes = append(&ctx, &plan, taken.changes, &failing).await;
         }
         queue.give_back(taken.changes);
         if let Some(status) = taken.status.filter(|s| *s != published) {
@@ -238,25 +232,18 @@ async fn write_loop(
 /// Appends, retrying transient failures for as long as it takes: dropping a change would break
 /// the journal's prefix property. A plan that no longer exists in the store is given up on.
 /// The list goes to the store without being copied (see [`PlanRepository::append_owned`]);
-/// what the store hands back is returned, for reuse. A list of `progress` alone goes as such
-/// ([`PlanRepository::append_progress`]).
+/// what the store hands back is returned, for reuse.
 ///
 /// [`PlanRepository::append_owned`]: crate::repository::PlanRepository::append_owned
-/// [`PlanRepository::append_progress`]: crate::repository::PlanRepository::append_progress
 async fn append(
     ctx: &EngineCtx,
     plan: &PlanId,
     mut changes: Vec<StateChange>,
-    progress: bool,
     failing: &AtomicBool,
 ) -> Vec<StateChange> {
     loop {
         let sent = changes.len();
-        let (result, back) = if progress {
-            ctx.repository.append_progress(plan, changes).await
-        } else {
-            ctx.repository.append_owned(plan, changes).await
-        };
+        let (result, back) = ctx.repository.append_owned(plan, changes).await;
         changes = back;
         match result {
             Ok(()) => {

@@ -278,50 +278,6 @@ pub trait PlanRepository: Send + Sync + Debug + 'static {
         (result, changes)
     }
 
-    /// [`PlanRepository::append_owned`] of changes that only report a running job's progress
-    /// (each [`StateChange::is_progress`]): the store may return once they are written,
-    /// before they reach the disk, and make them durable with the next append that does (its
-    /// changes come after them in the plan's journal). They are still appended in order and
-    /// seen by `load` at once; a crash of the process loses none of them, a power loss at
-    /// most these last ones, never a transition after them. The default appends them as any
-    /// other changes.
-    ///
-    /// The engine appends a batch this way when nothing waits for it (no reply, no plan
-    /// status): the start of each phase of a job that is still running, and the worktree it
-    /// runs in. A 32-job plan in worktrees (4 at a time) flushed its journal 94-99 times
-    /// instead of 160.
-    ///
-    /// ```
-    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// use orchestrator_core::repository::PlanRepository;
-    /// use orchestrator_core::state::{PlanRecord, StateChange};
-    /// use orchestrator_core::plan::PlanSpec;
-    /// use orchestrator_core::{InMemoryPlanRepository, NodeStatus, Phase, PlanId};
-    ///
-    /// let store = InMemoryPlanRepository::new();
-    /// let id = PlanId::random();
-    /// let plan = PlanRecord::new(id.clone(), PlanSpec::new("p"), std::env::temp_dir(), 1, 0);
-    /// store.create(&plan).await.unwrap();
-    /// let ready = StateChange::Node { node: 0, status: NodeStatus::Ready, at: 1 };
-    /// let launched = StateChange::Launched { node: 0, at: 1, resume_from: None };
-    /// store.append(&id, &[ready, launched]).await.unwrap();
-    /// // The job is running: the start of its work is progress.
-    /// let started = StateChange::PhaseStarted { node: 0, phase: Phase::Work, at: 2 };
-    /// assert!(started.is_progress());
-    /// let (result, _) = store.append_progress(&id, vec![started]).await;
-    /// assert!(result.is_ok());
-    /// let phases = &store.load(&id).await.unwrap().state.nodes[0].attempts[0].phases;
-    /// assert_eq!(phases[0].phase, Phase::Work);
-    /// # });
-    /// ```
-    async fn append_progress(
-        &self,
-        plan: &PlanId,
-        changes: Vec<StateChange>,
-    ) -> (Result<(), StoreError>, Vec<StateChange>) {
-        self.append_owned(plan, changes).await
-    }
-
     /// The plan with every appended change applied.
     async fn load(&self, plan: &PlanId) -> Result<PlanRecord, StoreError>;
 

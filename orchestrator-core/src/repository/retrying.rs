@@ -130,15 +130,6 @@ impl PlanRepository for Retrying {
         self.0.append_owned(plan, changes).await
     }
 
-    async fn append_progress(
-        &self,
-        plan: &PlanId,
-        changes: Vec<StateChange>,
-    ) -> (Result<(), StoreError>, Vec<StateChange>) {
-        // Not retried, as `append`.
-        self.0.append_progress(plan, changes).await
-    }
-
     async fn load(&self, plan: &PlanId) -> Result<PlanRecord, StoreError> {
         again("load", || self.0.load(plan)).await
     }

@@ -343,30 +343,6 @@ pub enum StateChange {
 }
 
 impl StateChange {
-    /// Whether the change only reports a running job's progress: a phase's start or end, or
-    /// the worktree it was given. No node or plan changes status, and nothing is recorded
-    /// that a crash could not do without: a job whose progress is lost is still running in
-    /// the record, and runs again as a crashed one (see
-    /// [`crate::repository::PlanRepository::append_progress`]); a worktree the record does
-    /// not name is an orphan, which the sweep removes. A worktree's removal is not progress.
-    ///
-    /// ```
-    /// use orchestrator_core::state::StateChange;
-    /// use orchestrator_core::Phase;
-    ///
-    /// assert!(StateChange::PhaseStarted { node: 0, phase: Phase::Work, at: 1 }.is_progress());
-    /// assert!(!StateChange::Launched { node: 0, at: 1, resume_from: None }.is_progress());
-    /// ```
-    pub fn is_progress(&self) -> bool {
-        matches!(
-            self,
-            StateChange::PhaseStarted { .. }
-                | StateChange::PhaseEnded { .. }
-                | StateChange::PhaseRan { .. }
-                | StateChange::Worktree { path: Some(_), .. }
-        )
-    }
-
     /// The one-step changes a change that records several steps at once stands for, in order
     /// ([`StateChange::Launched`], [`StateChange::PhaseRan`], [`StateChange::Succeeded`]);
     /// `None` for every other change. Applying the steps gives the same record as applying
