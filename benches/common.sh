@@ -8,6 +8,12 @@ cargo build --release -q -p orchestrator-cli
 BIN="$CARGO_TARGET_DIR/release/orchestrator"
 
 WORK=$(mktemp -d)
+# Each folder made in $WORK gets a block group of its own, as a top-level folder would (ext4's
+# `T` flag; ignored elsewhere). Otherwise a repository lands in the group of its parent, where
+# files deleted a short while ago (the git script removes 32 worktrees a run) make ext4 scan
+# past their inodes for every new file: after 36,000 deletions nearby, the orchestrator's run
+# of the 900-file worktree bench took 2.1 s (3.7 s of it in the kernel) instead of 0.33 s.
+chattr +T "$WORK" 2>/dev/null || true
 cleanup() {
   if declare -F cleanup_more >/dev/null; then cleanup_more; fi
   rm -rf "$WORK"

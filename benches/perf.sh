@@ -21,8 +21,10 @@
 # The store's and the agent jobs' numbers move with the disk: on ext4 without a journal (this
 # machine kind), creating a file took 0.015 ms in one folder and 0.7-1.0 ms in another after
 # many files had been deleted near it (the allocator skips inodes freed a short while ago), and
-# the agent jobs' overhead went from 15-18 to 55-78 ms for both builds compared. Compare builds
-# side by side, alternating; when numbers jump, time the creation of 100 empty files in $TMPDIR.
+# the agent jobs' overhead went from 15-18 to 55-78 ms for both builds compared. So every
+# repository and store of the benchmarks is made in $WORK, flagged for ext4 to give each folder
+# in it a block group of its own (benches/common.sh). Compare builds side by side, alternating;
+# when numbers jump, time the creation of 100 empty files in $TMPDIR.
 #
 # It builds the examples and the CLI from this checkout into $CARGO_TARGET_DIR: to compare two
 # builds, run each from its own checkout (`git worktree add`) with its own CARGO_TARGET_DIR.
@@ -87,7 +89,9 @@ if want store; then
   # within minutes (the disk's flush latency moves; see each invocation's `disk floor`).
   ratios=()
   for ((k = 1; k <= 3; k++)); do
-    out=$("$EX/store_bench" --nodes 10000 --rounds "$((RUNS * 3))")
+    # Its stores in $WORK, whose folders ext4 places in block groups of their own (see
+    # benches/common.sh).
+    out=$(TMPDIR="$WORK" "$EX/store_bench" --nodes 10000 --rounds "$((RUNS * 3))")
     sed 's/^/store: /' <<<"$out"
     ratios+=("$(sed -nE 's/^file\(full\) .* ratio=([0-9.]+) .*/\1/p' <<<"$out")")
   done
