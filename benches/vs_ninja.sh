@@ -170,7 +170,7 @@ for ((r = 1; r <= RUNS; r++)); do
 
   # The same with state changes handed to the OS without fsync (survives kill -9, not power
   # loss): the git CLI script fsyncs nothing, and the orchestrator fsyncs its journal about
-  # five times a job, which on a slow disk is most of its time.
+  # five times a job (off the jobs' path: none waits for the journal).
   frepo="$WORK/wide-flush-$r"
   cp -a "$template" "$frepo"
   sync

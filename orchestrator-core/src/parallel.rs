@@ -3,22 +3,23 @@
 //! looked up in [`crate::plan::PlanGraph`]), and the file store's encoding, decoding and
 //! replay of a large stored plan.
 
-/// The number of jobs from which a plan's creation splits its longest passes over two threads
-/// (indexing producerIds while the jobs are checked, looking dependencies up, making the
-/// nodes' ids). Below it each pass takes a few milliseconds at most, and starting a thread
-/// is not worth it.
+/// The number of jobs from which a plan's creation splits two of its passes over two threads
+/// (indexing producerIds while the jobs are checked, making the nodes' ids while the plan is
+/// validated). Below it each pass takes a few milliseconds at most, and starting a thread is
+/// not worth it. (The graph splits its dependency lookups by their own count.)
 pub const LARGE_PLAN: usize = 1 << 18;
 
 /// Runs `a` and `b`: `a` on a new thread named `name` while `b` runs on the calling thread
 /// when `parallel`, else (or when no thread can be started) both on the calling thread, one
-/// after the other. Errs, saying so, when `a`'s thread panicked.
+/// after the other. `a`'s result is an error, saying so, when its thread panicked; `b`'s is
+/// kept either way, so a caller redoes only `a`.
 ///
 /// ```
 /// use orchestrator_core::parallel::both;
 ///
 /// let mut halves = [0u64; 2];
 /// let (left, right) = halves.split_at_mut(1);
-/// let done = both("example", true, || left[0] = (0..1_000).sum(), || right[0] = (1_000..2_000).sum());
+/// let (done, ()) = both("example", true, || left[0] = (0..1_000).sum(), || right[0] = (1_000..2_000).sum());
 /// assert!(done.is_ok());
 /// assert_eq!(halves, [499_500, 1_499_500]);
 /// ```
@@ -27,12 +28,12 @@ pub fn both<A, B>(
     parallel: bool,
     a: impl FnOnce() -> A + Send,
     b: impl FnOnce() -> B,
-) -> Result<(A, B), String>
+) -> (Result<A, String>, B)
 where
     A: Send,
 {
     if !parallel {
-        return Ok((a(), b()));
+        return (Ok(a()), b());
     }
     // Held where the calling thread can still take it if no thread starts.
     let a = std::sync::Mutex::new(Some(a));
@@ -45,10 +46,11 @@ where
         let a = match spawned {
             Ok(handle) => handle
                 .join()
-                .map_err(|_| format!("the thread {name} panicked"))?,
-            Err(_) => take_a().map(|f| f()),
+                .map_err(|_| format!("the thread {name} panicked")),
+            Err(_) => Ok(take_a().map(|f| f())),
         };
-        a.map(|a| (a, b))
-            .ok_or_else(|| format!("the work of the thread {name} did not run"))
+        let a =
+            a.and_then(|a| a.ok_or_else(|| format!("the work of the thread {name} did not run")));
+        (a, b)
     })
 }

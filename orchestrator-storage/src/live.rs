@@ -216,8 +216,8 @@ impl Live {
             };
             let parallel = journal_bytes > PARALLEL_JOURNAL_BYTES;
             let (scans, record) =
-                both(DECODE_THREAD, parallel, scan_all, || envelope.decode(&path))
-                    .map_err(|message| corrupt(&path, message))?;
+                both(DECODE_THREAD, parallel, scan_all, || envelope.decode(&path));
+            let scans = scans.map_err(|message| corrupt(&path, message))?;
             let ((scan, next), mut record) = (scans?, record?);
             if &record.state.id != ctx.plan {
                 return Err(corrupt(

@@ -168,11 +168,9 @@ fn encode_with(
             state: state_json()?,
         }));
     }
-    let (spec, state) = match both(DECODE_THREAD, parallel, spec_json, state_json) {
-        Ok((spec, state)) => (spec?, state?),
-        // No thread could run: one after the other.
-        Err(_) => (spec_json()?, state_json()?),
-    };
+    let (spec, state) = both(DECODE_THREAD, parallel, spec_json, state_json);
+    // The spec's thread panicked (it does not): encoded again, here.
+    let (spec, state) = (spec.unwrap_or_else(|_| spec_json())?, state?);
     let spec = Arc::new(spec);
     cache.0 = Some((record.spec.clone(), spec.clone()));
     Ok(Encoded(Text::Pieces { head, spec, state }))
@@ -270,8 +268,8 @@ impl Envelope<'_> {
                     parallel,
                     || fast_json::read_spec(spec.get()),
                     || fast_json::read_state(state.get()),
-                )
-                .map_err(|message| corrupt(path, message))?;
+                );
+                let spec = spec.map_err(|message| corrupt(path, message))?;
                 Ok(PlanRecord {
                     spec: Arc::new(spec.map_err(|e| invalid("spec", e))?),
                     state: state.map_err(|e| invalid("state", e))?,

@@ -123,16 +123,15 @@ impl Orchestrator {
             scaffolding,
         };
         let jobs = spec.jobs.len();
-        let (mut nodes, graph) = match crate::parallel::both(
+        let (nodes, graph) = crate::parallel::both(
             "orchestrator-nodes",
             jobs >= crate::parallel::LARGE_PLAN,
             || crate::state::fresh_nodes(jobs),
             || validate(&spec, context),
-        ) {
-            Ok((nodes, graph)) => (nodes, graph?),
-            // Making the nodes panicked (it does not): they are made below, here.
-            Err(_) => (Vec::new(), validate(&spec, context)?),
-        };
+        );
+        let graph = graph?;
+        // Making the nodes panicked (it does not): they are made below, here.
+        let mut nodes = nodes.unwrap_or_default();
         if spec.isolation == crate::plan::Isolation::Worktree && self.ctx.git.is_none() {
             return Err(Error::Config(ConfigProblem::NoGitLayer));
         }

@@ -182,15 +182,16 @@ impl Producers {
         let half = count / 2;
         let (rest, lookup) = (ids.clone().skip(half), &id);
         let (first, second) = found.split_at_mut(half);
-        let halves = crate::parallel::both(
+        let (second_half, ()) = crate::parallel::both(
             "orchestrator-graph",
             true,
             move || self.find_into(second, half, rest, lookup),
             || self.find_into(first, 0, ids.clone(), lookup),
         );
-        if halves.is_err() {
-            // A lookup panicked (none does): every id again, here.
-            self.find_into(&mut found, 0, ids, &id);
+        if second_half.is_err() {
+            // A lookup panicked (none does): the second half again, here.
+            let rest = ids.skip(half);
+            self.find_into(&mut found[half..], half, rest, &id);
         }
         found
     }

@@ -82,17 +82,14 @@ impl<'a> Validator<'a> {
     pub(super) fn jobs(&mut self, spec: &'a PlanSpec) -> Producers {
         let ids = || spec.jobs.iter().map(|j| j.producer_id.as_str());
         let large = spec.jobs.len() >= crate::parallel::LARGE_PLAN;
-        let indexed = crate::parallel::both(
+        let (indexed, ()) = crate::parallel::both(
             "orchestrator-validate",
             large,
             || Producers::of(ids()),
             || self.job_fields(spec),
         );
         // The index panicked (it does not): built again, here.
-        let (producers, repeated) = match indexed {
-            Ok((indexed, ())) => indexed,
-            Err(_) => Producers::of(ids()),
-        };
+        let (producers, repeated) = indexed.unwrap_or_else(|_| Producers::of(ids()));
         for (index, first) in repeated {
             let Some(job) = spec.jobs.get(index) else {
                 continue;
