@@ -47,8 +47,11 @@ struct EnvelopeIn<R> {
 /// be compact (see [`fast_json`]).
 pub(crate) const VERSION: u32 = SCHEMA_VERSION + 1;
 
-/// Plans with more nodes than this encode their two halves on two threads: a create or
-/// compaction of a 10,000-node plan spent 5 ms encoding its 1.9 MB snapshot.
+/// Plans with more nodes than this encode their two halves on two threads (when the spec is
+/// not cached: a creation, or the first compaction after a read). When this was set, a
+/// 10,000-node plan's 1.9 MB snapshot took 5 ms to encode; its 880 KB of today take ~1 ms at
+/// creation, too little for the second thread to start before the first is done (see
+/// [`both`]), so there the split costs a thread's start and gains nothing measurable.
 const PARALLEL_NODES: usize = 2_000;
 
 /// The JSON of the spec a plan's last snapshot was written with, kept while the record holds
