@@ -14,12 +14,12 @@ pub const LARGE_PLAN: usize = 1 << 18;
 /// after the other. `a`'s result is an error, saying so, when its thread panicked; `b`'s is
 /// kept either way, so a caller redoes only `a`.
 ///
-/// Worth it for work of several milliseconds a half, not less: the kernel often queues a new
-/// thread on its parent's core, where it starts when the caller blocks (in the join) or when a
-/// scheduler tick moves it to the idle core. On the 2-core VMs this is built on (250 Hz ticks),
-/// a thread spawned by a caller that kept its core busy started after a median 1.1 ms (1 ms of
-/// work), 2.7 ms (3 ms) and 2.9 ms (6 ms); a 10,000-node plan's creation, whose two halves of
-/// snapshot encoding take ~0.4 and ~0.7 ms, ran them one after the other this way.
+/// Worth it for work of several milliseconds a half, not less: a new thread often does not
+/// start until its caller blocks (in the join) or a scheduler tick hands it the idle core. On
+/// the 2-core VMs this is built on (250 Hz ticks), a thread spawned by a caller that then kept
+/// its core busy for 1, 3 and 6 ms started after a median 1.1, 2.7 and 2.9 ms; a 10,000-node
+/// plan's creation, whose two halves of snapshot encoding take ~0.4 and ~0.7 ms, ran them one
+/// after the other this way.
 ///
 /// ```
 /// use orchestrator_core::parallel::both;

@@ -509,9 +509,9 @@ mod tests {
         }
     }
 
-    /// Every ASCII byte and a multi-byte character, at every place of strings of 0 to 40
-    /// bytes (before, inside and after the parts compared as vectors), is written as
-    /// `serde_json` writes it.
+    /// Every ASCII byte and three wider characters, at every place of strings of 0 to 40
+    /// bytes (before, inside and after the parts compared as vectors), are written as
+    /// `serde_json` writes them.
     #[test]
     fn strings_are_written_as_serde_json_writes_them() {
         let specials = (0u8..0x80).map(char::from).chain(['é', '\u{2028}', '🦀']);
