@@ -47,11 +47,12 @@ struct EnvelopeIn<R> {
 /// be compact (see [`fast_json`]).
 pub(crate) const VERSION: u32 = SCHEMA_VERSION + 1;
 
-/// Plans with more nodes than this encode their two halves on two threads (when the spec is
-/// not cached: a creation, or the first compaction after a read). When this was set, a
-/// 10,000-node plan's 1.9 MB snapshot took 5 ms to encode; its 880 KB of today take ~1 ms at
-/// creation, too little for the second thread to start before the first is done (see
-/// [`both`]), so there the split costs a thread's start and gains nothing measurable.
+/// Plans with more nodes than this encode their two halves on two threads when the spec is
+/// not cached (see [`SpecJson`]: at creation, and at the first compaction after a read or a
+/// reshape). When this was set, a 10,000-node plan's 1.9 MB snapshot took 5 ms to encode; the
+/// 880 KB a new one is now take ~1 ms, too little for the second thread to start before the
+/// first is done (see [`both`]), so at creation the split costs a thread's start and gains
+/// nothing measurable.
 const PARALLEL_NODES: usize = 2_000;
 
 /// The JSON of the spec a plan's last snapshot was written with, kept while the record holds
