@@ -7,10 +7,9 @@
 mod common;
 
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{run_and_kill, Repo};
+use common::{kill_trials, run_and_kill, Repo};
 #[cfg(target_os = "linux")]
 use orchestrator_testkit::fixtures::{alive, gone_within, wait_for_file, wait_for_pid};
 use orchestrator_testkit::fixtures::{copy_repo, job, seed_from_env, Rng};
@@ -70,7 +69,7 @@ fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
 
     // The moments are drawn up front, so a seed replays the same kills whatever the threads do.
     let window = full.as_millis() as u64 + 100;
-    let moments: Vec<(Duration, Duration)> = (0..TRIALS)
+    let moments: Vec<(Duration, Duration)> = (0..TRIALS * 3)
         .map(|_| {
             (
                 Duration::from_millis(rng.below_u64(window)),
@@ -78,22 +77,20 @@ fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
             )
         })
         .collect();
-    let resumed = AtomicUsize::new(0);
-    let trial = |n: usize| {
+    let trial = |n: usize, &(first, second): &(Duration, Duration)| -> bool {
         let repo = Repo::copy_of(&template);
         let label = format!("trial {n} (CRASH_SEED={seed})");
-        let (first, second) = moments[n];
         if let Some(run) = run_and_kill(&repo, &["run", &plan_arg, "-q"], first) {
             // It ended before the kill: nothing to resume.
             run.expect_code(0);
             check(&repo, &reference, &label);
-            return;
+            return false;
         }
         let Some(id) = repo.latest_plan() else {
             // Killed before the plan was stored: running it again is all there is to do.
             repo.run(&["run", &plan_arg, "-q"]).expect_code(0);
             check(&repo, &reference, &label);
-            return;
+            return false;
         };
         // Every other trial, the first resume is killed too.
         if n % 2 == 1 {
@@ -103,22 +100,10 @@ fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
         resume.expect_code(0);
         assert_eq!(resume.json()["status"], "succeeded", "{label}");
         check(&repo, &reference, &label);
-        resumed.fetch_add(1, Ordering::Relaxed);
+        true
     };
-    // Two trials at a time: the jobs mostly sleep, and it halves the test's time.
-    std::thread::scope(|s| {
-        let trial = &trial;
-        let workers: Vec<_> = (0..2)
-            .map(|w| s.spawn(move || (w..TRIALS).step_by(2).for_each(trial)))
-            .collect();
-        for worker in workers {
-            if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-    });
-    let resumed = resumed.into_inner();
-    eprintln!("{resumed} of {TRIALS} trials were resumed after a kill");
+    let (ran, resumed) = kill_trials(&moments, TRIALS, trial);
+    eprintln!("{resumed} of {ran} trials were resumed after a kill");
     assert!(resumed >= TRIALS / 2, "too few kills landed mid-run");
 }
 

@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{run_and_kill, Repo};
+use common::{kill_trials, run_and_kill, Repo};
 use orchestrator_testkit::fixtures::{
     copy_repo, seed_from_env, signal, wait_child, wait_for_file, Rng,
 };
@@ -251,13 +251,13 @@ fn kill_9_at_random_moments_of_appending_jobs_gives_the_uninterrupted_tree() {
     eprintln!("uninterrupted run: {full:?}");
 
     let window = full.as_millis() as u64;
-    let moments: Vec<Duration> = (0..TRIALS)
+    let moments: Vec<Duration> = (0..TRIALS * 3)
         .map(|_| Duration::from_millis(rng.below_u64(window)))
         .collect();
-    let trial = |n: usize| -> bool {
+    let trial = |n: usize, &moment: &Duration| -> bool {
         let repo = Repo::copy_of(&template);
         let label = format!("trial {n} (CRASH_SEED={seed})");
-        if let Some(run) = run_and_kill(&repo, &["run", &plan_arg, "-q"], moments[n]) {
+        if let Some(run) = run_and_kill(&repo, &["run", &plan_arg, "-q"], moment) {
             run.expect_code(0);
             assert_eq!(tree(&repo), reference, "{label}: the tree differs");
             return false;
@@ -274,16 +274,7 @@ fn kill_9_at_random_moments_of_appending_jobs_gives_the_uninterrupted_tree() {
         assert!(left.is_empty(), "{label}: worktrees left: {left:?}");
         true
     };
-    let resumed = std::thread::scope(|s| {
-        let trial = &trial;
-        let workers: Vec<_> = (0..2)
-            .map(|w| s.spawn(move || (w..TRIALS).step_by(2).filter(|&n| trial(n)).count()))
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .sum::<usize>()
-    });
-    eprintln!("{resumed} of {TRIALS} trials were resumed after a kill");
+    let (ran, resumed) = kill_trials(&moments, TRIALS, trial);
+    eprintln!("{resumed} of {ran} trials were resumed after a kill");
     assert!(resumed >= TRIALS / 2, "too few kills landed mid-run");
 }

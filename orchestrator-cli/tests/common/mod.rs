@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -211,6 +212,56 @@ pub fn run_and_kill(repo: &Repo, args: &[&str], after: Duration) -> Option<Run> 
     child.kill().expect("kill -9");
     let _ = child.wait();
     None
+}
+
+/// Kill trials, two at a time (their jobs mostly sleep). Trial `n` gets `moments[n]`, drawn
+/// up front from the test's seed, so a seed replays trial `n`'s kill whatever the threads do;
+/// it says whether its kill landed mid-run and the run was resumed. A kill before the plan
+/// was stored or after the run ended tests no resume, and how many do depends on how fast
+/// this machine runs the trials against the reference run (the first, cold, run of the
+/// binary); so when fewer than half of the first `trials` were resumed, more trials run, up
+/// to `moments.len()`, until half as many are. Returns the trials run and those resumed.
+pub fn kill_trials<M: Sync>(
+    moments: &[M],
+    trials: usize,
+    trial: impl Fn(usize, &M) -> bool + Sync,
+) -> (usize, usize) {
+    let (next, ran, resumed) = (
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    );
+    // A failed trial stops the other worker too, instead of it running out every moment.
+    let failed = AtomicBool::new(false);
+    struct OnPanic<'a>(&'a AtomicBool);
+    impl Drop for OnPanic<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+    let worker = || loop {
+        let n = next.fetch_add(1, Ordering::SeqCst);
+        let enough = n >= trials && resumed.load(Ordering::SeqCst) >= trials / 2;
+        if enough || n >= moments.len() || failed.load(Ordering::SeqCst) {
+            break;
+        }
+        let _guard = OnPanic(&failed);
+        ran.fetch_add(1, Ordering::SeqCst);
+        if trial(n, &moments[n]) {
+            resumed.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    std::thread::scope(|s| {
+        let workers = [s.spawn(worker), s.spawn(worker)];
+        for w in workers {
+            if let Err(panic) = w.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+    (ran.into_inner(), resumed.into_inner())
 }
 
 /// The server, spoken to line by line.
