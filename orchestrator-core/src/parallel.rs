@@ -19,7 +19,12 @@ pub const LARGE_PLAN: usize = 1 << 18;
 /// the 2-core VMs this is built on (250 Hz ticks), a thread spawned by a caller that then kept
 /// its core busy for 1, 3 and 6 ms started after a median 1.1, 2.7 and 2.9 ms; a 10,000-node
 /// plan's creation, whose two halves of snapshot encoding take ~0.4 and ~0.7 ms, ran them one
-/// after the other this way.
+/// after the other this way. A thread that already exists and is woken does no better there:
+/// it starts within microseconds, but on its waker's core (a helper parked on a channel ran two
+/// 0.3 ms halves in 0.61 ms, two 1 ms halves in 2.0 ms), and two threads starting from idle
+/// with 1 to 30 ms of work each took 1.6-2.7 times one half, not 1. Those VMs' kernel packs
+/// short work onto one virtual CPU (it has a `kernel.sched_vcpu_pack` setting), so only long
+/// halves, like a 1M-job plan's, reach the second core.
 ///
 /// ```
 /// use orchestrator_core::parallel::both;
