@@ -22,9 +22,10 @@ pub const LARGE_PLAN: usize = 1 << 18;
 /// after the other this way. A thread that already exists and is woken does no better there:
 /// it starts within microseconds, but on its waker's core (a helper parked on a channel ran two
 /// 0.3 ms halves in 0.61 ms, two 1 ms halves in 2.0 ms), and two threads starting from idle
-/// with 1 to 30 ms of work each took 1.6-2.7 times one half, not 1. Those VMs' kernel packs
-/// short work onto one virtual CPU (it has a `kernel.sched_vcpu_pack` setting), so only long
-/// halves, like a 1M-job plan's, reach the second core.
+/// with 1 to 30 ms of work each took 1.6-2.7 times one half, not 1. Those VMs' kernel has a
+/// `kernel.sched_vcpu_pack` setting no upstream kernel has; by its name and these numbers it
+/// packs short work onto one virtual CPU, so only long halves, like a 1M-job plan's, reach the
+/// second core.
 ///
 /// ```
 /// use orchestrator_core::parallel::both;
