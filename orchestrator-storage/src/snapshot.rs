@@ -47,14 +47,6 @@ struct EnvelopeIn<R> {
 /// be compact (see [`fast_json`]).
 pub(crate) const VERSION: u32 = SCHEMA_VERSION + 1;
 
-/// Plans with more nodes than this encode their two halves on two threads when the spec is
-/// not cached (see [`SpecJson`]: at creation, and at the first compaction after a read or a
-/// reshape). When this was set, a 10,000-node plan's 1.9 MB snapshot took 5 ms to encode; the
-/// 880 KB a new one is now take ~1 ms, too little for the second thread to start before the
-/// first is done (see [`both`]), so at creation the split costs a thread's start and gains
-/// nothing measurable.
-const PARALLEL_NODES: usize = 2_000;
-
 /// The JSON of the spec a plan's last snapshot was written with, kept while the record holds
 /// that same spec (`Arc`): a compaction rewrites the state, which changes, but encodes the
 /// spec, which rarely does (a reshape replaces it), only when it changed. (A 10,000-job spec
@@ -143,7 +135,12 @@ pub(crate) fn encode(
     created_ns: u64,
     cache: &mut SpecJson,
 ) -> Result<Encoded, serde_json::Error> {
-    let parallel = record.state.nodes.len() > PARALLEL_NODES;
+    // A large plan's (the engine's own threshold) spec and state are encoded on two threads
+    // when the spec is not cached (see `SpecJson`: at creation, and at the first compaction
+    // after a read or a reshape). Smaller halves gain nothing from a second thread on the VMs
+    // this is built on (see `both`): a 10,000-node plan's creation took 3.9-4.3 ms with the
+    // split (at 2,000 nodes, before) and without.
+    let parallel = record.state.nodes.len() >= orchestrator_core::parallel::LARGE_PLAN;
     encode_with(record, generation, created_ns, cache, parallel)
 }
 
