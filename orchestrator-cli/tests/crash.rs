@@ -102,7 +102,8 @@ fn kill_9_at_random_moments_then_resume_gives_the_same_tree() {
         check(&repo, &reference, &label);
         true
     };
-    let (ran, resumed) = kill_trials(&moments, TRIALS, trial);
+    // Two at a time: the jobs mostly sleep, and it halves the test's time.
+    let (ran, resumed) = kill_trials(&moments, TRIALS, 2, trial);
     eprintln!("{resumed} of {ran} trials were resumed after a kill");
     assert!(resumed >= TRIALS / 2, "too few kills landed mid-run");
 }

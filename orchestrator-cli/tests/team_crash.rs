@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{stand_in_claude, Repo};
+use common::{kill_trials, stand_in_claude, Repo};
 use orchestrator_testkit::fixtures::{copy_repo, seed_from_env, Rng};
 use serde_json::{json, Value};
 
@@ -124,18 +124,12 @@ fn kill_9_in_a_reflect_loop_then_resume_goes_on_from_the_stored_iteration() {
     // Kills land in the first 70% of the uninterrupted run's time: a trial can run faster than
     // the reference run (warm caches), and a kill after its end tests nothing.
     let window = full.as_millis() as u64 * 7 / 10;
-    // More trials run while fewer than half of the first were resumed (see
-    // `common::kill_trials`): how many kills land mid-run depends on how much faster than the
-    // reference run (the binary's first, cold, run) this machine runs the trials.
-    let (mut ran, mut resumed) = (0, 0);
-    for n in 0..TRIALS * 3 {
-        if n >= TRIALS && resumed >= TRIALS / 2 {
-            break;
-        }
-        ran += 1;
+    let moments: Vec<Duration> = (0..TRIALS * 3)
+        .map(|_| Duration::from_millis(100 + rng.below_u64(window.saturating_sub(200).max(1))))
+        .collect();
+    let one = |n: usize, &kill_at: &Duration| -> bool {
         let label = format!("trial {n} (CRASH_SEED={seed})");
         let trial = Trial::new(&template);
-        let kill_at = Duration::from_millis(100 + rng.below_u64(window.saturating_sub(200).max(1)));
         let child = trial
             .repo
             .command_with_agents(&trial.bin, &["run", &plan_arg, "-q"])
@@ -145,10 +139,9 @@ fn kill_9_in_a_reflect_loop_then_resume_goes_on_from_the_stored_iteration() {
             .expect("spawn");
         let killed = kill_after(child, kill_at);
         let Some(id) = trial.repo.latest_plan() else {
-            continue;
+            return false;
         };
         if killed {
-            resumed += 1;
             // What had succeeded when the process died must not run again.
             let before = trial.run(&["status", &id, "--json"]).json();
             // A team that started shows its progress in its job JSON.
@@ -182,7 +175,10 @@ fn kill_9_in_a_reflect_loop_then_resume_goes_on_from_the_stored_iteration() {
             "{label}: the final tree differs"
         );
         trial.repo.assert_clean(&label);
-    }
+        killed
+    };
+    // One at a time, as the uninterrupted run was timed.
+    let (ran, resumed) = kill_trials(&moments, TRIALS, 1, one);
     eprintln!("{resumed} of {ran} trials were resumed after a kill");
     assert!(resumed >= TRIALS / 2, "too few kills landed mid-run");
 }

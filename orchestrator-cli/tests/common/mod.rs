@@ -214,16 +214,17 @@ pub fn run_and_kill(repo: &Repo, args: &[&str], after: Duration) -> Option<Run> 
     None
 }
 
-/// Kill trials, two at a time (their jobs mostly sleep). Trial `n` gets `moments[n]`, drawn
-/// up front from the test's seed, so a seed replays trial `n`'s kill whatever the threads do;
-/// it says whether its kill landed mid-run and the run was resumed. A kill before the plan
-/// was stored or after the run ended tests no resume, and how many do depends on how fast
-/// this machine runs the trials against the reference run (the first, cold, run of the
-/// binary); so when fewer than half of the first `trials` were resumed, more trials run, up
-/// to `moments.len()`, until half as many are. Returns the trials run and those resumed.
+/// Kill trials, `workers` at a time. Trial `n` gets `moments[n]`, drawn up front from the
+/// test's seed, so a seed replays trial `n`'s kill whatever the threads do; it says whether
+/// its kill landed mid-run and the run was resumed. A kill before the plan was stored or after
+/// the run ended tests no resume, and how many do depends on how fast this machine runs the
+/// trials against the reference run (the first, cold, run of the binary); so when fewer than
+/// half of the first `trials` were resumed, more trials run, up to `moments.len()`, until half
+/// as many are. Returns the trials run and those resumed.
 pub fn kill_trials<M: Sync>(
     moments: &[M],
     trials: usize,
+    workers: usize,
     trial: impl Fn(usize, &M) -> bool + Sync,
 ) -> (usize, usize) {
     let (next, ran, resumed) = (
@@ -254,7 +255,7 @@ pub fn kill_trials<M: Sync>(
         }
     };
     std::thread::scope(|s| {
-        let workers = [s.spawn(worker), s.spawn(worker)];
+        let workers: Vec<_> = (0..workers).map(|_| s.spawn(worker)).collect();
         for w in workers {
             if let Err(panic) = w.join() {
                 std::panic::resume_unwind(panic);
