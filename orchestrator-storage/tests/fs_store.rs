@@ -659,3 +659,65 @@ async fn files_of_older_builds_still_load_and_are_compacted_before_binary_record
         "{rewritten}"
     );
 }
+
+#[tokio::test]
+async fn a_staged_plan_lives_in_a_hidden_folder_until_created_and_is_gone_when_discarded() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::new(root.path().join(".orchestrator"));
+    let plans = root.path().join(".orchestrator/plans");
+    let hidden = || -> Vec<String> {
+        files_in(&plans)
+            .into_iter()
+            .filter(|n| n.starts_with(".create-"))
+            .collect()
+    };
+    let record = plan(3);
+    let id = record.state.id.clone();
+
+    // Staged: written, flushed, hidden.
+    let staged = store.stage(&record).await.expect("stage");
+    assert_eq!(hidden().len(), 1);
+    assert!(!plans.join(id.as_str()).exists());
+    assert!(matches!(
+        store.load(&id).await,
+        Err(StoreError::NotFound(_))
+    ));
+    // Created: moved into place whole, and read back by a fresh handle.
+    store.create_staged(&record, staged).await.expect("create");
+    assert_eq!(files_in(&plans), [id.to_string()]);
+    let fresh = FsPlanRepository::new(root.path().join(".orchestrator"));
+    assert_eq!(fresh.load(&id).await.expect("load"), record);
+
+    // Staged under a taken id: refused by the stage itself, nothing left.
+    assert!(matches!(
+        store.stage(&record).await,
+        Err(StoreError::AlreadyExists(_))
+    ));
+    assert!(hidden().is_empty());
+
+    // Taken between the stage and the creation: refused, the staged folder removed, the
+    // plan that took the id untouched.
+    let other = plan(2);
+    let staged = store.stage(&other).await.expect("stage");
+    fresh
+        .create(&other)
+        .await
+        .expect("another handle creates it");
+    let created = store.create_staged(&other, staged).await;
+    assert!(
+        matches!(created, Err(StoreError::AlreadyExists(_))),
+        "{created:?}"
+    );
+    assert!(hidden().is_empty());
+    assert_eq!(fresh.load(&other.state.id).await.expect("load"), other);
+
+    // Discarded, or dropped unused: removed.
+    let third = plan(4);
+    let staged = store.stage(&third).await.expect("stage");
+    assert_eq!(hidden().len(), 1);
+    store.discard(staged).await;
+    assert!(hidden().is_empty());
+    drop(store.stage(&third).await.expect("stage"));
+    assert!(hidden().is_empty());
+    assert!(!plans.join(third.state.id.as_str()).exists());
+}

@@ -84,3 +84,74 @@ async fn a_plan_run_at_once_is_stored_started_and_a_chained_one_is_not() {
         assert!(done.state.started_at.is_some());
     }
 }
+
+/// `n` jobs, each depending on the one before.
+fn chain(name: &str, n: usize) -> PlanSpec {
+    let mut spec = PlanSpec::new(name).isolation(Isolation::None);
+    for i in 0..n {
+        let mut job = JobSpec::new(format!("job-{i}"), "T", WorkSpec::shell("true"));
+        if i > 0 {
+            job = job.depends_on([format!("job-{}", i - 1)]);
+        }
+        spec = spec.job(job);
+    }
+    spec
+}
+
+/// The names in the store's `plans` folder, hidden ones (creations under way) too.
+fn plan_folders(store: &FsPlanRepository) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(store.root().join("plans"))
+        .map(|entries| {
+            entries
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_plan_is_written_while_it_is_checked_and_nothing_of_an_invalid_one_stays() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = FsPlanRepository::new(dir.path().join("store"));
+    let gate = Arc::new(Semaphore::new(0));
+    let o = gated(&store, &gate);
+
+    // 2,000 jobs, the last depending on a job that does not exist: refused, and neither a
+    // plan folder nor the hidden folder it was written into is left.
+    let mut bad = chain("bad", 2_000);
+    bad.jobs[1_999].dependencies.push("missing".into());
+    let refused = o.run(bad, dir.path()).await;
+    match refused {
+        Err(orchestrator_core::Error::Invalid(problems)) => {
+            assert_eq!(problems.0.len(), 1, "{problems:?}");
+            assert_eq!(problems.0[0].value, "missing", "{problems:?}");
+        }
+        other => panic!("an unknown dependency: {other:?}"),
+    }
+    assert_eq!(plan_folders(&store), Vec::<String>::new());
+    assert!(store.list().await.expect("list").plans.is_empty());
+
+    // A valid one is stored before `run` returns, not started (the start follows through
+    // the journal), and runs to the end.
+    let id = o.run(chain("good", 2_000), dir.path()).await.expect("run");
+    assert_eq!(plan_folders(&store), vec![id.to_string()]);
+    let snapshot = created_snapshot(&store, &id);
+    assert!(!snapshot.contains("\"startedAt\""), "{snapshot:.300}");
+    let stored = FsPlanRepository::new(dir.path().join("store"))
+        .load(&id)
+        .await
+        .expect("load");
+    assert!(stored.state.started_at.is_some(), "the start is stored");
+    assert_eq!(stored.state.nodes.len(), 2_000);
+    gate.add_permits(2_000);
+    assert_eq!(o.wait(&id).await.expect("wait"), PlanStatus::Succeeded);
+    o.close(&id).await.expect("close");
+    let done = FsPlanRepository::new(dir.path().join("store"))
+        .load(&id)
+        .await
+        .expect("reload");
+    assert_eq!(done.status(), PlanStatus::Succeeded);
+    assert_eq!(plan_folders(&store), vec![id.to_string()]);
+}

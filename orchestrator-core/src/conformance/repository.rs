@@ -35,6 +35,7 @@ where
 {
     create_then_load_round_trips(factory().await).await;
     create_twice_is_already_exists(factory().await).await;
+    a_staged_plan_is_seen_once_created_and_never_if_discarded(factory().await).await;
     missing_plan_is_not_found(factory().await).await;
     append_then_load_equals_replay(factory().await).await;
     an_owned_list_is_appended_and_a_refused_one_comes_back_whole(factory().await).await;
@@ -74,6 +75,59 @@ async fn create_then_load_round_trips<R: PlanRepository>(store: R) {
     // A second load reads the same.
     let again = ok(CASE, "second load", store.load(&plan.state.id).await);
     assert_eq!(again, plan, "[{CASE}] second load differs");
+}
+
+async fn a_staged_plan_is_seen_once_created_and_never_if_discarded<R: PlanRepository>(store: R) {
+    const CASE: &str = "a_staged_plan_is_seen_once_created_and_never_if_discarded";
+    let plan = record("staged");
+    let staged = ok(CASE, "stage", store.stage(&plan).await);
+    let listed = ok(CASE, "list while staged", store.list().await);
+    assert!(
+        listed.plans.is_empty() && listed.damaged.is_empty(),
+        "[{CASE}] a staged plan is listed before it is created"
+    );
+    assert!(
+        matches!(
+            store.load(&plan.state.id).await,
+            Err(StoreError::NotFound(_))
+        ),
+        "[{CASE}] a staged plan loads before it is created"
+    );
+    ok(
+        CASE,
+        "create staged",
+        store.create_staged(&plan, staged).await,
+    );
+    assert_eq!(
+        ok(CASE, "load", store.load(&plan.state.id).await),
+        plan,
+        "[{CASE}] the created plan differs from the staged one"
+    );
+    // Staged again under a taken id: refused, and nothing of it is left.
+    let staged = store.stage(&plan).await;
+    let created = match staged {
+        Ok(staged) => store.create_staged(&plan, staged).await,
+        Err(e) => Err(e),
+    };
+    assert!(
+        matches!(created, Err(StoreError::AlreadyExists(_))),
+        "[{CASE}] staging a taken id answered {created:?}"
+    );
+    // Discarded: never seen.
+    let other = record("discarded");
+    let staged = ok(CASE, "stage another", store.stage(&other).await);
+    store.discard(staged).await;
+    assert!(
+        matches!(
+            store.load(&other.state.id).await,
+            Err(StoreError::NotFound(_))
+        ),
+        "[{CASE}] a discarded plan loads"
+    );
+    let listed = ok(CASE, "list", store.list().await);
+    let ids: Vec<_> = listed.plans.iter().map(|p| p.plan_id.clone()).collect();
+    assert_eq!(ids, vec![plan.state.id.clone()], "[{CASE}] listed");
+    assert!(listed.damaged.is_empty(), "[{CASE}] damaged plans");
 }
 
 async fn create_twice_is_already_exists<R: PlanRepository>(store: R) {

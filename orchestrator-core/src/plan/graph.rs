@@ -94,7 +94,7 @@ impl PlanGraph {
     ) -> Result<PlanGraph, (ValidationErrors, producers::Producers)> {
         let jobs = spec.jobs.len();
         let with_snapshot = spec.isolation == Isolation::Worktree;
-        let total = jobs + usize::from(with_snapshot);
+        let total = Self::node_count_of(spec);
         // Edge `a -> b`: `b` depends on `a`; in the order the jobs list them.
         let mut edges: Vec<(u32, u32)> = Vec::with_capacity(jobs * 2 + 1);
         let mut errors = Vec::new();
@@ -249,6 +249,12 @@ impl PlanGraph {
         keys.into_iter()
             .map(|key| (u64::MAX - key as u64) as u32)
             .collect()
+    }
+
+    /// The number of nodes the graph of `spec` has, without building it: its jobs, plus the
+    /// snapshot node with worktree isolation.
+    pub(crate) fn node_count_of(spec: &PlanSpec) -> usize {
+        spec.jobs.len() + usize::from(spec.isolation == Isolation::Worktree)
     }
 
     /// Number of nodes (jobs plus the snapshot node, if any).

@@ -238,11 +238,88 @@ impl Debug for Lease {
     }
 }
 
+/// A new plan that [`PlanRepository::stage`] wrote where no reader finds it yet: what the
+/// store needs to make it visible ([`PlanRepository::create_staged`]) or to remove it
+/// ([`PlanRepository::discard`]). Empty for a store that stages nothing.
+///
+/// ```
+/// use orchestrator_core::repository::Staged;
+/// let staged = Staged::new(("folder", 7u64));
+/// assert_eq!(staged.take::<(&str, u64)>(), Some(("folder", 7)));
+/// assert_eq!(Staged::default().take::<u64>(), None);
+/// ```
+#[derive(Default)]
+pub struct Staged(Option<Box<dyn std::any::Any + Send + Sync>>);
+
+impl Staged {
+    /// What a store staged, for its own `create_staged` or `discard` to take back.
+    pub fn new(what: impl std::any::Any + Send + Sync) -> Self {
+        Staged(Some(Box::new(what)))
+    }
+
+    /// What was staged, if it is a `T` (a store takes back only its own kind).
+    pub fn take<T: std::any::Any>(self) -> Option<T> {
+        self.0
+            .and_then(|what| what.downcast::<T>().ok())
+            .map(|what| *what)
+    }
+}
+
+impl Debug for Staged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Staged(..)"
+        } else {
+            "Staged(nothing)"
+        })
+    }
+}
+
 /// Persists plans: creation records, journals of changes, per-attempt specs and logs.
 #[async_trait]
 pub trait PlanRepository: Send + Sync + Debug + 'static {
     /// Stores a new plan. [`StoreError::AlreadyExists`] if the id is taken.
     async fn create(&self, plan: &PlanRecord) -> Result<(), StoreError>;
+
+    /// Begins creating `plan` where no reader finds it (`load`, `list` and other processes do
+    /// not see it), written as durably as [`PlanRepository::create`] stores a plan, so that
+    /// the writing goes on while the caller still checks the plan:
+    /// [`PlanRepository::create_staged`] then makes it visible at little cost, or
+    /// [`PlanRepository::discard`] removes it. A staged plan left behind by a crash is
+    /// removed as an interrupted creation. The engine stages a large plan while it validates
+    /// it. The default stages nothing, and `create_staged` creates the plan.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use orchestrator_core::repository::PlanRepository;
+    /// use orchestrator_core::plan::PlanSpec;
+    /// use orchestrator_core::state::PlanRecord;
+    /// use orchestrator_core::{InMemoryPlanRepository, PlanId};
+    ///
+    /// let store = InMemoryPlanRepository::new();
+    /// let plan = PlanRecord::new(PlanId::random(), PlanSpec::new("p"), ".".into(), 0, 0);
+    /// let staged = store.stage(&plan).await.unwrap();
+    /// store.create_staged(&plan, staged).await.unwrap();
+    /// assert_eq!(store.load(&plan.state.id).await.unwrap(), plan);
+    /// # });
+    /// ```
+    async fn stage(&self, plan: &PlanRecord) -> Result<Staged, StoreError> {
+        let _ = plan;
+        Ok(Staged::default())
+    }
+
+    /// Creates `plan`, which [`PlanRepository::stage`] staged as `staged` (the same record),
+    /// as [`PlanRepository::create`] does: [`StoreError::AlreadyExists`] if the id is taken,
+    /// and nothing staged is left behind after an error. The default creates it.
+    async fn create_staged(&self, plan: &PlanRecord, staged: Staged) -> Result<(), StoreError> {
+        drop(staged);
+        self.create(plan).await
+    }
+
+    /// Removes what [`PlanRepository::stage`] wrote for a plan that is not to be created.
+    async fn discard(&self, staged: Staged) {
+        drop(staged);
+    }
 
     /// Appends changes, durably and atomically as a batch prefix: after a crash, `load` sees a
     /// prefix of all changes ever appended, never a partial or altered change.

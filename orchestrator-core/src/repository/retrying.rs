@@ -40,7 +40,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{AttemptSpecs, Lease, LogKey, LogQuery, PlanListing, PlanRepository, StoreError};
+use super::{
+    AttemptSpecs, Lease, LogKey, LogQuery, PlanListing, PlanRepository, Staged, StoreError,
+};
 use crate::backoff::{self, Backoff};
 use crate::ids::{NodeId, PlanId};
 use crate::state::{PlanRecord, StateChange};
@@ -114,6 +116,28 @@ impl PlanRepository for Retrying {
     async fn create(&self, plan: &PlanRecord) -> Result<(), StoreError> {
         let exists = |e: &StoreError| matches!(e, StoreError::AlreadyExists(_));
         again_unless_done("create", exists, || self.0.create(plan)).await
+    }
+
+    async fn stage(&self, plan: &PlanRecord) -> Result<Staged, StoreError> {
+        again("stage", || self.0.stage(plan)).await
+    }
+
+    async fn create_staged(&self, plan: &PlanRecord, staged: Staged) -> Result<(), StoreError> {
+        // What was staged is used up by the first try (which leaves nothing staged behind
+        // when it fails): a transient failure is retried as a plain create, and a plan found
+        // created by then gives the first error, as `create`'s retries do.
+        let first = match self.0.create_staged(plan, staged).await {
+            Err(e) if e.is_transient() => e,
+            other => return other,
+        };
+        match self.create(plan).await {
+            Err(StoreError::AlreadyExists(_)) => Err(first),
+            other => other,
+        }
+    }
+
+    async fn discard(&self, staged: Staged) {
+        self.0.discard(staged).await
     }
 
     async fn append(&self, plan: &PlanId, changes: &[StateChange]) -> Result<(), StoreError> {

@@ -110,6 +110,17 @@ impl PlanRecord {
         nodes: Vec<NodeState>,
         at: Millis,
     ) -> Self {
+        Self::of_shared(id, Arc::new(spec), repo, nodes, at)
+    }
+
+    /// [`PlanRecord::with_nodes`] of a spec shared with its caller.
+    pub(crate) fn of_shared(
+        id: PlanId,
+        spec: Arc<PlanSpec>,
+        repo: PathBuf,
+        nodes: Vec<NodeState>,
+        at: Millis,
+    ) -> Self {
         PlanRecord {
             state: PlanState {
                 id,
@@ -126,7 +137,7 @@ impl PlanRecord {
                 snapshot_branch: None,
                 nodes,
             },
-            spec: Arc::new(spec),
+            spec,
         }
     }
 
