@@ -32,12 +32,13 @@ const _: () = assert!(
         && CHANGE_STEPS.len() + 1 == SCHEMA_VERSION as usize
 );
 
-/// The schema version of a journal or snapshot whose header or envelope says `version`.
+/// The schema version of a journal whose header says `version` (a snapshot's is
+/// [`crate::snapshot::schema_of`]).
 ///
-/// Builds before the journal's binary records and the snapshot's compact lists wrote the
-/// schema version itself, 1, and refuse a newer one. So a version of 1 is a file of those
-/// builds (at schema 1), and any later version `v` a file of the current format at schema
-/// `v - 1` (see [`crate::journal::VERSION`] and [`crate::snapshot::VERSION`]).
+/// Builds before the journal's binary records wrote the schema version itself, 1, and refuse
+/// a newer one. So a version of 1 is a file of those builds (at schema 1), and any later
+/// version `v` a file of the current format at schema `v - 1` (see
+/// [`crate::journal::VERSION`]).
 pub(crate) fn of_format(version: u32) -> u32 {
     match version {
         // 0 is refused; 1 is a file of a build before the current formats.

@@ -38,14 +38,25 @@ struct EnvelopeIn<R> {
 }
 
 /// The version in the envelope of the snapshots this build writes: its schema version plus
-/// one, as for journals (see [`crate::schema::of_format`]).
+/// two (see [`schema_of`]).
 ///
-/// Builds before it wrote the schema version itself, 1, with every job and node as an object,
-/// and refuse a newer version: they report these snapshots as of an unsupported version
-/// instead of taking their compact lists for damage. So an envelope version of 1 is a
-/// snapshot of those builds, and any later version `v` one of schema `v - 1` whose lists may
-/// be compact (see [`fast_json`]).
-pub(crate) const VERSION: u32 = SCHEMA_VERSION + 1;
+/// The first builds wrote the schema version itself, 1, with every job and node as an object;
+/// the builds after them wrote the schema version plus one (2), with compact lists (see
+/// [`fast_json`]); this build's lists may also hold counts of fresh nodes whose ids are
+/// derived. Each refuses a newer version: it reports such a snapshot as of an unsupported
+/// version instead of taking what it cannot read for damage.
+pub(crate) const VERSION: u32 = SCHEMA_VERSION + 2;
+
+/// The schema version of a snapshot whose envelope says `version` (see [`VERSION`]): 1 and 2
+/// are snapshots at schema 1 of earlier builds (which this one reads too), and a later `v`
+/// one of schema `v - 2`. (0 is refused.)
+pub(crate) fn schema_of(version: u32) -> u32 {
+    match version {
+        0 | 1 => version,
+        2 => 1,
+        v => v - 2,
+    }
+}
 
 /// The JSON of the spec a plan's last snapshot was written with, kept while the record holds
 /// that same spec (`Arc`): a compaction rewrites the state, which changes, but encodes the
@@ -212,7 +223,7 @@ struct RawRecord<'a> {
 pub(crate) fn open<'a>(bytes: &'a [u8], path: &Path) -> Result<Envelope<'a>, StoreError> {
     let raw = serde_json::from_slice::<EnvelopeIn<RawRecord<'a>>>(bytes);
     if let Ok(env) = &raw {
-        let version = schema::of_format(env.schema_version);
+        let version = schema_of(env.schema_version);
         if version == SCHEMA_VERSION {
             return Ok(Envelope {
                 generation: env.generation,
@@ -234,7 +245,7 @@ pub(crate) fn open<'a>(bytes: &'a [u8], path: &Path) -> Result<Envelope<'a>, Sto
         };
         corrupt(path, format!("{what}: {e}"))
     })?;
-    let version = schema::of_format(env.schema_version);
+    let version = schema_of(env.schema_version);
     schema::check(version, path)?;
     if version == SCHEMA_VERSION {
         let message = match raw {
@@ -335,6 +346,23 @@ mod tests {
             Some((3, u64::MAX, SCHEMA_VERSION))
         );
         assert_eq!(read(&fresh).ok().as_ref(), Some(&record));
+        // A snapshot of the builds before counts of fresh nodes: envelope version 2, every
+        // pending node's id written out.
+        let text = String::from_utf8_lossy(&fresh).into_owned();
+        let count = format!(r#""nodes":[{}]"#, record.state.nodes.len());
+        assert!(text.contains(&count), "{text}");
+        let ids: Vec<String> = (record.state.nodes.iter())
+            .map(|n| format!("\"{}\"", n.id))
+            .collect();
+        let listed = format!(r#""nodes":[{}]"#, ids.join(","));
+        let before = text
+            .replacen(
+                &format!("\"schemaVersion\":{VERSION}"),
+                "\"schemaVersion\":2",
+                1,
+            )
+            .replacen(&count, &listed, 1);
+        assert_eq!(read(before.as_bytes()).ok().as_ref(), Some(&record));
         assert!(cache.of(&record.spec).is_some(), "the spec's JSON is kept");
         // The state changes, the spec stays: its JSON is reused.
         record.state.paused = true;
@@ -367,8 +395,8 @@ mod tests {
             .map(|e| String::from_utf8_lossy(&e.to_vec()).into_owned())
             .unwrap_or_default();
         assert!(good.contains(r#""jobs":[["a","T","true"]]"#), "{good}");
-        let node = format!("\"{}\"", record.state.nodes[0].id.as_str());
-        assert!(good.contains(&format!(r#""nodes":[{node}]"#)), "{good}");
+        // One fresh node whose id is derived: its count.
+        assert!(good.contains(r#""nodes":[1]"#), "{good}");
         for (from, to, says) in [
             (
                 r#"[["a","T","true"]]"#,
@@ -385,7 +413,21 @@ mod tests {
                 r#"[true]"#,
                 "a job: an object, or an array",
             ),
-            (node.as_str(), "7", "a node: an object, or the id"),
+            (
+                r#""nodes":[1]"#,
+                r#""nodes":[true]"#,
+                "a node: an object, the id of a pending node, or a count",
+            ),
+            (
+                r#""nodes":[1]"#,
+                r#""nodes":[99999999999]"#,
+                "more than a plan can hold",
+            ),
+            (
+                r#""nodes":[1]"#,
+                r#""nodes":[-1]"#,
+                "invalid type: integer `-1`",
+            ),
         ] {
             let bad = good.replacen(from, to, 1);
             assert_ne!(bad, good);

@@ -163,8 +163,8 @@ async fn newer_schema_version_is_refused_naming_the_file() {
     let (f, _) = Fixture::new().await;
     let mut v: serde_json::Value =
         serde_json::from_slice(&fs::read(f.snapshot()).expect("read")).expect("json");
-    // A snapshot's envelope version is its schema version + 1.
-    v["schemaVersion"] = (SCHEMA_VERSION + 2).into();
+    // A snapshot's envelope version is its schema version + 2.
+    v["schemaVersion"] = (SCHEMA_VERSION + 3).into();
     fs::write(f.snapshot(), serde_json::to_vec(&v).expect("json")).expect("write");
     let err = f.damaged().await;
     match &err {

@@ -65,8 +65,9 @@ async fn files_are_laid_out_as_the_spec_says() {
     );
     let snapshot: serde_json::Value =
         serde_json::from_slice(&fs::read(dir.join("plan.json")).expect("read")).expect("json");
-    // The schema version plus one: a snapshot whose lists may be compact.
-    assert_eq!(snapshot["schemaVersion"], 2);
+    // The schema version plus two: a snapshot whose lists may be compact and hold counts of
+    // fresh nodes with derived ids.
+    assert_eq!(snapshot["schemaVersion"], 3);
     assert_eq!(snapshot["generation"], 0);
     assert_eq!(snapshot["record"]["state"]["id"], id.as_str());
     let attempt = dir.join("specs").join(node.as_str()).join("attempts/2");
@@ -603,12 +604,10 @@ async fn files_of_older_builds_still_load_and_are_compacted_before_binary_record
         serde_json::from_slice(&fs::read(path).expect("read")).expect("json")
     };
     let current = read_json(&snapshot);
-    assert_eq!(current["schemaVersion"], SCHEMA_VERSION + 1);
+    assert_eq!(current["schemaVersion"], SCHEMA_VERSION + 2);
     assert!(current["record"]["spec"]["jobs"][0].is_array(), "{current}");
-    assert!(
-        current["record"]["state"]["nodes"][0].is_string(),
-        "{current}"
-    );
+    // 40 fresh nodes whose ids are derived: their count.
+    assert_eq!(current["record"]["state"]["nodes"], serde_json::json!([40]));
     let old = serde_json::json!({
         "schemaVersion": 1,
         "generation": 0,
@@ -653,7 +652,7 @@ async fn files_of_older_builds_still_load_and_are_compacted_before_binary_record
     assert_eq!(again.load(&id).await.expect("load"), expected);
     // The compaction wrote the snapshot in the current format too.
     let rewritten = read_json(&snapshot);
-    assert_eq!(rewritten["schemaVersion"], SCHEMA_VERSION + 1);
+    assert_eq!(rewritten["schemaVersion"], SCHEMA_VERSION + 2);
     assert!(
         rewritten["record"]["spec"]["jobs"][0].is_array(),
         "{rewritten}"

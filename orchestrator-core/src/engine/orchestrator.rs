@@ -131,7 +131,7 @@ impl Orchestrator {
         let id = PlanId::random();
         let now = now_millis();
         let started = creation == Creation::Run && starts_as_stored(&spec);
-        let nodes = crate::state::fresh_nodes(graph.node_count());
+        let nodes = crate::state::fresh_nodes(&id, graph.node_count());
         let mut record = PlanRecord::with_nodes(id.clone(), spec, dir, nodes, now);
         record.state.scaffolding = scaffolding;
         let mut machine = PlanMachine::new(record, Arc::new(graph));
@@ -172,7 +172,7 @@ impl Orchestrator {
                 (repository.clone(), id.clone(), spec.clone(), dir.clone());
             let count = PlanGraph::node_count_of(&spec);
             tokio::spawn(async move {
-                let nodes = crate::state::fresh_nodes(count);
+                let nodes = crate::state::fresh_nodes(&id, count);
                 let mut record = PlanRecord::of_shared(id, spec, dir, nodes, now_millis());
                 record.state.scaffolding = scaffolding;
                 let staged = repository.stage(&record).await;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{Millis, NodeId, PlanId};
+use crate::ids::{DerivedIds, Millis, NodeId, PlanId};
 use crate::plan::{Isolation, PlanSpec};
 use crate::state::PlanStatus;
 
@@ -86,20 +86,26 @@ pub struct PlanState {
     pub nodes: Vec<NodeState>,
 }
 
-/// The states of `count` nodes of a new plan: pending, each with a new random id.
-pub(crate) fn fresh_nodes(count: usize) -> Vec<NodeState> {
-    (0..count)
-        .map(|_| NodeState::new(NodeId::random()))
-        .collect()
+/// The states of `count` nodes of a new plan `plan`: pending, their ids derived from the
+/// plan's (see [`DerivedIds`]), or random if it has none.
+pub(crate) fn fresh_nodes(plan: &PlanId, count: usize) -> Vec<NodeState> {
+    match DerivedIds::of(plan) {
+        Some(ids) => (0..count).map(|i| NodeState::new(ids.id(i))).collect(),
+        None => (0..count)
+            .map(|_| NodeState::new(NodeId::random()))
+            .collect(),
+    }
 }
 
 impl PlanRecord {
-    /// A fresh record: every node pending, ids random.
+    /// A fresh record: every node pending, ids derived from the plan's (see
+    /// [`DerivedIds`]).
     ///
     /// `node_count` is the number of graph nodes (jobs plus the snapshot node, if any; see
     /// [`crate::plan::PlanGraph::node_count`]).
     pub fn new(id: PlanId, spec: PlanSpec, repo: PathBuf, node_count: usize, at: Millis) -> Self {
-        Self::with_nodes(id, spec, repo, fresh_nodes(node_count), at)
+        let nodes = fresh_nodes(&id, node_count);
+        Self::with_nodes(id, spec, repo, nodes, at)
     }
 
     /// [`PlanRecord::new`] with its `nodes` made already (see [`fresh_nodes`]).
