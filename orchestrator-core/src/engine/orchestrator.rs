@@ -303,7 +303,9 @@ impl Orchestrator {
     ///
     /// A plan whose start needs nothing prepared (no worktrees to base, no plan to wait for)
     /// is stored already started: one write and flush of the store, not a creation and then
-    /// the start's append (SPEC §5's durability holds: nothing runs before it is stored).
+    /// the start's append (SPEC §5's durability holds: nothing runs before it is stored). A
+    /// plan of 1,000 jobs or more is staged in the store while it is validated, then started
+    /// (see [`PlanRepository::stage`]).
     pub async fn run(&self, spec: PlanSpec, dir: impl Into<PathBuf>) -> Result<PlanId> {
         let (id, started) = self.create(spec, dir.into(), Creation::Run).await?;
         if !started {
