@@ -54,46 +54,56 @@ pub(crate) fn state(state: &PlanState, capacity: usize) -> Result<Vec<u8>, Error
     // A plan's nodes share a handful of statuses: each is encoded once.
     let mut statuses: Vec<(NodeStatus, Vec<u8>)> = Vec::new();
     let derived = DerivedIds::of(&state.id);
+    let nodes = &state.nodes;
+    let derived_at = |i: usize| {
+        derived
+            .as_ref()
+            .is_some_and(|ids| fresh(&nodes[i]) && ids.is(&nodes[i].id, i))
+    };
     let items = |out: &mut Vec<u8>| {
-        // Fresh nodes whose ids are derived at their index, in a row: a count.
-        let mut run = 0u64;
-        let mut first = true;
-        let mut separate = |out: &mut Vec<u8>| {
-            if !std::mem::take(&mut first) {
+        let mut i = 0;
+        while i < nodes.len() {
+            if i > 0 {
                 out.push(b',');
             }
-        };
-        for (i, node) in state.nodes.iter().enumerate() {
-            if fresh(node) && derived.as_ref().is_some_and(|ids| ids.is(&node.id, i)) {
-                run += 1;
+            // Fresh nodes whose ids are derived at their index, in a row: their count.
+            let run = (i..nodes.len()).take_while(|&j| derived_at(j)).count();
+            if run > 0 {
+                out.extend_from_slice(run.to_string().as_bytes());
+                i += run;
                 continue;
             }
-            if run > 0 {
-                separate(out);
-                out.extend_from_slice(std::mem::take(&mut run).to_string().as_bytes());
+            if !write_node(out, &nodes[i], &mut statuses)? {
+                serde_json::to_writer(&mut *out, &nodes[i])?;
             }
-            separate(out);
-            if !write_node(out, node, &mut statuses)? {
-                serde_json::to_writer(&mut *out, node)?;
-            }
-        }
-        if run > 0 {
-            separate(out);
-            out.extend_from_slice(run.to_string().as_bytes());
+            i += 1;
         }
         Ok(())
     };
     spliced(state, &without_nodes(state), "nodes", capacity, items)
 }
 
-/// Whether `node` is as a new plan makes it: pending, never run, none of the rarer fields.
+/// Whether `node` holds nothing but its id and status: never run, none of the rarer fields.
+fn bare(node: &NodeState) -> bool {
+    // Every field named, as in `write_job`: a field added to `NodeState` stops the build here
+    // until this says what to do with it.
+    let NodeState {
+        id: _,
+        status: _,
+        attempts,
+        extra,
+    } = node;
+    attempts.is_empty() && extra.is_empty()
+}
+
+/// Whether `node` is as a new plan makes it: pending and [`bare`].
 fn fresh(node: &NodeState) -> bool {
-    node.status == NodeStatus::Pending && node.attempts.is_empty() && node.extra.is_empty()
+    node.status == NodeStatus::Pending && bare(node)
 }
 
 /// `whole` as compact JSON, made of the JSON of `shell` (`whole` with its list `key` empty)
-/// with the list's items written by `items`, separated by commas. `whole` the usual way if
-/// the shell's JSON has no `"<key>":[]`; its first one must be the list's (see
+/// with the list's items written by `items` (commas between them too). `whole` the usual way
+/// if the shell's JSON has no `"<key>":[]`; its first one must be the list's (see
 /// [`without_jobs`]).
 fn spliced<T: serde::Serialize>(
     whole: &T,
@@ -125,16 +135,10 @@ fn write_node(
     node: &NodeState,
     statuses: &mut Vec<(NodeStatus, Vec<u8>)>,
 ) -> Result<bool, Error> {
-    // Every field named, as in `write_job`.
-    let NodeState {
-        id,
-        status,
-        attempts,
-        extra,
-    } = node;
-    if !attempts.is_empty() || !extra.is_empty() {
+    if !bare(node) {
         return Ok(false);
     }
+    let NodeState { id, status, .. } = node;
     if *status == NodeStatus::Pending {
         string(out, id.as_str())?;
         return Ok(true);

@@ -5,24 +5,16 @@
 mod common;
 
 use std::fs;
-use std::path::Path;
 
-use common::{append_full_run, apply_range, change, full_run, journal_header, json_record, plan};
+use common::{
+    append_full_run, apply_range, change, files_in, full_run, journal_header, json_record, plan,
+};
 use orchestrator_core::ids::{NodeId, PlanId};
 use orchestrator_core::plan::WorkSpec;
 use orchestrator_core::repository::{AttemptSpecs, LogKey, LogQuery};
 use orchestrator_core::state::{NodeStatus, Phase, StateChange, SCHEMA_VERSION};
 use orchestrator_core::{PlanRepository, StoreError};
 use orchestrator_storage::{Compaction, Durability, FsOptions, FsPlanRepository};
-
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .expect("read dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 #[tokio::test]
 async fn files_are_laid_out_as_the_spec_says() {

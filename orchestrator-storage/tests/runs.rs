@@ -1,5 +1,7 @@
 //! Plans run through the file store: what `Orchestrator::run` writes before it returns.
 
+mod common;
+
 use std::sync::Arc;
 
 use orchestrator_core::plan::{Isolation, JobSpec, PlanSpec, WorkSpec};
@@ -100,15 +102,7 @@ fn chain(name: &str, n: usize) -> PlanSpec {
 
 /// The names in the store's `plans` folder, hidden ones (creations under way) too.
 fn plan_folders(store: &FsPlanRepository) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(store.root().join("plans"))
-        .map(|entries| {
-            entries
-                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    common::files_in(&store.root().join("plans"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -166,7 +166,7 @@ impl Orchestrator {
     ) -> Result<PlanId> {
         let id = PlanId::random();
         let spec = Arc::new(spec);
-        let repository = self.ctx.repository.clone();
+        let repository = &self.ctx.repository;
         let staging = {
             let (repository, id, spec, dir) =
                 (repository.clone(), id.clone(), spec.clone(), dir.clone());

@@ -220,3 +220,13 @@ pub fn json_record(batch: &[StateChange]) -> Vec<u8> {
     r.extend(payload);
     r
 }
+
+/// The names in `dir`, sorted (hidden ones too).
+pub fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
